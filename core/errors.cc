@@ -1,0 +1,54 @@
+#include "core/errors.h"
+
+#include <array>
+
+namespace leasekeeper {
+namespace {
+
+constexpr std::array<ErrorCode, 5> kAllCodes = {
+    ErrorCode::kInvalidArguments, ErrorCode::kInvalidTtl,
+    ErrorCode::kClientBusy, ErrorCode::kNotHolder, ErrorCode::kStaleToken};
+
+}  // namespace
+
+absl::string_view ErrorText(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArguments:
+      return "invalid arguments";
+    case ErrorCode::kInvalidTtl:
+      return "invalid ttl";
+    case ErrorCode::kClientBusy:
+      return "client busy";
+    case ErrorCode::kNotHolder:
+      return "not holder";
+    case ErrorCode::kStaleToken:
+      return "stale token";
+  }
+  return "unknown error";
+}
+
+absl::Status MakeError(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArguments:
+    case ErrorCode::kInvalidTtl:
+      return absl::InvalidArgumentError(ErrorText(code));
+    case ErrorCode::kClientBusy:
+    case ErrorCode::kNotHolder:
+    case ErrorCode::kStaleToken:
+      return absl::FailedPreconditionError(ErrorText(code));
+  }
+  return absl::InternalError("unknown error code");
+}
+
+std::optional<ErrorCode> ErrorCodeOf(const absl::Status& status) {
+  if (status.ok()) return std::nullopt;
+  for (ErrorCode code : kAllCodes) {
+    if (status.message() == ErrorText(code) &&
+        status.code() == MakeError(code).code()) {
+      return code;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace leasekeeper

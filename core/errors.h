@@ -1,0 +1,42 @@
+// The contract's expected failures, as absl::Status values.
+//
+// Every failure the core reports is one of these five. The status message is
+// exactly the contract's error text ("invalid ttl"), so the replay prints
+// "error: " + message and the server forwards it verbatim. The absl code says
+// which family it belongs to (INVALID_ARGUMENT for malformed input,
+// FAILED_PRECONDITION for a well-formed request the state refuses).
+//
+// Thread-safety: pure functions.
+#ifndef LEASEKEEPER_CORE_ERRORS_H_
+#define LEASEKEEPER_CORE_ERRORS_H_
+
+#include <optional>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+
+namespace leasekeeper {
+
+enum class ErrorCode {
+  kInvalidArguments,  // a field has the wrong type, or is empty, or token < 1
+  kInvalidTtl,        // ttl outside [1, CoreConfig::max_ttl]
+  kClientBusy,        // acquire by a client that waits, or holds that lock
+  kNotHolder,         // renew/release by a client that does not hold the lock
+  kStaleToken,        // write with a token below the lock's high-water mark
+};
+
+// "invalid arguments", "invalid ttl", "client busy", "not holder",
+// "stale token".
+absl::string_view ErrorText(ErrorCode code);
+
+// A non-OK status carrying `code`: message ErrorText(code), absl code
+// kInvalidArgument or kFailedPrecondition.
+absl::Status MakeError(ErrorCode code);
+
+// The ErrorCode a status made by MakeError carries; nullopt for OK or any
+// other status.
+std::optional<ErrorCode> ErrorCodeOf(const absl::Status& status);
+
+}  // namespace leasekeeper
+
+#endif  // LEASEKEEPER_CORE_ERRORS_H_

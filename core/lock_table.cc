@@ -1,0 +1,538 @@
+#include "core/lock_table.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/errors.h"
+
+namespace leasekeeper {
+
+LockTable::LockTable(CoreConfig config) : config_(config) {}
+
+LockTable::~LockTable() = default;
+
+absl::Status LockTable::ValidateTtl(int64_t ttl) const {
+  if (ttl < 1 || ttl > config_.max_ttl) {
+    return MakeError(ErrorCode::kInvalidTtl);
+  }
+  return absl::OkStatus();
+}
+
+LockTable::LockState* LockTable::FindLock(absl::string_view name) {
+  auto it = locks_.find(name);
+  return it == locks_.end() ? nullptr : &it->second;
+}
+
+LockTable::ClientState* LockTable::FindClient(absl::string_view name) {
+  auto it = clients_.find(name);
+  return it == clients_.end() ? nullptr : &it->second;
+}
+
+void LockTable::Emit(Event::Kind kind, Tick at, const ClientState& client,
+                     const LockState& lock, LockMode mode, FencingToken token,
+                     Tick expires_at) {
+  events_.push_back(Event{kind, at, std::string(client.name),
+                          std::string(lock.name), mode, token, expires_at});
+}
+
+bool LockTable::Compatible(const LockState& lock, LockMode mode) const {
+  if (lock.holders.empty()) return true;
+  // An exclusive holder is always the only holder, so the first holder's mode
+  // tells whether all holders are shared.
+  return mode == LockMode::kShared &&
+         lock.holders.begin()->second.mode == LockMode::kShared;
+}
+
+void LockTable::UpdateActive(LockState& lock) {
+  if (lock.holders.empty() && lock.queue.empty()) {
+    active_locks_.erase(lock.name);
+  } else {
+    active_locks_.insert(lock.name);
+  }
+}
+
+void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
+                          Tick at, int64_t ttl) {
+  const FencingToken token = ++lock.last_token;
+  const uint64_t sequence = ++last_sequence_;
+  const Tick expires_at = at + ttl;
+  lock.holders.emplace(token, Holder{&client, mode, expires_at, ttl, sequence});
+  client.holds.emplace(lock.name, token);
+  expiry_.insert(ExpiryKey{expires_at, sequence, &lock, token});
+  UpdateActive(lock);
+}
+
+void LockTable::RemoveHolder(LockState& lock,
+                             std::map<FencingToken, Holder>::iterator it) {
+  const Holder& holder = it->second;
+  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, it->first});
+  holder.client->holds.erase(lock.name);
+  lock.holders.erase(it);
+  UpdateActive(lock);
+}
+
+void LockTable::RemoveWaiter(ClientState& client) {
+  LockState* lock = client.waiting;
+  lock->queue.erase(client.waiting_entry);
+  client.waiting = nullptr;
+  --waiter_count_;
+  UpdateActive(*lock);
+}
+
+void LockTable::GrantFromQueue(LockState& lock, Tick at) {
+  while (!lock.queue.empty()) {
+    const Waiter head = lock.queue.front();
+    if (!Compatible(lock, head.mode)) break;
+    RemoveWaiter(*head.client);
+    AddHolder(lock, *head.client, head.mode, at, head.ttl);
+    Emit(Event::Kind::kGrantedFromQueue, at, *head.client, lock, head.mode,
+         lock.last_token, at + head.ttl);
+  }
+}
+
+void LockTable::Retire(Tick now) {
+  // Lapses are processed in the order they happened; a grant made at a lapse
+  // instant enters the index and, if it too has lapsed by `now`, is retired
+  // in its turn.
+  while (!expiry_.empty() && expiry_.begin()->expires_at <= now) {
+    const ExpiryKey key = *expiry_.begin();
+    LockState& lock = *key.lock;
+    auto it = lock.holders.find(key.token);
+    const Holder& holder = it->second;
+    Emit(Event::Kind::kLapsed, key.expires_at, *holder.client, lock,
+         holder.mode, key.token, key.expires_at);
+    RemoveHolder(lock, it);
+    GrantFromQueue(lock, key.expires_at);
+  }
+}
+
+void LockTable::AdvanceTo(Tick now) {
+  if (now <= now_) return;
+  now_ = now;
+  Retire(now_);
+}
+
+std::optional<Tick> LockTable::NextExpiry() const {
+  if (expiry_.empty()) return std::nullopt;
+  return expiry_.begin()->expires_at;
+}
+
+absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
+                                                  absl::string_view client_name,
+                                                  absl::string_view lock_name,
+                                                  int64_t ttl, LockMode mode) {
+  AdvanceTo(now);
+  now = now_;
+  if (client_name.empty() || lock_name.empty()) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  if (absl::Status status = ValidateTtl(ttl); !status.ok()) return status;
+
+  ClientState* client = FindClient(client_name);
+  if (client != nullptr &&
+      (client->waiting != nullptr ||
+       client->holds.find(lock_name) != client->holds.end())) {
+    return MakeError(ErrorCode::kClientBusy);
+  }
+  if (client == nullptr) {
+    auto [it, inserted] = clients_.try_emplace(std::string(client_name));
+    client = &it->second;
+    client->name = it->first;
+    client->age = ++last_age_;
+  }
+  auto [lock_it, lock_inserted] = locks_.try_emplace(std::string(lock_name));
+  LockState& lock = lock_it->second;
+  if (lock_inserted) lock.name = lock_it->first;
+
+  AcquireOutcome outcome;
+  if (lock.queue.empty() && Compatible(lock, mode)) {
+    AddHolder(lock, *client, mode, now, ttl);
+    outcome.kind = AcquireOutcome::Kind::kGranted;
+    outcome.token = lock.last_token;
+    outcome.expires_at = now + ttl;
+    return outcome;
+  }
+
+  lock.queue.push_back(Waiter{client, mode, ttl});
+  client->waiting = &lock;
+  client->waiting_entry = std::prev(lock.queue.end());
+  ++waiter_count_;
+  UpdateActive(lock);
+
+  // Part 3 rule 5: abort the youngest client on the cycles through the
+  // requester until none is left, the requester is granted, or it is the
+  // victim itself.
+  ClientState* requester = client;
+  while (requester->waiting != nullptr) {
+    std::vector<ClientState*> cycle = CycleThrough(*requester);
+    if (cycle.empty()) break;
+    ClientState* victim = *std::max_element(
+        cycle.begin(), cycle.end(),
+        [](const ClientState* a, const ClientState* b) {
+          return a->age < b->age;
+        });
+    outcome.aborted.emplace_back(victim->name);
+    const bool requester_aborted = victim == requester;
+    Abort(*victim, now);  // erases the victim's ClientState
+    if (requester_aborted) {
+      outcome.kind = AcquireOutcome::Kind::kDeadlock;
+      return outcome;
+    }
+  }
+
+  if (requester->waiting != nullptr) {
+    outcome.kind = AcquireOutcome::Kind::kQueued;
+    // Nothing joins a queue during this call after the requester, so it is
+    // still last in line.
+    outcome.position = static_cast<int64_t>(lock.queue.size());
+    return outcome;
+  }
+  // The aborts granted the request.
+  auto held = requester->holds.find(lock.name);
+  const Holder& holder = lock.holders.at(held->second);
+  outcome.kind = AcquireOutcome::Kind::kGranted;
+  outcome.token = held->second;
+  outcome.expires_at = holder.expires_at;
+  return outcome;
+}
+
+std::vector<LockTable::ClientState*> LockTable::CycleThrough(
+    ClientState& requester) const {
+  // The wait-for graph (Part 3 rule 3) gives a waiter edges to every holder
+  // and to every client ahead of it in the queue. Listing an edge per pair of
+  // waiters would be quadratic, so the search uses an equivalent graph with
+  // the same reachability: a waiter points to the waiter just ahead of it, and
+  // the head of the queue points to the holders. Everyone ahead reaches the
+  // holders through the head, so "reachable from" and "can reach" are
+  // unchanged, and so is the set of clients on a cycle through the requester.
+  //
+  // Cheap exit first: a cycle through the requester needs an edge into it,
+  // and only the head waiter of a lock it holds has one (nobody queues behind
+  // a request during the call that queued it).
+  bool has_incoming = false;
+  for (const auto& [lock_name, token] : requester.holds) {
+    const LockState& lock = locks_.find(lock_name)->second;
+    if (!lock.queue.empty()) {
+      has_incoming = true;
+      break;
+    }
+  }
+  if (!has_incoming) return {};
+
+  auto for_each_successor = [this](const ClientState& client, auto&& visit) {
+    const LockState* lock = client.waiting;
+    if (lock == nullptr) return;
+    if (client.waiting_entry != lock->queue.begin()) {
+      visit(std::prev(client.waiting_entry)->client);
+      return;
+    }
+    for (const auto& [token, holder] : lock->holders) visit(holder.client);
+  };
+  auto for_each_predecessor = [this](const ClientState& client, auto&& visit) {
+    for (const auto& [lock_name, token] : client.holds) {
+      const LockState& lock = locks_.find(lock_name)->second;
+      if (!lock.queue.empty()) visit(lock.queue.front().client);
+    }
+    if (client.waiting != nullptr) {
+      auto behind = std::next(client.waiting_entry);
+      if (behind != client.waiting->queue.end()) visit(behind->client);
+    }
+  };
+
+  // Forward: everything reachable from the requester (the work Part 4
+  // allows).
+  absl::flat_hash_set<const ClientState*> reachable;
+  std::vector<ClientState*> stack;
+  bool cycle = false;
+  auto push_forward = [&](ClientState* next) {
+    if (next == &requester) cycle = true;
+    if (reachable.insert(next).second) stack.push_back(next);
+  };
+  for_each_successor(requester, push_forward);
+  while (!stack.empty()) {
+    ClientState* current = stack.back();
+    stack.pop_back();
+    for_each_successor(*current, push_forward);
+  }
+  if (!cycle) return {};
+
+  // Backward from the requester, inside the reachable set: a client that can
+  // reach the requester and is reachable from it lies on a cycle through it,
+  // and every client on such a path is itself reachable, so the restriction
+  // loses nothing.
+  std::vector<ClientState*> members = {&requester};
+  absl::flat_hash_set<const ClientState*> seen = {&requester};
+  stack.push_back(&requester);
+  while (!stack.empty()) {
+    ClientState* current = stack.back();
+    stack.pop_back();
+    for_each_predecessor(*current, [&](ClientState* previous) {
+      if (reachable.contains(previous) && seen.insert(previous).second) {
+        members.push_back(previous);
+        stack.push_back(previous);
+      }
+    });
+  }
+  return members;
+}
+
+void LockTable::Abort(ClientState& victim, Tick at) {
+  if (victim.waiting != nullptr) {
+    LockState& lock = *victim.waiting;
+    const LockMode mode = victim.waiting_entry->mode;
+    RemoveWaiter(victim);
+    Emit(Event::Kind::kAbortedWaiter, at, victim, lock, mode, 0, 0);
+    GrantFromQueue(lock, at);
+  }
+  // Ascending lock-name order; each release may grant others but never the
+  // victim, which no longer waits.
+  while (!victim.holds.empty()) {
+    auto [lock_name, token] = *victim.holds.begin();
+    LockState& lock = locks_.find(lock_name)->second;
+    auto it = lock.holders.find(token);
+    Emit(Event::Kind::kAbortedHolder, at, victim, lock, it->second.mode, token,
+         it->second.expires_at);
+    RemoveHolder(lock, it);
+    GrantFromQueue(lock, at);
+  }
+  clients_.erase(victim.name);
+}
+
+absl::StatusOr<RenewOutcome> LockTable::Renew(Tick now,
+                                              absl::string_view client_name,
+                                              absl::string_view lock_name,
+                                              int64_t ttl) {
+  AdvanceTo(now);
+  now = now_;
+  if (client_name.empty() || lock_name.empty()) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  if (absl::Status status = ValidateTtl(ttl); !status.ok()) return status;
+  ClientState* client = FindClient(client_name);
+  if (client == nullptr) return MakeError(ErrorCode::kNotHolder);
+  auto held = client->holds.find(lock_name);
+  if (held == client->holds.end()) return MakeError(ErrorCode::kNotHolder);
+  LockState& lock = locks_.find(lock_name)->second;
+  Holder& holder = lock.holders.at(held->second);
+  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock,
+                          held->second});
+  holder.expires_at = now + ttl;
+  holder.ttl = ttl;
+  holder.sequence = ++last_sequence_;
+  expiry_.insert(
+      ExpiryKey{holder.expires_at, holder.sequence, &lock, held->second});
+  return RenewOutcome{held->second, holder.expires_at};
+}
+
+absl::StatusOr<ReleaseOutcome> LockTable::Release(Tick now,
+                                                  absl::string_view client_name,
+                                                  absl::string_view lock_name) {
+  AdvanceTo(now);
+  now = now_;
+  if (client_name.empty() || lock_name.empty()) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  ClientState* client = FindClient(client_name);
+  if (client == nullptr) return MakeError(ErrorCode::kNotHolder);
+  if (auto held = client->holds.find(lock_name); held != client->holds.end()) {
+    LockState& lock = locks_.find(lock_name)->second;
+    RemoveHolder(lock, lock.holders.find(held->second));
+    GrantFromQueue(lock, now);
+    return ReleaseOutcome::kReleased;
+  }
+  if (client->waiting != nullptr && client->waiting->name == lock_name) {
+    LockState& lock = *client->waiting;
+    RemoveWaiter(*client);
+    GrantFromQueue(lock, now);
+    return ReleaseOutcome::kWithdrawn;
+  }
+  return MakeError(ErrorCode::kNotHolder);
+}
+
+bool LockTable::Withdraw(Tick now, absl::string_view client_name,
+                         absl::string_view lock_name) {
+  AdvanceTo(now);
+  ClientState* client = FindClient(client_name);
+  if (client == nullptr || client->waiting == nullptr ||
+      client->waiting->name != lock_name) {
+    return false;
+  }
+  LockState& lock = *client->waiting;
+  RemoveWaiter(*client);
+  GrantFromQueue(lock, now_);
+  return true;
+}
+
+int LockTable::ReleaseAll(Tick now, absl::string_view client_name) {
+  AdvanceTo(now);
+  ClientState* client = FindClient(client_name);
+  if (client == nullptr) return 0;
+  if (client->waiting != nullptr) {
+    LockState& lock = *client->waiting;
+    const LockMode mode = client->waiting_entry->mode;
+    RemoveWaiter(*client);
+    Emit(Event::Kind::kWithdrawnByOwner, now_, *client, lock, mode, 0, 0);
+    GrantFromQueue(lock, now_);
+  }
+  int released = 0;
+  while (!client->holds.empty()) {
+    auto [lock_name, token] = *client->holds.begin();
+    LockState& lock = locks_.find(lock_name)->second;
+    auto it = lock.holders.find(token);
+    Emit(Event::Kind::kReleasedByOwner, now_, *client, lock, it->second.mode,
+         token, it->second.expires_at);
+    RemoveHolder(lock, it);
+    GrantFromQueue(lock, now_);
+    ++released;
+  }
+  return released;
+}
+
+int LockTable::RenewAll(Tick now, absl::string_view client_name) {
+  AdvanceTo(now);
+  ClientState* client = FindClient(client_name);
+  if (client == nullptr) return 0;
+  int renewed = 0;
+  for (const auto& [lock_name, token] : client->holds) {
+    LockState& lock = locks_.find(lock_name)->second;
+    Holder& holder = lock.holders.at(token);
+    expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+    holder.expires_at = now_ + holder.ttl;
+    holder.sequence = ++last_sequence_;
+    expiry_.insert(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+    ++renewed;
+  }
+  return renewed;
+}
+
+HolderView LockTable::ViewOf(const LockState& lock, FencingToken token,
+                             const Holder& holder) const {
+  return HolderView{std::string(holder.client->name), std::string(lock.name),
+                    holder.mode, token, holder.expires_at};
+}
+
+LockView LockTable::Inspect(Tick now, absl::string_view lock_name) {
+  AdvanceTo(now);
+  LockView view;
+  const LockState* lock = FindLock(lock_name);
+  if (lock == nullptr) return view;
+  view.holders.reserve(lock->holders.size());
+  for (const auto& [token, holder] : lock->holders) {
+    view.holders.push_back(ViewOf(*lock, token, holder));
+  }
+  view.queue.reserve(lock->queue.size());
+  for (const Waiter& waiter : lock->queue) {
+    view.queue.push_back(
+        WaiterView{std::string(waiter.client->name), waiter.mode, waiter.ttl});
+  }
+  return view;
+}
+
+ClientView LockTable::Status(Tick now, absl::string_view client_name) {
+  AdvanceTo(now);
+  ClientView view;
+  const ClientState* client = FindClient(client_name);
+  if (client == nullptr) return view;
+  view.age = client->age;
+  view.holds.reserve(client->holds.size());
+  for (const auto& [lock_name, token] : client->holds) {
+    const LockState& lock = locks_.find(lock_name)->second;
+    view.holds.push_back(ViewOf(lock, token, lock.holders.at(token)));
+  }
+  if (client->waiting != nullptr) {
+    view.waiting = std::string(client->waiting->name);
+  }
+  return view;
+}
+
+std::vector<std::string> LockTable::ActiveLocks(absl::string_view prefix,
+                                                absl::string_view after,
+                                                size_t limit) {
+  std::vector<std::string> names;
+  // A page starts after `after`, but never before the first name with the
+  // prefix.
+  auto it = after < prefix ? active_locks_.lower_bound(prefix)
+                           : active_locks_.upper_bound(after);
+  for (; it != active_locks_.end() && names.size() < limit; ++it) {
+    if (!absl::StartsWith(*it, prefix)) break;
+    names.emplace_back(*it);
+  }
+  return names;
+}
+
+std::vector<Event> LockTable::TakeEvents() {
+  std::vector<Event> events;
+  events.swap(events_);
+  return events;
+}
+
+absl::Status LockTable::CheckInvariants() const {
+  size_t leases = 0;
+  size_t waiters = 0;
+  size_t active = 0;
+  for (const auto& [name, lock] : locks_) {
+    if (lock.name != name) return absl::InternalError("lock name view");
+    const bool is_active = !lock.holders.empty() || !lock.queue.empty();
+    if (is_active) ++active;
+    if (is_active != active_locks_.contains(lock.name)) {
+      return absl::InternalError(absl::StrCat("active index: ", name));
+    }
+    size_t exclusive = 0;
+    for (const auto& [token, holder] : lock.holders) {
+      ++leases;
+      if (token < 1 || token > lock.last_token) {
+        return absl::InternalError(absl::StrCat("token beyond counter: ", name));
+      }
+      if (holder.mode == LockMode::kExclusive) ++exclusive;
+      if (holder.expires_at <= now_) {
+        return absl::InternalError(absl::StrCat("lapsed lease held: ", name));
+      }
+      auto held = holder.client->holds.find(lock.name);
+      if (held == holder.client->holds.end() || held->second != token) {
+        return absl::InternalError(absl::StrCat("client hold index: ", name));
+      }
+      if (!expiry_.contains(
+              ExpiryKey{holder.expires_at, holder.sequence, nullptr, 0})) {
+        return absl::InternalError(absl::StrCat("expiry index: ", name));
+      }
+    }
+    if (exclusive > 0 && lock.holders.size() != 1) {
+      return absl::InternalError(absl::StrCat("incompatible holders: ", name));
+    }
+    if (!lock.queue.empty() && Compatible(lock, lock.queue.front().mode)) {
+      return absl::InternalError(absl::StrCat("grantable head waits: ", name));
+    }
+    for (auto it = lock.queue.begin(); it != lock.queue.end(); ++it) {
+      ++waiters;
+      if (it->client->waiting != &lock || it->client->waiting_entry != it) {
+        return absl::InternalError(absl::StrCat("waiter index: ", name));
+      }
+    }
+  }
+  if (leases != expiry_.size()) return absl::InternalError("expiry size");
+  if (waiters != waiter_count_) return absl::InternalError("waiter count");
+  if (active != active_locks_.size()) return absl::InternalError("active size");
+  absl::flat_hash_set<uint64_t> ages;
+  for (const auto& [name, client] : clients_) {
+    if (client.name != name) return absl::InternalError("client name view");
+    if (client.age < 1 || client.age > last_age_ ||
+        !ages.insert(client.age).second) {
+      return absl::InternalError(absl::StrCat("age: ", name));
+    }
+    for (const auto& [lock_name, token] : client.holds) {
+      auto lock = locks_.find(lock_name);
+      if (lock == locks_.end()) return absl::InternalError("held lock missing");
+      auto holder = lock->second.holders.find(token);
+      if (holder == lock->second.holders.end() ||
+          holder->second.client != &client) {
+        return absl::InternalError(absl::StrCat("hold without holder: ", name));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace leasekeeper

@@ -1,0 +1,293 @@
+// LockTable: the lease contract's lock table (contract Parts 1-4).
+//
+// A pure, single-threaded, in-memory table of named locks with time-limited
+// leases, FIFO wait queues, shared/exclusive modes, per-lock fencing
+// counters, client registration (ages) and deadlock-victim selection. It
+// never reads a clock: every method takes `now`, and the table's state is
+// always "as of now" (rule 1).
+//
+// Thread-safety: none. One owner calls it; the server serialises all calls.
+//
+// Time: every mutating or reading method first retires, in the order they
+// happened, every lease whose expires_at <= now, handing each lock on at the
+// instant its lease ended (rule 3). `now` must never decrease; a smaller
+// value is treated as the latest `now` seen (REQUIRES: now in
+// [kMinTick, kMaxTick]).
+//
+// Invariants, true between calls:
+//  1. A lock's holders are either one exclusive lease or any number of
+//     shared leases.
+//  2. Every lease held has expires_at > the latest now.
+//  3. The head of a non-empty queue is not compatible with the holders
+//     (otherwise it would have been granted).
+//  4. Tokens per lock strictly rise in grant order; a lock's counter is
+//     never reset, even when nobody holds or awaits it.
+//  5. A client waits for at most one lock and holds at most one lease per
+//     lock; a client that holds or waits is registered.
+//  6. The wait-for graph has no cycle (each queued acquire resolves the
+//     cycles through its requester before returning).
+//
+// Cost: an operation's work depends only on what it touches (Part 4): the
+// leases that lapse before it, the lock and client it names, and, for an
+// acquire that queues, the clients reachable from the requester in the
+// wait-for graph. No method scans all locks or clients. Lapses come from an
+// ordered expiry index keyed (expires_at, grant sequence).
+//
+// Effects: besides its result, each call may cause events other parties care
+// about (a waiter granted from the queue, a lapse, an abort). They are
+// appended to an internal list that the owner drains with TakeEvents(); the
+// server uses them to answer parked waiters, log and count, after leaving
+// the table.
+#ifndef LEASEKEEPER_CORE_LOCK_TABLE_H_
+#define LEASEKEEPER_CORE_LOCK_TABLE_H_
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace leasekeeper {
+
+// The answer to an acquire that passed validation and the busy check.
+struct AcquireOutcome {
+  enum class Kind {
+    kGranted,   // the requester holds the lock: token, expires_at
+    kQueued,    // the requester waits: position (1 = next in line)
+    kDeadlock,  // the requester was aborted as a deadlock victim
+  };
+  Kind kind = Kind::kGranted;
+  FencingToken token = 0;  // kGranted
+  Tick expires_at = 0;     // kGranted
+  int64_t position = 0;    // kQueued, after all aborts
+  // Clients aborted by this request, in abort order; for kDeadlock it ends
+  // with the requester. Empty when nobody was aborted.
+  std::vector<std::string> aborted;
+};
+
+struct RenewOutcome {
+  FencingToken token = 0;  // unchanged by renew (rule 5)
+  Tick expires_at = 0;     // now + ttl
+};
+
+enum class ReleaseOutcome {
+  kReleased,   // the caller held the lock; it passed on at `now`
+  kWithdrawn,  // the caller was waiting; its request left the queue
+};
+
+// One holder as inspect and status show it.
+struct HolderView {
+  std::string client;
+  std::string lock;
+  LockMode mode = LockMode::kExclusive;
+  FencingToken token = 0;
+  Tick expires_at = 0;
+};
+
+struct WaiterView {
+  std::string client;
+  LockMode mode = LockMode::kExclusive;
+  int64_t ttl = 0;
+};
+
+// inspect: holders by token, lowest first; queue oldest first.
+struct LockView {
+  std::vector<HolderView> holders;
+  std::vector<WaiterView> queue;
+};
+
+// status: a client that is not registered has no age, holds nothing and
+// waits for nothing.
+struct ClientView {
+  std::optional<uint64_t> age;
+  std::vector<HolderView> holds;  // sorted by lock name
+  std::optional<std::string> waiting;
+};
+
+// Something that happened to a party other than the caller.
+struct Event {
+  enum class Kind {
+    kLapsed,            // a lease reached its expires_at (`at`)
+    kGrantedFromQueue,  // a waiter was granted; lease [at, expires_at)
+    kAbortedWaiter,     // a waiting deadlock victim lost its place
+    kAbortedHolder,     // a deadlock victim lost a lease it held
+    kReleasedByOwner,   // a lease ended by ReleaseAll (session loss)
+    kWithdrawnByOwner,  // a wait ended by ReleaseAll (session loss)
+  };
+  Kind kind = Kind::kLapsed;
+  Tick at = 0;
+  std::string client;
+  std::string lock;
+  LockMode mode = LockMode::kExclusive;
+  FencingToken token = 0;  // lease events
+  Tick expires_at = 0;     // kGrantedFromQueue
+};
+
+class LockTable {
+ public:
+  explicit LockTable(CoreConfig config = {});
+  LockTable(const LockTable&) = delete;
+  LockTable& operator=(const LockTable&) = delete;
+  ~LockTable();
+
+  // Takes `lock` for `client` in `mode` with a lease of `ttl` ticks.
+  // Outcomes:
+  //  - kInvalidArguments: empty client or lock.
+  //  - kInvalidTtl: ttl outside [1, max_ttl].
+  //  - kClientBusy: the client waits for some lock, or holds `lock`.
+  //  - kGranted: the queue was empty and the request compatible (Part 2
+  //    rule 2); lease [now, now + ttl) with the lock's next token.
+  //  - kQueued: appended to the queue; the youngest client on every
+  //    wait-for cycle through the requester was aborted first (Part 3), and
+  //    those aborts may have granted the request after all (kGranted with
+  //    `aborted` set).
+  //  - kDeadlock: the requester itself was the victim; it is unregistered.
+  // Registers an unregistered client before queueing (Part 3 rule 2).
+  absl::StatusOr<AcquireOutcome> Acquire(Tick now, absl::string_view client,
+                                         absl::string_view lock, int64_t ttl,
+                                         LockMode mode);
+
+  // Sets the caller's lease on `lock` to [.., now + ttl); keeps the token.
+  // Outcomes: kInvalidArguments, kInvalidTtl, kNotHolder (including a lease
+  // that lapsed at or before now), or the renewed lease.
+  absl::StatusOr<RenewOutcome> Renew(Tick now, absl::string_view client,
+                                     absl::string_view lock, int64_t ttl);
+
+  // Ends the caller's lease (kReleased; the lock passes on at now) or
+  // withdraws its wait (kWithdrawn; those behind move up, and a newly
+  // compatible head is granted at now). Otherwise kNotHolder, or
+  // kInvalidArguments for an empty name.
+  absl::StatusOr<ReleaseOutcome> Release(Tick now, absl::string_view client,
+                                         absl::string_view lock);
+
+  // Withdraws the client's wait for `lock` if it still waits for it; never
+  // ends a lease. True if a wait was withdrawn. The server uses it when a
+  // waiting call times out or is cancelled.
+  bool Withdraw(Tick now, absl::string_view client, absl::string_view lock);
+
+  // Session loss: withdraws the client's wait and releases every lease it
+  // holds, in ascending lock-name order, each handing its lock on at now.
+  // The client stays registered (only an abort unregisters). Returns the
+  // number of leases released. Cost: O(leases held by the client).
+  int ReleaseAll(Tick now, absl::string_view client);
+
+  // Session keepalive: renews every lease the client holds to now + the ttl
+  // of its last grant or renewal. Returns the number renewed.
+  int RenewAll(Tick now, absl::string_view client);
+
+  // Retires every lease with expires_at <= now (rule 1) and nothing else.
+  void AdvanceTo(Tick now);
+
+  // The earliest expires_at of any held lease, if any: when the owner must
+  // call AdvanceTo next for lapses to happen on time.
+  std::optional<Tick> NextExpiry() const;
+
+  // Read-only views "as of now" (they retire lapsed leases first).
+  LockView Inspect(Tick now, absl::string_view lock);
+  ClientView Status(Tick now, absl::string_view client);
+
+  // Names of locks that have a holder or a waiter, in ascending order,
+  // starting after `after`, at most `limit`. Cost: O(log n + limit).
+  std::vector<std::string> ActiveLocks(absl::string_view prefix,
+                                       absl::string_view after, size_t limit);
+
+  // Drains the events caused since the last call, in the order they
+  // happened.
+  std::vector<Event> TakeEvents();
+
+  // The latest `now` seen; kMinTick before the first call.
+  Tick now() const { return now_; }
+
+  // Sizes, for metrics and tests. O(1).
+  size_t held_lease_count() const { return expiry_.size(); }
+  size_t waiter_count() const { return waiter_count_; }
+  size_t lock_count() const { return locks_.size(); }
+  size_t registered_client_count() const { return clients_.size(); }
+
+  // Checks every invariant above and the consistency of all indexes.
+  // Returns the first violation found. Cost: O(size of the table); for tests.
+  absl::Status CheckInvariants() const;
+
+ private:
+  struct LockState;
+  struct ClientState;
+
+  struct Holder {
+    ClientState* client;
+    LockMode mode;
+    Tick expires_at;
+    int64_t ttl;        // of the last grant or renewal, for RenewAll
+    uint64_t sequence;  // tie-break in the expiry index
+  };
+  struct Waiter {
+    ClientState* client;
+    LockMode mode;
+    int64_t ttl;
+  };
+  struct LockState {
+    absl::string_view name;  // the key in locks_
+    FencingToken last_token = 0;
+    std::map<FencingToken, Holder> holders;  // by token, lowest first
+    std::list<Waiter> queue;                 // oldest first
+  };
+  struct ClientState {
+    absl::string_view name;  // the key in clients_
+    uint64_t age = 0;       // registration number, >= 1
+    // Locks held, by name (ascending: status and abort order), to token.
+    std::map<absl::string_view, FencingToken> holds;
+    LockState* waiting = nullptr;
+    std::list<Waiter>::iterator waiting_entry;
+  };
+  struct ExpiryKey {
+    Tick expires_at;
+    uint64_t sequence;
+    LockState* lock;
+    FencingToken token;
+    bool operator<(const ExpiryKey& other) const {
+      if (expires_at != other.expires_at) return expires_at < other.expires_at;
+      return sequence < other.sequence;
+    }
+  };
+
+  absl::Status ValidateTtl(int64_t ttl) const;
+  void Retire(Tick now);
+  bool Compatible(const LockState& lock, LockMode mode) const;
+  void AddHolder(LockState& lock, ClientState& client, LockMode mode, Tick at,
+                 int64_t ttl);
+  void RemoveHolder(LockState& lock, std::map<FencingToken, Holder>::iterator);
+  void RemoveWaiter(ClientState& client);
+  void GrantFromQueue(LockState& lock, Tick at);
+  void UpdateActive(LockState& lock);
+  void Abort(ClientState& victim, Tick at);
+  // The clients on a wait-for cycle through `requester`; empty if none.
+  std::vector<ClientState*> CycleThrough(ClientState& requester) const;
+  LockState* FindLock(absl::string_view name);
+  ClientState* FindClient(absl::string_view name);
+  HolderView ViewOf(const LockState& lock, FencingToken token,
+                    const Holder& holder) const;
+  void Emit(Event::Kind kind, Tick at, const ClientState& client,
+            const LockState& lock, LockMode mode, FencingToken token,
+            Tick expires_at);
+
+  CoreConfig config_;
+  Tick now_ = kMinTick;
+  uint64_t last_age_ = 0;
+  uint64_t last_sequence_ = 0;
+  size_t waiter_count_ = 0;
+  absl::node_hash_map<std::string, LockState> locks_;
+  absl::node_hash_map<std::string, ClientState> clients_;
+  absl::btree_set<ExpiryKey> expiry_;
+  absl::btree_set<absl::string_view> active_locks_;
+  std::vector<Event> events_;
+};
+
+}  // namespace leasekeeper
+
+#endif  // LEASEKEEPER_CORE_LOCK_TABLE_H_

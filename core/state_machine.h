@@ -1,0 +1,114 @@
+// StateMachine: the whole core (LockTable + FencedStore) driven by a stream
+// of plain-data operations.
+//
+// Every state change of leasekeeper is one Operation applied here, in order.
+// The same ordered stream is what the server logs for durability and what a
+// later replica will consume, so an Operation holds only values (no
+// pointers, no callbacks) and applying the same stream to a fresh
+// StateMachine rebuilds the same state: the core is deterministic.
+//
+// Queries (read, inspect, status) change nothing but the passage of time and
+// are not operations; they are methods.
+//
+// Thread-safety: none; one owner.
+#ifndef LEASEKEEPER_CORE_STATE_MACHINE_H_
+#define LEASEKEEPER_CORE_STATE_MACHINE_H_
+
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <variant>
+
+#include "absl/status/statusor.h"
+#include "core/fenced_store.h"
+#include "core/lock_table.h"
+#include "core/types.h"
+
+namespace leasekeeper {
+
+namespace op {
+struct Acquire {
+  std::string client;
+  std::string lock;
+  int64_t ttl = 0;
+  LockMode mode = LockMode::kExclusive;
+};
+struct Renew {
+  std::string client;
+  std::string lock;
+  int64_t ttl = 0;
+};
+struct Release {
+  std::string client;
+  std::string lock;
+};
+// Withdraws a wait only (see LockTable::Withdraw).
+struct Withdraw {
+  std::string client;
+  std::string lock;
+};
+// Session loss (see LockTable::ReleaseAll).
+struct ReleaseAll {
+  std::string client;
+};
+// Session keepalive (see LockTable::RenewAll).
+struct RenewAll {
+  std::string client;
+};
+struct Write {
+  std::string lock;
+  std::string key;
+  std::string value;
+  FencingToken token = 0;
+};
+// Only the passage of time: retires leases with expires_at <= at.
+struct Advance {};
+}  // namespace op
+
+struct Operation {
+  Tick at = 0;
+  std::variant<op::Acquire, op::Renew, op::Release, op::Withdraw,
+               op::ReleaseAll, op::RenewAll, op::Write, op::Advance>
+      body;
+};
+
+// What Apply answers for each kind of operation: AcquireOutcome, RenewOutcome,
+// ReleaseOutcome, `bool` (Withdraw: whether a wait was withdrawn), `int`
+// (ReleaseAll/RenewAll: leases affected), std::monostate (Write accepted,
+// Advance).
+using Reply = std::variant<AcquireOutcome, RenewOutcome, ReleaseOutcome, bool,
+                           int, std::monostate>;
+
+class StateMachine {
+ public:
+  explicit StateMachine(CoreConfig config = {}) : table_(config) {}
+  StateMachine(const StateMachine&) = delete;
+  StateMachine& operator=(const StateMachine&) = delete;
+
+  // Applies one operation at op.at. Errors are the contract's (errors.h) and
+  // leave the state as it was, except that time has advanced to op.at
+  // (rule 1 applies to operations that then fail validation).
+  absl::StatusOr<Reply> Apply(const Operation& op);
+
+  // Queries at `now` (each retires lapsed leases first).
+  // Read: kInvalidArguments for an empty lock or key; otherwise the value or
+  // nullopt.
+  absl::StatusOr<std::optional<std::string>> Read(Tick now,
+                                                  absl::string_view lock,
+                                                  absl::string_view key);
+  // Inspect/Status: kInvalidArguments for an empty name.
+  absl::StatusOr<LockView> Inspect(Tick now, absl::string_view lock);
+  absl::StatusOr<ClientView> Status(Tick now, absl::string_view client);
+
+  LockTable& table() { return table_; }
+  const LockTable& table() const { return table_; }
+  const FencedStore& store() const { return store_; }
+
+ private:
+  LockTable table_;
+  FencedStore store_;
+};
+
+}  // namespace leasekeeper
+
+#endif  // LEASEKEEPER_CORE_STATE_MACHINE_H_

@@ -1,0 +1,46 @@
+// Vocabulary types shared by every layer of leasekeeper.
+//
+// Thread-safety: plain values; safe to copy between threads.
+#ifndef LEASEKEEPER_CORE_TYPES_H_
+#define LEASEKEEPER_CORE_TYPES_H_
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+
+namespace leasekeeper {
+
+// A point in time, in the unit chosen by the owner of the core: the replay
+// uses the contract's seconds, leasekeeperd uses monotonic milliseconds.
+// The core never reads a clock; every operation carries its Tick.
+using Tick = int64_t;
+
+// Ticks are bounded so that `now + ttl` can never overflow.
+inline constexpr Tick kMaxTick = Tick{1} << 62;
+inline constexpr Tick kMinTick = -kMaxTick;
+
+// A per-lock fencing token. Tokens start at 1, rise by one per grant of that
+// lock and are never issued twice. Unsigned so that the FencedStore can take
+// any client-supplied token >= 1 without overflow.
+using FencingToken = uint64_t;
+
+enum class LockMode { kExclusive, kShared };
+
+// "exclusive" / "shared", the contract's spelling.
+absl::string_view LockModeName(LockMode mode);
+// Inverse of LockModeName; nullopt for any other spelling.
+std::optional<LockMode> ParseLockMode(absl::string_view name);
+
+// Limits of the core itself. Everything else (name sizes, waiters per lock)
+// is a server policy and lives in the server's config.
+struct CoreConfig {
+  // A ttl is valid in [1, max_ttl]. The contract's 86400 seconds; the server
+  // sets 86,400,000 for milliseconds.
+  int64_t max_ttl = 86400;
+};
+
+}  // namespace leasekeeper
+
+#endif  // LEASEKEEPER_CORE_TYPES_H_

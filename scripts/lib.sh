@@ -1,0 +1,24 @@
+# Shared by scripts/build, scripts/test and scripts/run: installs the Debian
+# packages the build needs, when any is missing. Sourced, not run.
+
+LEASEKEEPER_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libabsl-dev libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev
+  protobuf-compiler libspdlog-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev openssl
+)
+
+install_missing_packages() {
+  local missing=()
+  local pkg
+  for pkg in "${LEASEKEEPER_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+      missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
