@@ -30,4 +30,29 @@ FencingToken FencedStore::HighWater(absl::string_view lock) const {
   return it == locks_.end() ? 0 : it->second.high_water;
 }
 
+void FencedStore::ExportTo(CoreSnapshot& snapshot) const {
+  snapshot.store.clear();
+  snapshot.store.reserve(locks_.size());
+  for (const auto& [lock, fenced] : locks_) {
+    CoreSnapshot::StoreLock& out = snapshot.store.emplace_back();
+    out.lock = lock;
+    out.high_water = fenced.high_water;
+    out.values.reserve(fenced.values.size());
+    for (const auto& [key, value] : fenced.values) {
+      out.values.push_back({key, value});
+    }
+  }
+}
+
+void FencedStore::ImportFrom(const CoreSnapshot& snapshot) {
+  locks_.clear();
+  for (const CoreSnapshot::StoreLock& in : snapshot.store) {
+    Fenced& fenced = locks_[in.lock];
+    fenced.high_water = in.high_water;
+    for (const CoreSnapshot::StoreValue& value : in.values) {
+      fenced.values.insert_or_assign(value.key, value.value);
+    }
+  }
+}
+
 }  // namespace leasekeeper

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
+#include "core/snapshot.h"
 #include "core/types.h"
 
 namespace leasekeeper {
@@ -44,6 +45,11 @@ class FencedStore {
 
   // The highest token accepted for `lock`, 0 if none.
   FencingToken HighWater(absl::string_view lock) const;
+
+  // The store's whole state into snapshot.store; and back (replacing this
+  // store's state). O(size of the store).
+  void ExportTo(CoreSnapshot& snapshot) const;
+  void ImportFrom(const CoreSnapshot& snapshot);
 
  private:
   struct Fenced {

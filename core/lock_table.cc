@@ -34,6 +34,7 @@ LockTable::ClientState* LockTable::FindClient(absl::string_view name) {
 void LockTable::Emit(Event::Kind kind, Tick at, const ClientState& client,
                      const LockState& lock, LockMode mode, FencingToken token,
                      Tick expires_at) {
+  if (!config_.record_events) return;
   events_.push_back(Event{kind, at, std::string(client.name),
                           std::string(lock.name), mode, token, expires_at});
 }
@@ -467,6 +468,105 @@ std::vector<Event> LockTable::TakeEvents() {
   std::vector<Event> events;
   events.swap(events_);
   return events;
+}
+
+void LockTable::ExportTo(CoreSnapshot& snapshot) const {
+  snapshot.now = now_;
+  snapshot.last_age = last_age_;
+  snapshot.last_sequence = last_sequence_;
+  snapshot.locks.clear();
+  snapshot.locks.reserve(locks_.size());
+  for (const auto& [name, lock] : locks_) {
+    CoreSnapshot::Lock& out = snapshot.locks.emplace_back();
+    out.name = name;
+    out.last_token = lock.last_token;
+    out.holders.reserve(lock.holders.size());
+    for (const auto& [token, holder] : lock.holders) {
+      out.holders.push_back({std::string(holder.client->name), holder.mode,
+                             token, holder.expires_at, holder.ttl,
+                             holder.sequence});
+    }
+    out.queue.reserve(lock.queue.size());
+    for (const Waiter& waiter : lock.queue) {
+      out.queue.push_back(
+          {std::string(waiter.client->name), waiter.mode, waiter.ttl});
+    }
+  }
+  snapshot.clients.clear();
+  snapshot.clients.reserve(clients_.size());
+  for (const auto& [name, client] : clients_) {
+    snapshot.clients.push_back({name, client.age});
+  }
+}
+
+absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
+  locks_.clear();
+  clients_.clear();
+  expiry_.clear();
+  active_locks_.clear();
+  events_.clear();
+  waiter_count_ = 0;
+  now_ = snapshot.now;
+  last_age_ = snapshot.last_age;
+  last_sequence_ = snapshot.last_sequence;
+  auto fail = [this](absl::string_view why) {
+    locks_.clear();
+    clients_.clear();
+    expiry_.clear();
+    active_locks_.clear();
+    waiter_count_ = 0;
+    now_ = kMinTick;
+    last_age_ = 0;
+    last_sequence_ = 0;
+    return absl::InvalidArgumentError(absl::StrCat("bad snapshot: ", why));
+  };
+  for (const CoreSnapshot::Client& in : snapshot.clients) {
+    auto [it, inserted] = clients_.try_emplace(in.name);
+    if (!inserted || in.name.empty() || in.age < 1 || in.age > last_age_) {
+      return fail(absl::StrCat("client ", in.name));
+    }
+    it->second.name = it->first;
+    it->second.age = in.age;
+  }
+  for (const CoreSnapshot::Lock& in : snapshot.locks) {
+    auto [it, inserted] = locks_.try_emplace(in.name);
+    if (!inserted || in.name.empty()) return fail(absl::StrCat("lock ", in.name));
+    LockState& lock = it->second;
+    lock.name = it->first;
+    lock.last_token = in.last_token;
+    for (const CoreSnapshot::Holder& holder : in.holders) {
+      ClientState* client = FindClient(holder.client);
+      if (client == nullptr || holder.token < 1 ||
+          holder.token > lock.last_token || holder.ttl < 1 ||
+          holder.expires_at <= now_ || holder.sequence > last_sequence_ ||
+          !Compatible(lock, holder.mode) ||
+          !client->holds.emplace(lock.name, holder.token).second ||
+          !lock.holders
+               .emplace(holder.token,
+                        Holder{client, holder.mode, holder.expires_at,
+                               holder.ttl, holder.sequence})
+               .second) {
+        return fail(absl::StrCat("holder ", holder.client, " of ", in.name));
+      }
+      expiry_.insert(
+          ExpiryKey{holder.expires_at, holder.sequence, &lock, holder.token});
+    }
+    for (const CoreSnapshot::Waiter& waiter : in.queue) {
+      ClientState* client = FindClient(waiter.client);
+      if (client == nullptr || client->waiting != nullptr || waiter.ttl < 1) {
+        return fail(absl::StrCat("waiter ", waiter.client, " of ", in.name));
+      }
+      lock.queue.push_back(Waiter{client, waiter.mode, waiter.ttl});
+      client->waiting = &lock;
+      client->waiting_entry = std::prev(lock.queue.end());
+      ++waiter_count_;
+    }
+    if (!lock.queue.empty() && Compatible(lock, lock.queue.front().mode)) {
+      return fail(absl::StrCat("grantable head in ", in.name));
+    }
+    UpdateActive(lock);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LockTable::CheckInvariants() const {

@@ -52,6 +52,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
+#include "core/snapshot.h"
 #include "core/types.h"
 
 namespace leasekeeper {
@@ -199,7 +200,7 @@ class LockTable {
                                        absl::string_view after, size_t limit);
 
   // Drains the events caused since the last call, in the order they
-  // happened.
+  // happened. Always empty when CoreConfig::record_events is false.
   std::vector<Event> TakeEvents();
 
   // The latest `now` seen; kMinTick before the first call.
@@ -210,6 +211,17 @@ class LockTable {
   size_t waiter_count() const { return waiter_count_; }
   size_t lock_count() const { return locks_.size(); }
   size_t registered_client_count() const { return clients_.size(); }
+
+  // Writes the table's whole state into `snapshot` (all but `store`).
+  // Cost: O(size of the table).
+  void ExportTo(CoreSnapshot& snapshot) const;
+
+  // Replaces this table's state with `snapshot`'s. InvalidArgument (and the
+  // table left empty) if the snapshot is inconsistent: a holder or waiter
+  // that is not a registered client, incompatible holders, a token above its
+  // lock's counter, a client holding twice or waiting twice. Pending events
+  // are dropped. Cost: O(size of the snapshot).
+  absl::Status ImportFrom(const CoreSnapshot& snapshot);
 
   // Checks every invariant above and the consistency of all indexes.
   // Returns the first violation found. Cost: O(size of the table); for tests.

@@ -58,6 +58,18 @@ absl::StatusOr<Reply> StateMachine::Apply(const Operation& op) {
       op.body);
 }
 
+CoreSnapshot StateMachine::Snapshot() const {
+  CoreSnapshot snapshot;
+  table_.ExportTo(snapshot);
+  store_.ExportTo(snapshot);
+  return snapshot;
+}
+
+absl::Status StateMachine::Restore(const CoreSnapshot& snapshot) {
+  store_.ImportFrom(snapshot);
+  return table_.ImportFrom(snapshot);
+}
+
 absl::StatusOr<std::optional<std::string>> StateMachine::Read(
     Tick now, absl::string_view lock, absl::string_view key) {
   table_.AdvanceTo(now);

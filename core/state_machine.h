@@ -100,6 +100,11 @@ class StateMachine {
   absl::StatusOr<LockView> Inspect(Tick now, absl::string_view lock);
   absl::StatusOr<ClientView> Status(Tick now, absl::string_view client);
 
+  // The whole state as plain data, and back (see snapshot.h). Restore
+  // replaces the state; on InvalidArgument the machine is left empty.
+  CoreSnapshot Snapshot() const;
+  absl::Status Restore(const CoreSnapshot& snapshot);
+
   LockTable& table() { return table_; }
   const LockTable& table() const { return table_; }
   const FencedStore& store() const { return store_; }

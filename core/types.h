@@ -39,6 +39,9 @@ struct CoreConfig {
   // A ttl is valid in [1, max_ttl]. The contract's 86400 seconds; the server
   // sets 86,400,000 for milliseconds.
   int64_t max_ttl = 86400;
+  // Whether LockTable keeps Events for TakeEvents(). The server needs them;
+  // the replay does not, and skips their cost.
+  bool record_events = true;
 };
 
 }  // namespace leasekeeper

@@ -431,16 +431,13 @@ absl::StatusOr<std::string> RunReplayText(absl::string_view input) {
     return absl::InvalidArgumentError(absl::StrCat(
         "input is nested deeper than ", kMaxJsonDepth, " levels"));
   }
-  json operations = json::parse(input, nullptr, /*allow_exceptions=*/false);
-  if (operations.is_discarded()) {
-    // Parse again with exceptions only to obtain the parser's message.
-    try {
-      (void)json::parse(input);
-    } catch (const json::parse_error& error) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input is not valid JSON: ", error.what()));
-    }
-    return absl::InvalidArgumentError("input is not valid JSON");
+  // nlohmann reports parse errors as exceptions; they stop here.
+  json operations;
+  try {
+    operations = json::parse(input.begin(), input.end());
+  } catch (const json::parse_error& error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input is not valid JSON: ", error.what()));
   }
   if (!operations.is_array()) {
     return absl::InvalidArgumentError(

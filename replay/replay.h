@@ -40,7 +40,7 @@ namespace leasekeeper {
 
 class Replay {
  public:
-  Replay() = default;
+  Replay() : machine_(CoreConfig{.record_events = false}) {}
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 
