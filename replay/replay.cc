@@ -271,6 +271,47 @@ bool NestingWithinLimit(absl::string_view text) {
   return true;
 }
 
+// Builds the document like nlohmann's own DOM parser, except that an
+// integer literal too large for 64 bits stays an integer (saturated to the
+// nearest 64-bit value) instead of becoming a float: the contract's integers
+// are unbounded, so 2**70 is an out-of-range ttl ("invalid ttl") and a valid
+// token, not a non-integer.
+class BigIntegerSax {
+ public:
+  explicit BigIntegerSax(json& result) : dom_(result) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(json::number_integer_t value) {
+    return dom_.number_integer(value);
+  }
+  bool number_unsigned(json::number_unsigned_t value) {
+    return dom_.number_unsigned(value);
+  }
+  bool number_float(json::number_float_t value, const std::string& text) {
+    if (text.find_first_of(".eE") == std::string::npos) {
+      return text[0] == '-'
+                 ? dom_.number_integer(std::numeric_limits<int64_t>::min())
+                 : dom_.number_unsigned(std::numeric_limits<uint64_t>::max());
+    }
+    return dom_.number_float(value, text);
+  }
+  bool string(std::string& value) { return dom_.string(value); }
+  bool binary(json::binary_t& value) { return dom_.binary(value); }
+  bool start_object(std::size_t size) { return dom_.start_object(size); }
+  bool key(std::string& value) { return dom_.key(value); }
+  bool end_object() { return dom_.end_object(); }
+  bool start_array(std::size_t size) { return dom_.start_array(size); }
+  bool end_array() { return dom_.end_array(); }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::detail::exception& error) {
+    return dom_.parse_error(position, last_token, error);
+  }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+};
+
 }  // namespace
 
 ojson Replay::Apply(const json& operation) {
@@ -376,7 +417,7 @@ ojson Replay::ApplyRepeat(Tick ts, const json& op) {
   const int64_t count = SaturatedInt(count_json);
   const int64_t step = SaturatedInt(step_json);
   if (count < 1 || count > kMaxRepeatCount || step < 0 ||
-      step > (kMaxTick - ts) / count) {
+      (count > 1 && step > (kMaxTick - ts) / (count - 1))) {
     return Error(ErrorCode::kInvalidArguments);
   }
   // Only string arguments carry placeholders; the name is taken as it is.
@@ -433,8 +474,9 @@ absl::StatusOr<std::string> RunReplayText(absl::string_view input) {
   }
   // nlohmann reports parse errors as exceptions; they stop here.
   json operations;
+  BigIntegerSax sax(operations);
   try {
-    operations = json::parse(input.begin(), input.end());
+    json::sax_parse(input.begin(), input.end(), &sax);
   } catch (const json::parse_error& error) {
     return absl::InvalidArgumentError(
         absl::StrCat("input is not valid JSON: ", error.what()));

@@ -5,7 +5,7 @@ LEASEKEEPER_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libabsl-dev libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev
   protobuf-compiler libspdlog-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev openssl
+  libgtest-dev libgmock-dev libbenchmark-dev openssl python3
 )
 
 install_missing_packages() {
