@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -144,9 +145,13 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
     client->name = it->first;
     client->age = ++last_age_;
   }
-  auto [lock_it, lock_inserted] = locks_.try_emplace(std::string(lock_name));
-  LockState& lock = lock_it->second;
-  if (lock_inserted) lock.name = lock_it->first;
+  LockState* found = FindLock(lock_name);
+  if (found == nullptr) {
+    auto it = locks_.try_emplace(std::string(lock_name)).first;
+    found = &it->second;
+    found->name = it->first;
+  }
+  LockState& lock = *found;
 
   AcquireOutcome outcome;
   if (lock.queue.empty() && Compatible(lock, mode)) {
@@ -223,15 +228,6 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   }
   if (!has_incoming) return {};
 
-  auto for_each_successor = [this](const ClientState& client, auto&& visit) {
-    const LockState* lock = client.waiting;
-    if (lock == nullptr) return;
-    if (client.waiting_entry != lock->queue.begin()) {
-      visit(std::prev(client.waiting_entry)->client);
-      return;
-    }
-    for (const auto& [token, holder] : lock->holders) visit(holder.client);
-  };
   auto for_each_predecessor = [this](const ClientState& client, auto&& visit) {
     for (const auto& [lock_name, token] : client.holds) {
       const LockState& lock = locks_.find(lock_name)->second;
@@ -252,11 +248,15 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
     if (next == &requester) cycle = true;
     if (reachable.insert(next).second) stack.push_back(next);
   };
-  for_each_successor(requester, push_forward);
+  std::vector<ClientState*> successors;
+  AppendSuccessors(requester, successors);
+  for (ClientState* next : successors) push_forward(next);
   while (!stack.empty()) {
     ClientState* current = stack.back();
     stack.pop_back();
-    for_each_successor(*current, push_forward);
+    successors.clear();
+    AppendSuccessors(*current, successors);
+    for (ClientState* next : successors) push_forward(next);
   }
   if (!cycle) return {};
 
@@ -278,6 +278,19 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
     });
   }
   return members;
+}
+
+void LockTable::AppendSuccessors(const ClientState& client,
+                                 std::vector<ClientState*>& out) const {
+  const LockState* lock = client.waiting;
+  if (lock == nullptr) return;
+  if (client.waiting_entry != lock->queue.begin()) {
+    out.push_back(std::prev(client.waiting_entry)->client);
+    return;
+  }
+  for (const auto& [token, holder] : lock->holders) {
+    out.push_back(holder.client);
+  }
 }
 
 void LockTable::Abort(ClientState& victim, Tick at) {
@@ -615,6 +628,37 @@ absl::Status LockTable::CheckInvariants() const {
   if (leases != expiry_.size()) return absl::InternalError("expiry size");
   if (waiters != waiter_count_) return absl::InternalError("waiter count");
   if (active != active_locks_.size()) return absl::InternalError("active size");
+  // Invariant 6: no wait-for cycle (colouring depth-first search).
+  enum class Colour { kOnPath, kDone };
+  absl::flat_hash_map<const ClientState*, Colour> colour;
+  for (const auto& [name, start] : clients_) {
+    if (colour.contains(&start)) continue;
+    std::vector<std::pair<const ClientState*, std::vector<ClientState*>>> path;
+    auto enter = [&](const ClientState* client) {
+      colour[client] = Colour::kOnPath;
+      std::vector<ClientState*> next;
+      AppendSuccessors(*client, next);
+      path.emplace_back(client, std::move(next));
+    };
+    enter(&start);
+    while (!path.empty()) {
+      auto& [client, pending] = path.back();
+      if (pending.empty()) {
+        colour[client] = Colour::kDone;
+        path.pop_back();
+        continue;
+      }
+      const ClientState* next = pending.back();
+      pending.pop_back();
+      auto seen = colour.find(next);
+      if (seen == colour.end()) {
+        enter(next);
+      } else if (seen->second == Colour::kOnPath) {
+        return absl::InternalError(
+            absl::StrCat("wait-for cycle through ", next->name));
+      }
+    }
+  }
   absl::flat_hash_set<uint64_t> ages;
   for (const auto& [name, client] : clients_) {
     if (client.name != name) return absl::InternalError("client name view");

@@ -278,6 +278,11 @@ class LockTable {
   void GrantFromQueue(LockState& lock, Tick at);
   void UpdateActive(LockState& lock);
   void Abort(ClientState& victim, Tick at);
+  // Appends the client's successors in the reachability-equivalent wait-for
+  // graph (see CycleThrough): the waiter just ahead, or the holders if it is
+  // at the head. Nothing for a client that does not wait.
+  void AppendSuccessors(const ClientState& client,
+                        std::vector<ClientState*>& out) const;
   // The clients on a wait-for cycle through `requester`; empty if none.
   std::vector<ClientState*> CycleThrough(ClientState& requester) const;
   LockState* FindLock(absl::string_view name);
