@@ -11,9 +11,9 @@
 #define LEASEKEEPER_CORE_ERRORS_H_
 
 #include <optional>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace leasekeeper {
 

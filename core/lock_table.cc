@@ -70,7 +70,8 @@ void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
 void LockTable::RemoveHolder(LockState& lock,
                              std::map<FencingToken, Holder>::iterator it) {
   const Holder& holder = it->second;
-  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, it->first});
+  expiry_.erase(
+      ExpiryKey{holder.expires_at, holder.sequence, &lock, it->first});
   holder.client->holds.erase(lock.name);
   lock.holders.erase(it);
   UpdateActive(lock);
@@ -175,11 +176,11 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
   while (requester->waiting != nullptr) {
     std::vector<ClientState*> cycle = CycleThrough(*requester);
     if (cycle.empty()) break;
-    ClientState* victim = *std::max_element(
-        cycle.begin(), cycle.end(),
-        [](const ClientState* a, const ClientState* b) {
-          return a->age < b->age;
-        });
+    ClientState* victim =
+        *std::max_element(cycle.begin(), cycle.end(),
+                          [](const ClientState* a, const ClientState* b) {
+                            return a->age < b->age;
+                          });
     outcome.aborted.emplace_back(victim->name);
     const bool requester_aborted = victim == requester;
     Abort(*victim, now);  // erases the victim's ClientState
@@ -331,8 +332,8 @@ absl::StatusOr<RenewOutcome> LockTable::Renew(Tick now,
   if (held == client->holds.end()) return MakeError(ErrorCode::kNotHolder);
   LockState& lock = locks_.find(lock_name)->second;
   Holder& holder = lock.holders.at(held->second);
-  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock,
-                          held->second});
+  expiry_.erase(
+      ExpiryKey{holder.expires_at, holder.sequence, &lock, held->second});
   holder.expires_at = now + ttl;
   holder.ttl = ttl;
   holder.sequence = ++last_sequence_;
@@ -543,7 +544,8 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
   }
   for (const CoreSnapshot::Lock& in : snapshot.locks) {
     auto [it, inserted] = locks_.try_emplace(in.name);
-    if (!inserted || in.name.empty()) return fail(absl::StrCat("lock ", in.name));
+    if (!inserted || in.name.empty())
+      return fail(absl::StrCat("lock ", in.name));
     LockState& lock = it->second;
     lock.name = it->first;
     lock.last_token = in.last_token;
@@ -597,7 +599,8 @@ absl::Status LockTable::CheckInvariants() const {
     for (const auto& [token, holder] : lock.holders) {
       ++leases;
       if (token < 1 || token > lock.last_token) {
-        return absl::InternalError(absl::StrCat("token beyond counter: ", name));
+        return absl::InternalError(
+            absl::StrCat("token beyond counter: ", name));
       }
       if (holder.mode == LockMode::kExclusive) ++exclusive;
       if (holder.expires_at <= now_) {

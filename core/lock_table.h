@@ -46,12 +46,12 @@
 #include <map>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/btree_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/snapshot.h"
 #include "core/types.h"
 
@@ -251,7 +251,7 @@ class LockTable {
   };
   struct ClientState {
     absl::string_view name;  // the key in clients_
-    uint64_t age = 0;       // registration number, >= 1
+    uint64_t age = 0;        // registration number, >= 1
     // Locks held, by name (ascending: status and abort order), to token.
     std::map<absl::string_view, FencingToken> holds;
     LockState* waiting = nullptr;

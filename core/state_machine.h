@@ -16,10 +16,10 @@
 
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <variant>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/fenced_store.h"
 #include "core/lock_table.h"
 #include "core/types.h"

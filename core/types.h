@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace leasekeeper {

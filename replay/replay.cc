@@ -28,9 +28,8 @@ struct Arity {
   size_t max_size;
 };
 constexpr Arity kArities[] = {
-    {"acquire", 5, 6}, {"renew", 5, 5},   {"release", 4, 4},
-    {"write", 6, 6},   {"read", 4, 4},    {"inspect", 3, 3},
-    {"status", 3, 3},  {"repeat", 5, 5},
+    {"acquire", 5, 6}, {"renew", 5, 5},   {"release", 4, 4}, {"write", 6, 6},
+    {"read", 4, 4},    {"inspect", 3, 3}, {"status", 3, 3},  {"repeat", 5, 5},
 };
 
 const Arity* FindArity(const json& name) {
@@ -42,9 +41,7 @@ const Arity* FindArity(const json& name) {
   return nullptr;
 }
 
-ojson Error(ErrorCode code) {
-  return absl::StrCat("error: ", ErrorText(code));
-}
+ojson Error(ErrorCode code) { return absl::StrCat("error: ", ErrorText(code)); }
 
 ojson Error(const absl::Status& status) {
   return absl::StrCat("error: ", status.message());
@@ -204,8 +201,8 @@ class PlaceholderString {
       value = value * 10 + static_cast<unsigned>(text[pos] - '0');
       ++pos;
     }
-    return pos > start && (pos >= text.size() || text[pos] < '0' ||
-                           text[pos] > '9');
+    return pos > start &&
+           (pos >= text.size() || text[pos] < '0' || text[pos] > '9');
   }
 
   static bool MatchPlaceholder(const std::string& text, size_t start,
@@ -342,8 +339,8 @@ ojson Replay::Apply(const json& operation) {
     }
     const int64_t ttl = SaturatedInt(op[4]);
     if (name == "renew") {
-      absl::StatusOr<Reply> reply = machine_.Apply(
-          Operation{ts, op::Renew{Str(op[2]), Str(op[3]), ttl}});
+      absl::StatusOr<Reply> reply =
+          machine_.Apply(Operation{ts, op::Renew{Str(op[2]), Str(op[3]), ttl}});
       if (!reply.ok()) return Error(reply.status());
       const auto& renewed = std::get<RenewOutcome>(*reply);
       return ojson::array({"renewed", renewed.token, renewed.expires_at});
@@ -376,8 +373,8 @@ ojson Replay::Apply(const json& operation) {
     if (!IsName(op[2]) || !IsName(op[3]) || !IsName(op[4]) || !token) {
       return Error(ErrorCode::kInvalidArguments);
     }
-    absl::StatusOr<Reply> reply = machine_.Apply(Operation{
-        ts, op::Write{Str(op[2]), Str(op[3]), Str(op[4]), *token}});
+    absl::StatusOr<Reply> reply = machine_.Apply(
+        Operation{ts, op::Write{Str(op[2]), Str(op[3]), Str(op[4]), *token}});
     if (!reply.ok()) return Error(reply.status());
     return "ok";
   }
@@ -469,8 +466,8 @@ ojson RunOperations(const json& operations) {
 
 absl::StatusOr<std::string> RunReplayText(absl::string_view input) {
   if (!NestingWithinLimit(input)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input is nested deeper than ", kMaxJsonDepth, " levels"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input is nested deeper than ", kMaxJsonDepth, " levels"));
   }
   // nlohmann reports parse errors as exceptions; they stop here.
   json operations;
@@ -485,8 +482,8 @@ absl::StatusOr<std::string> RunReplayText(absl::string_view input) {
     return absl::InvalidArgumentError(
         "input must be one JSON array of operations");
   }
-  return RunOperations(operations).dump(-1, ' ', false,
-                                        ojson::error_handler_t::replace);
+  return RunOperations(operations)
+      .dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 }  // namespace leasekeeper

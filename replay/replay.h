@@ -30,9 +30,9 @@
 #define LEASEKEEPER_REPLAY_REPLAY_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/state_machine.h"
 #include "nlohmann/json.hpp"
 
