@@ -62,7 +62,7 @@ void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
   const uint64_t sequence = ++last_sequence_;
   const Tick expires_at = at + ttl;
   lock.holders.emplace(token, Holder{&client, mode, expires_at, ttl, sequence});
-  client.holds.emplace(lock.name, token);
+  client.holds.emplace(lock.name, Hold{&lock, token});
   expiry_.insert(ExpiryKey{expires_at, sequence, &lock, token});
   UpdateActive(lock);
 }
@@ -198,10 +198,10 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
     return outcome;
   }
   // The aborts granted the request.
-  auto held = requester->holds.find(lock.name);
-  const Holder& holder = lock.holders.at(held->second);
+  const FencingToken token = requester->holds.find(lock.name)->second.token;
+  const Holder& holder = lock.holders.at(token);
   outcome.kind = AcquireOutcome::Kind::kGranted;
-  outcome.token = held->second;
+  outcome.token = token;
   outcome.expires_at = holder.expires_at;
   return outcome;
 }
@@ -220,36 +220,32 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   // and only the head waiter of a lock it holds has one (nobody queues behind
   // a request during the call that queued it).
   bool has_incoming = false;
-  for (const auto& [lock_name, token] : requester.holds) {
-    const LockState& lock = locks_.find(lock_name)->second;
-    if (!lock.queue.empty()) {
+  for (const auto& [lock_name, hold] : requester.holds) {
+    if (!hold.lock->queue.empty()) {
       has_incoming = true;
       break;
     }
   }
   if (!has_incoming) return {};
 
-  auto for_each_predecessor = [this](const ClientState& client, auto&& visit) {
-    for (const auto& [lock_name, token] : client.holds) {
-      const LockState& lock = locks_.find(lock_name)->second;
-      if (!lock.queue.empty()) visit(lock.queue.front().client);
-    }
-    if (client.waiting != nullptr) {
-      auto behind = std::next(client.waiting_entry);
-      if (behind != client.waiting->queue.end()) visit(behind->client);
-    }
-  };
+  // Visited marks live on the clients and are compared with a fresh epoch,
+  // so a search allocates nothing and clears nothing.
+  const uint64_t epoch = ++search_epoch_;
+  std::vector<ClientState*>& stack = search_stack_;
+  std::vector<ClientState*>& successors = search_successors_;
+  stack.clear();
 
   // Forward: everything reachable from the requester (the work Part 4
   // allows).
-  absl::flat_hash_set<const ClientState*> reachable;
-  std::vector<ClientState*> stack;
   bool cycle = false;
   auto push_forward = [&](ClientState* next) {
     if (next == &requester) cycle = true;
-    if (reachable.insert(next).second) stack.push_back(next);
+    if (next->reached_in_search != epoch) {
+      next->reached_in_search = epoch;
+      stack.push_back(next);
+    }
   };
-  std::vector<ClientState*> successors;
+  successors.clear();
   AppendSuccessors(requester, successors);
   for (ClientState* next : successors) push_forward(next);
   while (!stack.empty()) {
@@ -264,19 +260,33 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   // Backward from the requester, inside the reachable set: a client that can
   // reach the requester and is reachable from it lies on a cycle through it,
   // and every client on such a path is itself reachable, so the restriction
-  // loses nothing.
+  // loses nothing. A client's predecessors are the head waiters of the locks
+  // it holds and the waiter just behind it.
   std::vector<ClientState*> members = {&requester};
-  absl::flat_hash_set<const ClientState*> seen = {&requester};
+  requester.on_cycle_in_search = epoch;
+  auto push_backward = [&](ClientState* previous) {
+    if (previous->reached_in_search == epoch &&
+        previous->on_cycle_in_search != epoch) {
+      previous->on_cycle_in_search = epoch;
+      members.push_back(previous);
+      stack.push_back(previous);
+    }
+  };
   stack.push_back(&requester);
   while (!stack.empty()) {
     ClientState* current = stack.back();
     stack.pop_back();
-    for_each_predecessor(*current, [&](ClientState* previous) {
-      if (reachable.contains(previous) && seen.insert(previous).second) {
-        members.push_back(previous);
-        stack.push_back(previous);
+    for (const auto& [lock_name, hold] : current->holds) {
+      if (!hold.lock->queue.empty()) {
+        push_backward(hold.lock->queue.front().client);
       }
-    });
+    }
+    if (current->waiting != nullptr) {
+      auto behind = std::next(current->waiting_entry);
+      if (behind != current->waiting->queue.end()) {
+        push_backward(behind->client);
+      }
+    }
   }
   return members;
 }
@@ -305,8 +315,8 @@ void LockTable::Abort(ClientState& victim, Tick at) {
   // Ascending lock-name order; each release may grant others but never the
   // victim, which no longer waits.
   while (!victim.holds.empty()) {
-    auto [lock_name, token] = *victim.holds.begin();
-    LockState& lock = locks_.find(lock_name)->second;
+    const auto [lock_ptr, token] = victim.holds.begin()->second;
+    LockState& lock = *lock_ptr;
     auto it = lock.holders.find(token);
     Emit(Event::Kind::kAbortedHolder, at, victim, lock, it->second.mode, token,
          it->second.expires_at);
@@ -330,16 +340,15 @@ absl::StatusOr<RenewOutcome> LockTable::Renew(Tick now,
   if (client == nullptr) return MakeError(ErrorCode::kNotHolder);
   auto held = client->holds.find(lock_name);
   if (held == client->holds.end()) return MakeError(ErrorCode::kNotHolder);
-  LockState& lock = locks_.find(lock_name)->second;
-  Holder& holder = lock.holders.at(held->second);
-  expiry_.erase(
-      ExpiryKey{holder.expires_at, holder.sequence, &lock, held->second});
+  LockState& lock = *held->second.lock;
+  const FencingToken token = held->second.token;
+  Holder& holder = lock.holders.at(token);
+  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
   holder.expires_at = now + ttl;
   holder.ttl = ttl;
   holder.sequence = ++last_sequence_;
-  expiry_.insert(
-      ExpiryKey{holder.expires_at, holder.sequence, &lock, held->second});
-  return RenewOutcome{held->second, holder.expires_at};
+  expiry_.insert(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+  return RenewOutcome{token, holder.expires_at};
 }
 
 absl::StatusOr<ReleaseOutcome> LockTable::Release(Tick now,
@@ -353,8 +362,8 @@ absl::StatusOr<ReleaseOutcome> LockTable::Release(Tick now,
   ClientState* client = FindClient(client_name);
   if (client == nullptr) return MakeError(ErrorCode::kNotHolder);
   if (auto held = client->holds.find(lock_name); held != client->holds.end()) {
-    LockState& lock = locks_.find(lock_name)->second;
-    RemoveHolder(lock, lock.holders.find(held->second));
+    LockState& lock = *held->second.lock;
+    RemoveHolder(lock, lock.holders.find(held->second.token));
     GrantFromQueue(lock, now);
     return ReleaseOutcome::kReleased;
   }
@@ -394,8 +403,8 @@ int LockTable::ReleaseAll(Tick now, absl::string_view client_name) {
   }
   int released = 0;
   while (!client->holds.empty()) {
-    auto [lock_name, token] = *client->holds.begin();
-    LockState& lock = locks_.find(lock_name)->second;
+    const auto [lock_ptr, token] = client->holds.begin()->second;
+    LockState& lock = *lock_ptr;
     auto it = lock.holders.find(token);
     Emit(Event::Kind::kReleasedByOwner, now_, *client, lock, it->second.mode,
          token, it->second.expires_at);
@@ -411,8 +420,9 @@ int LockTable::RenewAll(Tick now, absl::string_view client_name) {
   ClientState* client = FindClient(client_name);
   if (client == nullptr) return 0;
   int renewed = 0;
-  for (const auto& [lock_name, token] : client->holds) {
-    LockState& lock = locks_.find(lock_name)->second;
+  for (const auto& [lock_name, hold] : client->holds) {
+    const auto [lock_ptr, token] = hold;
+    LockState& lock = *lock_ptr;
     Holder& holder = lock.holders.at(token);
     expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
     holder.expires_at = now_ + holder.ttl;
@@ -453,9 +463,9 @@ ClientView LockTable::Status(Tick now, absl::string_view client_name) {
   if (client == nullptr) return view;
   view.age = client->age;
   view.holds.reserve(client->holds.size());
-  for (const auto& [lock_name, token] : client->holds) {
-    const LockState& lock = locks_.find(lock_name)->second;
-    view.holds.push_back(ViewOf(lock, token, lock.holders.at(token)));
+  for (const auto& [lock_name, hold] : client->holds) {
+    view.holds.push_back(
+        ViewOf(*hold.lock, hold.token, hold.lock->holders.at(hold.token)));
   }
   if (client->waiting != nullptr) {
     view.waiting = std::string(client->waiting->name);
@@ -555,7 +565,7 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
           holder.token > lock.last_token || holder.ttl < 1 ||
           holder.expires_at <= now_ || holder.sequence > last_sequence_ ||
           !Compatible(lock, holder.mode) ||
-          !client->holds.emplace(lock.name, holder.token).second ||
+          !client->holds.emplace(lock.name, Hold{&lock, holder.token}).second ||
           !lock.holders
                .emplace(holder.token,
                         Holder{client, holder.mode, holder.expires_at,
@@ -607,7 +617,7 @@ absl::Status LockTable::CheckInvariants() const {
         return absl::InternalError(absl::StrCat("lapsed lease held: ", name));
       }
       auto held = holder.client->holds.find(lock.name);
-      if (held == holder.client->holds.end() || held->second != token) {
+      if (held == holder.client->holds.end() || held->second.token != token) {
         return absl::InternalError(absl::StrCat("client hold index: ", name));
       }
       if (!expiry_.contains(
@@ -669,10 +679,12 @@ absl::Status LockTable::CheckInvariants() const {
         !ages.insert(client.age).second) {
       return absl::InternalError(absl::StrCat("age: ", name));
     }
-    for (const auto& [lock_name, token] : client.holds) {
+    for (const auto& [lock_name, hold] : client.holds) {
       auto lock = locks_.find(lock_name);
-      if (lock == locks_.end()) return absl::InternalError("held lock missing");
-      auto holder = lock->second.holders.find(token);
+      if (lock == locks_.end() || &lock->second != hold.lock) {
+        return absl::InternalError("held lock missing");
+      }
+      auto holder = lock->second.holders.find(hold.token);
       if (holder == lock->second.holders.end() ||
           holder->second.client != &client) {
         return absl::InternalError(absl::StrCat("hold without holder: ", name));

@@ -249,13 +249,21 @@ class LockTable {
     std::map<FencingToken, Holder> holders;  // by token, lowest first
     std::list<Waiter> queue;                 // oldest first
   };
+  struct Hold {
+    LockState* lock;
+    FencingToken token;
+  };
   struct ClientState {
     absl::string_view name;  // the key in clients_
     uint64_t age = 0;        // registration number, >= 1
-    // Locks held, by name (ascending: status and abort order), to token.
-    std::map<absl::string_view, FencingToken> holds;
+    // Locks held, by name (ascending: status and abort order).
+    std::map<absl::string_view, Hold> holds;
     LockState* waiting = nullptr;
     std::list<Waiter>::iterator waiting_entry;
+    // Marks of the cycle search (CycleThrough): equal to the search's epoch
+    // once reached forward / once found on a cycle. Scratch, not state.
+    mutable uint64_t reached_in_search = 0;
+    mutable uint64_t on_cycle_in_search = 0;
   };
   struct ExpiryKey {
     Tick expires_at;
@@ -302,6 +310,10 @@ class LockTable {
   absl::node_hash_map<std::string, ClientState> clients_;
   absl::btree_set<ExpiryKey> expiry_;
   absl::btree_set<absl::string_view> active_locks_;
+  // Cycle-search scratch, kept to avoid allocating per search.
+  mutable uint64_t search_epoch_ = 0;
+  mutable std::vector<ClientState*> search_stack_;
+  mutable std::vector<ClientState*> search_successors_;
   std::vector<Event> events_;
 };
 

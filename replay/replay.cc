@@ -474,7 +474,9 @@ absl::StatusOr<std::string> RunReplayText(absl::string_view input) {
   BigIntegerSax sax(operations);
   try {
     json::sax_parse(input.begin(), input.end(), &sax);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {
+    // Syntax errors, and numbers a double cannot hold (1e400), which this
+    // parser cannot represent and so refuses with the whole input.
     return absl::InvalidArgumentError(
         absl::StrCat("input is not valid JSON: ", error.what()));
   }

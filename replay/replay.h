@@ -57,8 +57,10 @@ class Replay {
 nlohmann::ordered_json RunOperations(const nlohmann::json& operations);
 
 // Parses `input` as one JSON array and runs it; the serialized result array.
-// InvalidArgument with a readable message when the input is not JSON or not
-// a top-level array.
+// InvalidArgument with a readable message when the input is not JSON, not a
+// top-level array, nested deeper than 256 levels, or holds a number beyond
+// a double's range (1e400). Integer literals beyond 64 bits stay integers,
+// saturated to the nearest 64-bit value.
 absl::StatusOr<std::string> RunReplayText(absl::string_view input);
 
 }  // namespace leasekeeper
