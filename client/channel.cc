@@ -1,0 +1,81 @@
+#include "client/channel.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace leasekeeper::client {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(absl::string_view path) {
+  std::ifstream in{std::string(path), std::ios::binary};
+  if (!in) {
+    const int error = errno;
+    std::string message =
+        absl::StrCat("cannot read ", path, ": ", std::strerror(error));
+    if (error == EACCES) return absl::PermissionDeniedError(message);
+    return absl::NotFoundError(message);
+  }
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeChannel(absl::string_view target,
+                                           const ChannelOptions& options) {
+  grpc::ChannelArguments args;
+  // Sessions are long-lived streams; let gRPC reconnect quickly after a
+  // server restart instead of backing off for up to two minutes.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (options.tls.has_value()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls->root_certs;
+    ssl.pem_cert_chain = options.tls->cert_chain;
+    ssl.pem_private_key = options.tls->private_key;
+    credentials = grpc::SslCredentials(ssl);
+    if (!options.tls->server_name_override.empty()) {
+      args.SetSslTargetNameOverride(options.tls->server_name_override);
+    }
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  return grpc::CreateCustomChannel(std::string(target), credentials, args);
+}
+
+absl::StatusOr<TlsOptions> LoadTlsFiles(absl::string_view root_certs_path,
+                                        absl::string_view cert_chain_path,
+                                        absl::string_view private_key_path) {
+  if (cert_chain_path.empty() != private_key_path.empty()) {
+    return absl::InvalidArgumentError(
+        "a client certificate needs both the certificate chain and the key");
+  }
+  TlsOptions tls;
+  struct Field {
+    absl::string_view path;
+    std::string* out;
+  };
+  for (const Field& field : {Field{root_certs_path, &tls.root_certs},
+                             Field{cert_chain_path, &tls.cert_chain},
+                             Field{private_key_path, &tls.private_key}}) {
+    if (field.path.empty()) continue;
+    absl::StatusOr<std::string> contents = ReadFile(field.path);
+    if (!contents.ok()) return contents.status();
+    *field.out = *std::move(contents);
+  }
+  return tls;
+}
+
+}  // namespace leasekeeper::client

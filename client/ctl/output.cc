@@ -1,0 +1,284 @@
+#include "client/ctl/output.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "client/ctl/duration_flag.h"
+#include "nlohmann/json.hpp"
+
+namespace leasekeeper::ctl {
+namespace {
+
+using nlohmann::json;
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string ModeName(client::LockMode mode) {
+  return std::string(client::LockModeName(mode));
+}
+
+json WallTime(absl::Time time) {
+  if (time == absl::InfinitePast()) return nullptr;
+  return absl::FormatTime(absl::RFC3339_full, time, absl::UTCTimeZone());
+}
+
+json HolderJson(const client::HolderInfo& holder) {
+  return json{{"client", holder.client_id},
+              {"lock", holder.lock},
+              {"mode", ModeName(holder.mode)},
+              {"token", holder.token},
+              {"expires_in_ms", absl::ToInt64Milliseconds(holder.expires_in)},
+              {"expires_at", WallTime(holder.expires_at_wall)},
+              {"label", holder.holder_label}};
+}
+
+json HoldersJson(const std::vector<client::HolderInfo>& holders) {
+  json list = json::array();
+  for (const client::HolderInfo& holder : holders) {
+    list.push_back(HolderJson(holder));
+  }
+  return list;
+}
+
+std::string OrDash(const std::string& text) {
+  return text.empty() ? "-" : text;
+}
+
+}  // namespace
+
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string FormatAcquired(const std::string& lock, const std::string& client,
+                           client::LockMode mode,
+                           const client::AcquireResult& result,
+                           OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{{"lock", lock},
+                     {"client", client},
+                     {"acquired", true},
+                     {"token", result.token},
+                     {"ttl_ms", absl::ToInt64Milliseconds(result.ttl)},
+                     {"waited_ms", absl::ToInt64Milliseconds(result.waited)},
+                     {"mode", ModeName(mode)},
+                     {"aborted_clients", result.aborted_clients}});
+  }
+  std::string text = absl::StrCat(
+      "acquired ", lock, " for ", client, ": token ", result.token, ", ",
+      ModeName(mode), ", lease ", FormatDurationForHumans(result.ttl));
+  if (result.waited > absl::ZeroDuration()) {
+    absl::StrAppend(&text, ", waited ", FormatDurationForHumans(result.waited));
+  }
+  text += "\n";
+  if (!result.aborted_clients.empty()) {
+    absl::StrAppend(&text, "aborted as deadlock victims: ",
+                    absl::StrJoin(result.aborted_clients, ", "), "\n");
+  }
+  return text;
+}
+
+std::string FormatBusy(const std::string& lock, const std::string& client,
+                       int64_t position, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    json out{{"lock", lock},
+             {"client", client},
+             {"acquired", false},
+             {"busy", true}};
+    out["position"] = position > 0 ? json(position) : json(nullptr);
+    return Dump(out);
+  }
+  if (position > 0) {
+    return absl::StrCat("busy: ", lock, " is not free (would be number ",
+                        position, " in line); not waiting\n");
+  }
+  return absl::StrCat("busy: ", lock, " was not granted in time\n");
+}
+
+std::string FormatRenewed(const std::string& lock, const std::string& client,
+                          const client::RenewResult& result,
+                          OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{{"lock", lock},
+                     {"client", client},
+                     {"token", result.token},
+                     {"ttl_ms", absl::ToInt64Milliseconds(result.ttl)}});
+  }
+  return absl::StrCat("renewed ", lock, " for ", client, ": token ",
+                      result.token, ", lease ",
+                      FormatDurationForHumans(result.ttl), "\n");
+}
+
+std::string FormatReleased(const std::string& lock, const std::string& client,
+                           client::ReleaseOutcome outcome,
+                           OutputFormat format) {
+  const char* result =
+      outcome == client::ReleaseOutcome::kReleased ? "released" : "withdrawn";
+  if (format == OutputFormat::kJson) {
+    return Dump(json{{"lock", lock}, {"client", client}, {"result", result}});
+  }
+  if (outcome == client::ReleaseOutcome::kReleased) {
+    return absl::StrCat("released ", lock, " held by ", client, "\n");
+  }
+  return absl::StrCat("withdrew ", client, "'s wait for ", lock, "\n");
+}
+
+std::string FormatWritten(const std::string& lock, const std::string& key,
+                          client::FencingToken token, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{
+        {"lock", lock}, {"key", key}, {"token", token}, {"accepted", true}});
+  }
+  return absl::StrCat("written ", lock, " ", key, " with token ", token, "\n");
+}
+
+std::string FormatRead(const std::string& lock, const std::string& key,
+                       const std::optional<std::string>& value,
+                       OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(
+        json{{"lock", lock},
+             {"key", key},
+             {"found", value.has_value()},
+             {"value", value.has_value() ? json(*value) : json(nullptr)}});
+  }
+  if (!value.has_value()) return "";
+  return *value + "\n";
+}
+
+std::string FormatInspect(const std::string& lock, const client::LockInfo& info,
+                          OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    json queue = json::array();
+    for (const client::WaiterInfo& waiter : info.queue) {
+      queue.push_back(json{{"client", waiter.client_id},
+                           {"mode", ModeName(waiter.mode)},
+                           {"ttl_ms", absl::ToInt64Milliseconds(waiter.ttl)},
+                           {"position", waiter.position},
+                           {"label", waiter.holder_label}});
+    }
+    return Dump(json{{"lock", lock},
+                     {"holders", HoldersJson(info.holders)},
+                     {"queue", queue}});
+  }
+  std::string out = absl::StrCat("lock ", lock, "\n\n");
+  if (info.holders.empty()) {
+    out += "holders: none\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"HOLDER", "MODE", "TOKEN", "EXPIRES IN", "LABEL"}};
+    for (const client::HolderInfo& holder : info.holders) {
+      rows.push_back({holder.client_id, ModeName(holder.mode),
+                      absl::StrCat(holder.token),
+                      FormatDurationForHumans(holder.expires_in),
+                      OrDash(holder.holder_label)});
+    }
+    out += RenderTable(rows);
+  }
+  out += "\n";
+  if (info.queue.empty()) {
+    out += "queue: empty\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"POSITION", "WAITER", "MODE", "TTL", "LABEL"}};
+    for (const client::WaiterInfo& waiter : info.queue) {
+      rows.push_back({absl::StrCat(waiter.position), waiter.client_id,
+                      ModeName(waiter.mode),
+                      FormatDurationForHumans(waiter.ttl),
+                      OrDash(waiter.holder_label)});
+    }
+    out += RenderTable(rows);
+  }
+  return out;
+}
+
+std::string FormatStatus(const std::string& client_id,
+                         const client::ClientStatus& status,
+                         OutputFormat format) {
+  const std::string session(client::SessionStateName(status.session));
+  if (format == OutputFormat::kJson) {
+    json out{{"client", client_id},
+             {"registered", status.registered},
+             {"session", session},
+             {"holds", HoldersJson(status.holds)}};
+    out["age"] = status.registered ? json(status.age) : json(nullptr);
+    out["waiting_for"] =
+        status.waiting_for.empty() ? json(nullptr) : json(status.waiting_for);
+    return Dump(out);
+  }
+  std::string out = RenderTable({
+      {"client", client_id},
+      {"registered",
+       status.registered ? absl::StrCat("yes (age ", status.age, ")") : "no"},
+      {"session", session},
+      {"waiting for", OrDash(status.waiting_for)},
+  });
+  out += "\n";
+  if (status.holds.empty()) {
+    out += "holds: nothing\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"LOCK", "MODE", "TOKEN", "EXPIRES IN", "LABEL"}};
+    for (const client::HolderInfo& holder : status.holds) {
+      rows.push_back({holder.lock, ModeName(holder.mode),
+                      absl::StrCat(holder.token),
+                      FormatDurationForHumans(holder.expires_in),
+                      OrDash(holder.holder_label)});
+    }
+    out += RenderTable(rows);
+  }
+  return out;
+}
+
+std::string FormatLocks(const std::vector<client::LockSummary>& locks,
+                        OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    json list = json::array();
+    for (const client::LockSummary& summary : locks) {
+      list.push_back(json{{"lock", summary.lock},
+                          {"holders", HoldersJson(summary.holders)},
+                          {"queue_length", summary.queue_length}});
+    }
+    return Dump(json{{"locks", list}});
+  }
+  if (locks.empty()) return "no locks held or waited for\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"LOCK", "MODE", "HOLDERS", "TOKENS", "QUEUE"}};
+  for (const client::LockSummary& summary : locks) {
+    std::vector<std::string> holders;
+    std::vector<std::string> tokens;
+    for (const client::HolderInfo& holder : summary.holders) {
+      holders.push_back(holder.client_id);
+      tokens.push_back(absl::StrCat(holder.token));
+    }
+    const std::string mode =
+        summary.holders.empty() ? "-" : ModeName(summary.holders[0].mode);
+    rows.push_back({summary.lock, mode, OrDash(absl::StrJoin(holders, ",")),
+                    OrDash(absl::StrJoin(tokens, ",")),
+                    absl::StrCat(summary.queue_length)});
+  }
+  return RenderTable(rows);
+}
+
+}  // namespace leasekeeper::ctl

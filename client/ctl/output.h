@@ -1,0 +1,68 @@
+// What leasekeeper-ctl prints: aligned tables for people, one JSON object
+// per command (on one line) for scripts. Every function returns the text,
+// ending with a newline, so the tests compare strings.
+//
+// JSON shapes (durations in milliseconds, as the API has them):
+//   holder:  {"client","lock","mode","token","expires_in_ms","expires_at",
+//             "label"}   expires_at: the server's wall-clock rendering
+//             (RFC 3339) or null; for people only, never compute with it
+//   waiter:  {"client","mode","ttl_ms","position","label"}
+//   acquire: {"lock","client","acquired":true,"token","ttl_ms","waited_ms",
+//             "mode","aborted_clients"}  or  {"lock","client",
+//             "acquired":false,"busy":true,"position"}
+//   renew:   {"lock","client","token","ttl_ms"}
+//   release: {"lock","client","result":"released"|"withdrawn"}
+//   write:   {"lock","key","token","accepted":true}
+//   read:    {"lock","key","found","value"}  value null when not found
+//   inspect: {"lock","holders":[holder],"queue":[waiter]}
+//   status:  {"client","registered","age","session","waiting_for","holds"}
+//   locks:   {"locks":[{"lock","holders":[holder],"queue_length"}]}
+// Strings that are not UTF-8 (values are bytes) have the bad bytes replaced
+// by U+FFFD in JSON; the table form prints them as they are.
+//
+// Thread-safety: pure functions.
+#ifndef LEASEKEEPER_CLIENT_CTL_OUTPUT_H_
+#define LEASEKEEPER_CLIENT_CTL_OUTPUT_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/ctl/arguments.h"
+#include "client/rpc_client.h"
+
+namespace leasekeeper::ctl {
+
+// Rows of cells as columns aligned by two spaces; the first row is the
+// header. Trailing spaces are trimmed.
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
+
+std::string FormatAcquired(const std::string& lock, const std::string& client,
+                           client::LockMode mode,
+                           const client::AcquireResult& result,
+                           OutputFormat format);
+// `position` 0: unknown (the wait timed out).
+std::string FormatBusy(const std::string& lock, const std::string& client,
+                       int64_t position, OutputFormat format);
+std::string FormatRenewed(const std::string& lock, const std::string& client,
+                          const client::RenewResult& result,
+                          OutputFormat format);
+std::string FormatReleased(const std::string& lock, const std::string& client,
+                           client::ReleaseOutcome outcome, OutputFormat format);
+std::string FormatWritten(const std::string& lock, const std::string& key,
+                          client::FencingToken token, OutputFormat format);
+// Table form: the value and a newline; nothing when not found.
+std::string FormatRead(const std::string& lock, const std::string& key,
+                       const std::optional<std::string>& value,
+                       OutputFormat format);
+std::string FormatInspect(const std::string& lock, const client::LockInfo& info,
+                          OutputFormat format);
+std::string FormatStatus(const std::string& client_id,
+                         const client::ClientStatus& status,
+                         OutputFormat format);
+std::string FormatLocks(const std::vector<client::LockSummary>& locks,
+                        OutputFormat format);
+
+}  // namespace leasekeeper::ctl
+
+#endif  // LEASEKEEPER_CLIENT_CTL_OUTPUT_H_

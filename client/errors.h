@@ -1,0 +1,84 @@
+// The client's side of the server's error mapping: turns a failed gRPC call
+// into an absl::Status that keeps the server's reason, and lets callers ask
+// for that reason without parsing messages.
+//
+// The server's ToGrpcStatus sends every failure as a gRPC status whose
+// message is the contract's text ("not holder", "client busy", ...) plus two
+// trailing metadata entries, `leasekeeper-reason` (the ErrorReason name) and
+// `leasekeeper-error-bin` (a serialized leasekeeper.v1.ErrorDetail).
+// FromGrpcStatus is its inverse:
+//   - the absl code equals the gRPC code, the message is the server's text;
+//   - the ErrorDetail travels as a payload under kErrorDetailPayloadUrl, so
+//     ErrorReasonOf / DeadlockVictimsOf can read it back anywhere the status
+//     is passed on;
+//   - a status without metadata (an older server, a proxy, a transport
+//     failure) gets its reason from the code and the contract's text where
+//     that is unambiguous, and no reason otherwise.
+//
+// Thread-safety: pure functions.
+#ifndef LEASEKEEPER_CLIENT_ERRORS_H_
+#define LEASEKEEPER_CLIENT_ERRORS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace grpc {
+class ClientContext;
+class Status;
+}  // namespace grpc
+
+namespace leasekeeper::client {
+
+// The server's machine-readable reasons (leasekeeper.v1.ErrorReason).
+enum class ErrorReason {
+  kInvalidArguments,   // INVALID_ARGUMENT: a field is empty or malformed
+  kInvalidTtl,         // INVALID_ARGUMENT: ttl outside 1 ms .. 24 h
+  kClientBusy,         // FAILED_PRECONDITION: the client waits, or holds it
+  kNotHolder,          // FAILED_PRECONDITION: neither holds nor waits
+  kStaleToken,         // FAILED_PRECONDITION: a higher token was accepted
+  kDeadlockVictim,     // ABORTED: aborted to break a wait-for cycle
+  kLimitExceeded,      // RESOURCE_EXHAUSTED: a server limit
+  kSessionEnded,       // FAILED_PRECONDITION: the named session has ended
+  kWaitTimeout,        // DEADLINE_EXCEEDED: the wait ran out, withdrawn
+  kShuttingDown,       // UNAVAILABLE: the server stops
+  kRequestIdReused,    // INVALID_ARGUMENT: same request id, other arguments
+  kSupersededByRetry,  // CANCELLED: a retry with the same id took over
+};
+
+// The proto's name of the reason, e.g. "CLIENT_BUSY".
+absl::string_view ErrorReasonName(ErrorReason reason);
+
+// The payload type URL under which the serialized ErrorDetail is kept.
+inline constexpr absl::string_view kErrorDetailPayloadUrl =
+    "type.googleapis.com/leasekeeper.v1.ErrorDetail";
+
+// The absl::Status for a finished call. `context` is the call's context, read
+// for the trailing metadata; OK maps to OK.
+absl::Status FromGrpcStatus(const grpc::ClientContext& context,
+                            const grpc::Status& status);
+
+// The server's reason carried by `status`; nullopt for OK, for statuses that
+// did not come from the server's error mapping (transport failures), and for
+// statuses made by the client itself.
+std::optional<ErrorReason> ErrorReasonOf(const absl::Status& status);
+
+// True if ErrorReasonOf(status) == reason.
+bool HasErrorReason(const absl::Status& status, ErrorReason reason);
+
+// DEADLOCK_VICTIM: every client aborted by the request that closed the
+// cycle, in abort order. Empty for any other status.
+std::vector<std::string> DeadlockVictimsOf(const absl::Status& status);
+
+// True for failures worth retrying with the same request id: the server was
+// unreachable, the call ran out of its transport deadline, the server is
+// shutting down or busy. The state refusing a request (FAILED_PRECONDITION),
+// bad arguments, aborts and cancellations are not transient.
+bool IsTransient(const absl::Status& status);
+
+}  // namespace leasekeeper::client
+
+#endif  // LEASEKEEPER_CLIENT_ERRORS_H_

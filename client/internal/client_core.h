@@ -1,0 +1,261 @@
+// ClientCore: the shared state behind a Client and its Leases. Internal.
+//
+// It owns the RpcClient, the Session, the registry of live leases and one
+// maintenance thread, which (in this order, each round):
+//   1. ends leases whose client-side deadline passed (kExpired) and queues a
+//      background release for them, so that a later keepalive cannot revive
+//      them at the server;
+//   2. gives up on keepalives whose ack is overdue (a transient failure for
+//      each lease they covered; the stream is cut and resumed);
+//   3. renews the leases that are due (LeaseTimer): with one keepalive for
+//      all of them while the session stream is connected, otherwise with an
+//      asynchronous Renew call each;
+//   4. retries background releases;
+//   5. runs the stop callbacks and events of leases that ended (outside the
+//      mutex), then sleeps until the next thing is due or something changes.
+//
+// Invariants:
+//   1. A lease is in leases_ iff its end_reason is unset.
+//   2. end_reason is set once, under mu_, before its stop_source is
+//      requested (outside mu_).
+//   3. Nothing is called back, logged or sent while mu_ is held; the
+//      Session's listener methods take mu_ and return quickly.
+//   4. At most one release per lock is in flight, and an Acquire of a lock
+//      first finishes any background release of that lock, so a late
+//      Release (which names only the client and the lock) can never end a
+//      newer lease of the same lock.
+//   5. Asynchronous calls start only before Shutdown, and Shutdown cancels
+//      them and waits until each callback has made its last use of the core,
+//      so callbacks need no owning reference and the core (with its channel)
+//      is never destroyed on a gRPC thread.
+//
+// Thread-safety: thread-safe.
+#ifndef LEASEKEEPER_CLIENT_INTERNAL_CLIENT_CORE_H_
+#define LEASEKEEPER_CLIENT_INTERNAL_CLIENT_CORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+#include "client/internal/session.h"
+#include "client/lease_timer.h"
+#include "client/rpc_client.h"
+#include "client/types.h"
+
+namespace leasekeeper::client::internal {
+
+struct LeaseState {
+  LeaseState(uint64_t id, std::string lock, FencingToken token, LockMode mode,
+             absl::Duration ttl, std::string session_id, LeaseTimer timer)
+      : id(id),
+        lock(std::move(lock)),
+        token(token),
+        mode(mode),
+        ttl(ttl),
+        session_id(std::move(session_id)),
+        timer(timer) {}
+
+  const uint64_t id;  // unique within the ClientCore
+  const std::string lock;
+  const FencingToken token;
+  const LockMode mode;
+  const absl::Duration ttl;
+  // The session it belongs to; empty without a session.
+  const std::string session_id;
+
+  // Guarded by ClientCore::mu_.
+  LeaseTimer timer;
+  enum class Renewal { kIdle, kKeepalive, kCall };
+  Renewal renewal = Renewal::kIdle;
+  // kKeepalive: the keepalive covering it.
+  uint64_t keepalive_sequence = 0;
+  // The next renewal goes by a Renew call (a keepalive did not account for
+  // it, or its ack never came).
+  bool renew_by_call = false;
+  // Renew by call at once, whatever the timer says (a keepalive ack counted
+  // fewer leases than this client holds: find out which one is gone).
+  bool renew_now = false;
+  // Release() or the destructor is releasing it; no more renewals.
+  bool releasing = false;
+  std::optional<LeaseEndReason> end_reason;
+
+  // Requested once end_reason is set (invariant 2).
+  std::stop_source ended;
+};
+
+class ClientCore : private SessionListener {
+ public:
+  ClientCore(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+  ~ClientCore() override;
+
+  ClientCore(const ClientCore&) = delete;
+  ClientCore& operator=(const ClientCore&) = delete;
+
+  // Starts the maintenance thread. REQUIRES: called once, right after
+  // construction.
+  void Start();
+  // Releases every live lease, closes the session, stops the threads and
+  // cancels outstanding calls. Idempotent.
+  void Shutdown();
+
+  const std::string& client_id() const { return options_.client_id; }
+  const RpcClient& rpc() const { return rpc_; }
+
+  // Client::Acquire (try_only == false) and Client::TryAcquire (true). For a
+  // busy lock with try_only, returns nullptr.
+  absl::StatusOr<std::shared_ptr<LeaseState>> Acquire(
+      absl::string_view lock, absl::Duration ttl, absl::Duration wait,
+      const AcquireOptions& options, bool try_only);
+
+  absl::Status Renew(LeaseState& lease);
+  absl::Status Release(LeaseState& lease);
+  absl::Status Write(LeaseState& lease, absl::string_view key,
+                     absl::string_view value);
+
+  absl::StatusOr<std::optional<std::string>> Read(absl::string_view lock,
+                                                  absl::string_view key) const;
+
+  std::optional<LeaseEndReason> EndReason(const LeaseState& lease) const;
+  absl::Duration TimeLeft(const LeaseState& lease) const;
+
+  void PauseRenewalsForTesting(bool paused);
+  void SuspendSessionForTesting(absl::Duration duration);
+
+ private:
+  struct PendingRelease {
+    std::string session_id;
+    std::string request_id;
+    bool in_flight = false;
+    MonotonicTime next_attempt_at;
+    absl::Duration retry_delay;
+  };
+  struct KeepaliveInFlight {
+    MonotonicTime sent_at;
+    // When its leases stop waiting for the ack and retry by call.
+    MonotonicTime give_up_at;
+    std::vector<std::weak_ptr<LeaseState>> leases;
+  };
+  // What the maintenance thread does after leaving mu_.
+  struct Actions {
+    std::optional<uint64_t> keepalive_sequence;
+    std::vector<std::shared_ptr<LeaseState>> renew_by_call;
+    std::vector<std::string> releases;  // locks
+    bool interrupt_session = false;
+  };
+
+  // SessionListener (called on the session thread).
+  void OnSessionOpened(const std::string& session_id, bool resumed) override;
+  void OnKeepaliveAck(uint64_t sequence, int renewed_leases) override;
+  void OnNotice(const leasekeeper::v1::LockNotice& notice) override;
+  void OnSessionInterrupted(const absl::Status& status) override;
+  void OnSessionLost(const std::string& session_id,
+                     const absl::Status& status) override;
+
+  void MaintenanceLoop();
+  // Decides this round's work; returns how long to sleep at most.
+  absl::Duration PlanLocked(MonotonicTime now, Actions& actions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Perform(Actions& actions) ABSL_LOCKS_EXCLUDED(mu_);
+  void StartRenewCall(std::shared_ptr<LeaseState> lease)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void StartBackgroundRelease(const std::string& lock) ABSL_LOCKS_EXCLUDED(mu_);
+  // `background`: the result of a renewal the maintenance thread started.
+  void ApplyRenewResult(LeaseState& lease, MonotonicTime sent_at,
+                        const absl::StatusOr<RenewResult>& result,
+                        bool background) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailKeepaliveLocked(uint64_t sequence, MonotonicTime now,
+                           const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Ends `lease` with `reason` (no-op if it has ended) and schedules its
+  // stop. `release_at_server`: also queue a background release.
+  void EndLocked(LeaseState& lease, LeaseEndReason reason,
+                 bool release_at_server = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndAllLocked(LeaseEndReason reason,
+                    const std::optional<std::string>& only_session)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void QueueReleaseLocked(const std::string& lock,
+                          const std::string& session_id,
+                          const std::string& request_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetCallLocked(const grpc::ClientContext* context)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EmitLocked(ClientEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Requests the stops and delivers the events queued under mu_.
+  void Deliver() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Finishes (synchronously) any background release of `lock` (invariant 4).
+  absl::Status FlushReleaseOf(const std::string& lock, std::stop_token stop)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Withdraws a request TryAcquire left queued.
+  void Withdraw(const std::string& lock, const std::string& session_id)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // One Release call with retries of transient failures for up to
+  // call_timeout.
+  absl::StatusOr<ReleaseOutcome> ReleaseWithRetries(const ReleaseCall& call);
+  absl::StatusOr<std::shared_ptr<LeaseState>> RegisterLease(
+      const std::string& lock, FencingToken token, LockMode mode,
+      absl::Duration ttl, const std::string& session_id,
+      MonotonicTime counted_from, absl::Duration lease_left)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A lost grant answer: the server says CLIENT_BUSY because this client
+  // already holds `lock`. Adopts that lease by renewing it.
+  absl::StatusOr<std::shared_ptr<LeaseState>> AdoptHeldLease(
+      const std::string& lock, absl::Duration ttl, LockMode mode,
+      const std::string& session_id);
+
+  std::string NewRequestId();
+  CallOptions CallOptionsWithin(absl::Duration budget) const;
+
+  const ClientOptions options_;
+  RpcClient rpc_;
+  // Created only when options_.use_session.
+  std::unique_ptr<Session> session_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_lease_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<LeaseState>> leases_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, PendingRelease> pending_releases_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t next_keepalive_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<uint64_t, KeepaliveInFlight> keepalives_
+      ABSL_GUARDED_BY(mu_);
+  MonotonicTime next_idle_keepalive_at_ ABSL_GUARDED_BY(mu_);
+  // Outstanding asynchronous calls, for Shutdown (invariant 5).
+  struct InFlightCall {
+    std::shared_ptr<grpc::ClientContext> context;
+    // Ready once the call's callback has returned from its last use of the
+    // core.
+    std::shared_future<void> done;
+  };
+  std::vector<InFlightCall> calls_ ABSL_GUARDED_BY(mu_);
+  // Ended leases whose stop is still to be requested, and events to deliver.
+  std::vector<std::shared_ptr<LeaseState>> to_stop_ ABSL_GUARDED_BY(mu_);
+  std::vector<ClientEvent> events_ ABSL_GUARDED_BY(mu_);
+  const std::string request_id_prefix_;
+  std::atomic<uint64_t> next_request_id_{1};
+
+  std::thread maintenance_;
+};
+
+}  // namespace leasekeeper::client::internal
+
+#endif  // LEASEKEEPER_CLIENT_INTERNAL_CLIENT_CORE_H_

@@ -1,0 +1,338 @@
+#include "client/internal/session.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "client/errors.h"
+
+namespace leasekeeper::client::internal {
+namespace {
+
+namespace pb = ::leasekeeper::v1;
+
+constexpr absl::Duration kFirstRetryDelay = absl::Milliseconds(100);
+constexpr absl::Duration kMaxRetryDelay = absl::Seconds(1);
+
+}  // namespace
+
+Session::Session(pb::LockService::Stub& stub, std::string client_id,
+                 SessionListener& listener)
+    : stub_(stub),
+      client_id_(std::move(client_id)),
+      listener_(listener),
+      retry_delay_(kFirstRetryDelay),
+      next_attempt_at_(MonotonicNow()),
+      suspended_until_(MonotonicNow()) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+Session::~Session() {
+  {
+    absl::MutexLock lock(&mu_);
+    state_ = State::kStopped;
+    if (context_ != nullptr) context_->TryCancel();
+    changed_.SignalAll();
+  }
+  thread_.join();
+}
+
+absl::StatusOr<std::string> Session::EnsureOpen(absl::Duration timeout,
+                                                std::stop_token stop) {
+  const MonotonicTime deadline = MonotonicNow() + timeout;
+  // Declared before the lock so that it is destroyed after the lock is
+  // released: its callback takes mu_.
+  std::stop_callback wake_on_stop(stop, [this] {
+    absl::MutexLock lock(&mu_);
+    changed_.SignalAll();
+  });
+  absl::MutexLock lock(&mu_);
+  const uint64_t attempts_at_start = open_attempts_;
+  while (true) {
+    if ((state_ == State::kOpen || state_ == State::kResuming) &&
+        id_ != abandoned_id_) {
+      return id_;
+    }
+    if (state_ == State::kStopped) {
+      return absl::CancelledError("the client is shutting down");
+    }
+    if (state_ == State::kIdle && !want_open_) {
+      if (open_attempts_ > attempts_at_start && !last_open_error_.ok()) {
+        return last_open_error_;  // a failure that retrying will not fix
+      }
+      want_open_ = true;
+      changed_.SignalAll();
+    }
+    if (stop.stop_requested()) {
+      return absl::CancelledError("cancelled while opening the session");
+    }
+    const absl::Duration remaining = deadline - MonotonicNow();
+    if (remaining <= absl::ZeroDuration()) {
+      if (!last_open_error_.ok()) return last_open_error_;
+      return absl::DeadlineExceededError("the session did not open in time");
+    }
+    changed_.WaitWithTimeout(&mu_, remaining);
+  }
+}
+
+std::string Session::id() const {
+  absl::MutexLock lock(&mu_);
+  return id_;
+}
+
+bool Session::connected() const {
+  absl::MutexLock lock(&mu_);
+  return state_ == State::kOpen;
+}
+
+bool Session::SendKeepalive(uint64_t sequence) {
+  pb::SessionRequest request;
+  request.mutable_keepalive()->set_sequence(sequence);
+  absl::MutexLock lock(&write_mu_);
+  return stream_ != nullptr && stream_->Write(request);
+}
+
+bool Session::Close(absl::Duration timeout) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (state_ != State::kOpen) return false;
+    state_ = State::kClosing;
+    want_open_ = false;
+  }
+  bool wrote = false;
+  {
+    pb::SessionRequest request;
+    request.mutable_close();
+    absl::MutexLock lock(&write_mu_);
+    if (stream_ != nullptr) {
+      wrote = stream_->Write(request);
+      if (wrote) stream_->WritesDone();
+      stream_ = nullptr;  // nothing may be written after WritesDone
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (!wrote && context_ != nullptr) context_->TryCancel();
+  const MonotonicTime deadline = MonotonicNow() + timeout;
+  while (state_ == State::kClosing) {
+    const absl::Duration remaining = deadline - MonotonicNow();
+    if (remaining <= absl::ZeroDuration()) {
+      // The server did not finish the stream in time: cut it. The thread
+      // then sees the end and leaves kClosing promptly.
+      if (context_ != nullptr) context_->TryCancel();
+      changed_.Wait(&mu_);
+      continue;
+    }
+    changed_.WaitWithTimeout(&mu_, remaining);
+  }
+  return last_close_ok_;
+}
+
+void Session::Interrupt() {
+  absl::MutexLock lock(&mu_);
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+void Session::Abandon(const std::string& session_id) {
+  absl::MutexLock lock(&mu_);
+  if (session_id.empty() || id_ != session_id) return;
+  abandoned_id_ = session_id;
+  if (context_ != nullptr) {
+    // A stream (or a resume attempt) is under way: cut it; its end is then
+    // handled as the loss of the session.
+    context_->TryCancel();
+  } else if (state_ == State::kResuming) {
+    // Between resume attempts: forget the session now.
+    state_ = State::kIdle;
+    id_.clear();
+    want_open_ = false;
+    next_attempt_at_ = MonotonicNow();
+    changed_.SignalAll();
+  }
+}
+
+void Session::SuspendForTesting(absl::Duration duration) {
+  absl::MutexLock lock(&mu_);
+  suspended_until_ = MonotonicNow() + duration;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+void Session::Run() {
+  while (true) {
+    std::string resume_id;
+    {
+      absl::MutexLock lock(&mu_);
+      while (true) {
+        if (state_ == State::kStopped) return;
+        const bool has_work = (state_ == State::kIdle && want_open_) ||
+                              state_ == State::kResuming;
+        if (!has_work) {
+          changed_.Wait(&mu_);
+          continue;
+        }
+        const MonotonicTime start_at =
+            std::max(next_attempt_at_, suspended_until_);
+        const absl::Duration until_start = start_at - MonotonicNow();
+        if (until_start <= absl::ZeroDuration()) break;
+        changed_.WaitWithTimeout(&mu_, until_start);
+      }
+      if (state_ == State::kResuming) {
+        resume_id = id_;
+      } else {
+        state_ = State::kOpening;
+      }
+    }
+    RunOneStream(resume_id);
+  }
+}
+
+void Session::RunOneStream(const std::string& resume_id) {
+  auto context = std::make_shared<grpc::ClientContext>();
+  {
+    absl::MutexLock lock(&mu_);
+    if (state_ == State::kStopped) return;
+    // Abandoned between the decision to resume and now.
+    if (!resume_id.empty() && resume_id == abandoned_id_) return;
+    context_ = context;
+  }
+  std::unique_ptr<Stream> stream = stub_.Session(context.get());
+
+  pb::SessionRequest open;
+  open.mutable_open()->set_client_id(client_id_);
+  open.mutable_open()->set_resume_session_id(resume_id);
+  pb::SessionResponse first;
+  const bool opened =
+      stream->Write(open) && stream->Read(&first) && first.has_opened();
+
+  if (opened) {
+    const std::string session_id = first.opened().session_id();
+    {
+      absl::MutexLock lock(&write_mu_);
+      stream_ = stream.get();
+    }
+    bool stopped = false;
+    {
+      absl::MutexLock lock(&mu_);
+      stopped = state_ == State::kStopped;
+      if (!stopped) {
+        state_ = State::kOpen;
+        id_ = session_id;
+        retry_delay_ = kFirstRetryDelay;
+        last_open_error_ = absl::OkStatus();
+        ++open_attempts_;
+        changed_.SignalAll();
+      }
+    }
+    if (!stopped) {
+      if (!resume_id.empty() && !first.opened().resumed()) {
+        // Asked to resume, given a new session: the old one is gone.
+        listener_.OnSessionLost(resume_id,
+                                absl::FailedPreconditionError("session ended"));
+      }
+      listener_.OnSessionOpened(session_id, first.opened().resumed());
+    }
+    pb::SessionResponse message;
+    while (stream->Read(&message)) {
+      switch (message.kind_case()) {
+        case pb::SessionResponse::kKeepaliveAck:
+          listener_.OnKeepaliveAck(message.keepalive_ack().sequence(),
+                                   message.keepalive_ack().renewed_leases());
+          break;
+        case pb::SessionResponse::kNotice:
+          listener_.OnNotice(message.notice());
+          break;
+        default:
+          break;  // a second `opened` or a kind this client does not know
+      }
+    }
+  } else {
+    // Either the stream failed, or the server broke the protocol with a
+    // first message that is not `opened`: cut it and drain it.
+    context->TryCancel();
+    pb::SessionResponse ignored;
+    while (stream->Read(&ignored)) {
+    }
+  }
+  {
+    absl::MutexLock lock(&write_mu_);
+    stream_ = nullptr;
+  }
+  const grpc::Status finish = stream->Finish();
+  absl::Status status = FromGrpcStatus(*context, finish);
+  if (!opened && status.ok()) {
+    status = absl::InternalError("the session stream did not open");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    context_.reset();
+  }
+  HandleStreamEnd(resume_id, opened, status);
+}
+
+void Session::HandleStreamEnd(const std::string& resume_id, bool opened,
+                              const absl::Status& status) {
+  enum class Tell { kNothing, kInterrupted, kLost } tell = Tell::kNothing;
+  std::string lost_id;
+  {
+    absl::MutexLock lock(&mu_);
+    const MonotonicTime now = MonotonicNow();
+    switch (state_) {
+      case State::kStopped:
+        return;
+      case State::kClosing:
+        state_ = State::kIdle;
+        id_.clear();
+        last_close_ok_ = status.ok();
+        changed_.SignalAll();
+        return;
+      default:
+        break;
+    }
+    const bool session_ended =
+        HasErrorReason(status, ErrorReason::kSessionEnded) ||
+        (opened && status.ok()) || (!id_.empty() && id_ == abandoned_id_);
+    const bool first_open = resume_id.empty() && !opened;
+    if (first_open) {
+      ++open_attempts_;
+      last_open_error_ = status;
+      state_ = State::kIdle;
+      if (IsTransient(status)) {
+        next_attempt_at_ = now + retry_delay_;
+        retry_delay_ = std::min(retry_delay_ * 2, kMaxRetryDelay);
+      } else {
+        want_open_ = false;  // EnsureOpen reports it; retrying will not help
+      }
+    } else if (session_ended || (!opened && !IsTransient(status))) {
+      // The server refused the resume or ended the session: it is gone.
+      tell = Tell::kLost;
+      lost_id = id_;
+      state_ = State::kIdle;
+      id_.clear();
+      want_open_ = false;  // the next EnsureOpen opens a new one
+      retry_delay_ = kFirstRetryDelay;
+      next_attempt_at_ = now;
+    } else {
+      // The stream dropped, or a resume could not reach the server.
+      state_ = State::kResuming;
+      if (opened) {
+        tell = Tell::kInterrupted;
+        retry_delay_ = kFirstRetryDelay;
+        next_attempt_at_ = now;
+      } else {
+        next_attempt_at_ = now + retry_delay_;
+        retry_delay_ = std::min(retry_delay_ * 2, kMaxRetryDelay);
+      }
+    }
+    changed_.SignalAll();
+  }
+  switch (tell) {
+    case Tell::kInterrupted:
+      listener_.OnSessionInterrupted(status);
+      break;
+    case Tell::kLost:
+      if (!lost_id.empty()) listener_.OnSessionLost(lost_id, status);
+      break;
+    case Tell::kNothing:
+      break;
+  }
+}
+
+}  // namespace leasekeeper::client::internal

@@ -1,0 +1,165 @@
+// Session: one client's session stream with leasekeeperd, kept open and
+// resumed by a thread of its own. Internal to the client library.
+//
+// What a session is for (see LockService.Session in the proto): while its
+// stream is connected, one keepalive renews every lease of the client; when
+// the stream ends without `close` the server waits its session grace for a
+// resume and then releases all the client's leases, so a crashed process's
+// locks pass on in about the grace instead of a whole ttl; requests naming an
+// ended session are refused, so a late Acquire can never leak a lock.
+//
+// Lifecycle:
+//   idle --EnsureOpen--> opening --opened--> open --stream drops--> resuming
+//   resuming --resumed--> open;  resuming --SESSION_ENDED--> idle (lost)
+//   open --Close--> idle (the server released everything)
+// A first open that fails for a transient reason is retried (100 ms doubling
+// to 1 s) while somebody wants the session; a resume is retried the same way
+// until the server answers, which after its grace is SESSION_ENDED.
+//
+// Invariants:
+//   1. At most one stream exists at a time; its id is id() while the state is
+//      open or resuming, and empty otherwise.
+//   2. The listener is never called with the Session's mutex held, and
+//      always from the session thread, in stream order (acks and notices in
+//      the order the server sent them).
+//   3. Writes (SendKeepalive, Close) are serialized by a mutex of their own,
+//      so the one reader (the session thread) and one writer gRPC allows on
+//      a stream are never exceeded.
+//
+// Thread-safety: every method is thread-safe. Callers must not hold a lock
+// the listener takes while calling SendKeepalive or Close (they block on the
+// network); the other methods only take the Session's own mutex.
+#ifndef LEASEKEEPER_CLIENT_INTERNAL_SESSION_H_
+#define LEASEKEEPER_CLIENT_INTERNAL_SESSION_H_
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include <cstdint>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/lease_timer.h"
+#include "leasekeeper/v1/lock_service.grpc.pb.h"
+
+namespace leasekeeper::client::internal {
+
+// Receives what happens on the stream. Called on the session thread only.
+class SessionListener {
+ public:
+  virtual ~SessionListener() = default;
+  // A session is open: a new one (resumed == false) or `session_id` resumed.
+  virtual void OnSessionOpened(const std::string& session_id, bool resumed) = 0;
+  // The server acknowledged keepalive `sequence`, renewing that many leases.
+  virtual void OnKeepaliveAck(uint64_t sequence, int renewed_leases) = 0;
+  // Something happened to one of the client's leases or waits.
+  virtual void OnNotice(const leasekeeper::v1::LockNotice& notice) = 0;
+  // The stream dropped; the session is being resumed. Unacknowledged
+  // keepalives will never be acknowledged.
+  virtual void OnSessionInterrupted(const absl::Status& status) = 0;
+  // The session `session_id` ended at the server (resume refused, replaced
+  // by a newer session of the same client, or the server restarted): every
+  // lease it kept alive is gone.
+  virtual void OnSessionLost(const std::string& session_id,
+                             const absl::Status& status) = 0;
+};
+
+class Session {
+ public:
+  // REQUIRES: `stub` and `listener` outlive the Session.
+  Session(leasekeeper::v1::LockService::Stub& stub, std::string client_id,
+          SessionListener& listener);
+  // Stops the thread, cancelling the stream without `close` (the server then
+  // keeps the session for its grace). Call Close() first for a clean end.
+  ~Session();
+
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // The id of the open (or resuming) session, opening one if there is none.
+  // Outcomes: the id; the last open failure (UNAVAILABLE when the server
+  // cannot be reached, INVALID_ARGUMENT for a bad client id, ...) when no
+  // session opened within `timeout`; CANCELLED if `stop` was requested.
+  absl::StatusOr<std::string> EnsureOpen(absl::Duration timeout,
+                                         std::stop_token stop);
+
+  // The open (or resuming) session's id; empty when there is none.
+  std::string id() const;
+  // True while a stream is connected and opened.
+  bool connected() const;
+
+  // Sends keepalive `sequence`. False if no stream is connected or the write
+  // failed (the stream is then dropping; OnSessionInterrupted follows).
+  bool SendKeepalive(uint64_t sequence);
+
+  // Ends the session: sends `close` (the server releases the client's
+  // leases and withdraws its wait) and waits up to `timeout` for the server
+  // to finish the stream. Returns true if the server confirmed with OK.
+  // Afterwards the Session is idle; EnsureOpen opens a new session.
+  bool Close(absl::Duration timeout);
+
+  // Cuts the stream as a dropped connection would; the session is resumed.
+  void Interrupt();
+
+  // The server said `session_id` has ended (a call naming it was refused
+  // with SESSION_ENDED) before the stream told us. If it is the current
+  // session, it is dropped without a resume attempt: the stream is cut, and
+  // the next EnsureOpen opens a new session. OnSessionLost follows if the
+  // stream was still connected.
+  void Abandon(const std::string& session_id);
+
+  // Testing: cuts the stream and does not try to resume for `duration`, so
+  // the server's grace can run out, as it would for a crashed process.
+  void SuspendForTesting(absl::Duration duration);
+
+ private:
+  using Stream = grpc::ClientReaderWriter<leasekeeper::v1::SessionRequest,
+                                          leasekeeper::v1::SessionResponse>;
+  enum class State { kIdle, kOpening, kOpen, kResuming, kClosing, kStopped };
+
+  void Run();
+  // Opens a stream (resuming `resume_id` if not empty), reads it until it
+  // ends and handles the end. Returns after the stream is gone.
+  void RunOneStream(const std::string& resume_id);
+  // The stream ended with `status` after `opened` was (or was not) seen.
+  void HandleStreamEnd(const std::string& resume_id, bool opened,
+                       const absl::Status& status);
+
+  leasekeeper::v1::LockService::Stub& stub_;
+  const std::string client_id_;
+  SessionListener& listener_;
+  std::thread thread_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kIdle;
+  bool want_open_ ABSL_GUARDED_BY(mu_) = false;
+  std::string id_ ABSL_GUARDED_BY(mu_);
+  // The context of the current stream, for TryCancel.
+  std::shared_ptr<grpc::ClientContext> context_ ABSL_GUARDED_BY(mu_);
+  absl::Status last_open_error_ ABSL_GUARDED_BY(mu_);
+  // Counts finished open attempts, so EnsureOpen can tell a new failure.
+  uint64_t open_attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration retry_delay_ ABSL_GUARDED_BY(mu_);
+  MonotonicTime next_attempt_at_ ABSL_GUARDED_BY(mu_);
+  bool last_close_ok_ ABSL_GUARDED_BY(mu_) = false;
+  // The id Abandon was told has ended; never handed out again.
+  std::string abandoned_id_ ABSL_GUARDED_BY(mu_);
+  // SuspendForTesting: no attempt before this.
+  MonotonicTime suspended_until_ ABSL_GUARDED_BY(mu_);
+
+  // Guards writes to the stream (invariant 3). Never held with mu_.
+  absl::Mutex write_mu_;
+  Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
+};
+
+}  // namespace leasekeeper::client::internal
+
+#endif  // LEASEKEEPER_CLIENT_INTERNAL_SESSION_H_

@@ -1,0 +1,320 @@
+#include "client/rpc_client.h"
+
+#include <grpcpp/client_context.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "client/errors.h"
+
+namespace leasekeeper::client {
+namespace {
+
+namespace pb = ::leasekeeper::v1;
+
+int64_t ToWholeMilliseconds(absl::Duration duration) {
+  return absl::ToInt64Milliseconds(duration);
+}
+
+pb::LockMode ToProto(LockMode mode) {
+  return mode == LockMode::kShared ? pb::LOCK_MODE_SHARED
+                                   : pb::LOCK_MODE_EXCLUSIVE;
+}
+
+LockMode FromProto(pb::LockMode mode) {
+  return mode == pb::LOCK_MODE_SHARED ? LockMode::kShared
+                                      : LockMode::kExclusive;
+}
+
+HolderInfo FromProto(const pb::Holder& holder) {
+  HolderInfo info;
+  info.client_id = holder.client_id();
+  info.lock = holder.lock();
+  info.mode = FromProto(holder.mode());
+  info.token = holder.token();
+  info.expires_in = absl::Milliseconds(holder.expires_in_ms());
+  if (holder.has_expires_at()) {
+    info.expires_at_wall =
+        absl::FromUnixSeconds(holder.expires_at().seconds()) +
+        absl::Nanoseconds(holder.expires_at().nanos());
+  }
+  info.holder_label = holder.holder_label();
+  return info;
+}
+
+std::vector<HolderInfo> FromProto(
+    const google::protobuf::RepeatedPtrField<pb::Holder>& holders) {
+  std::vector<HolderInfo> result;
+  result.reserve(holders.size());
+  for (const pb::Holder& holder : holders) result.push_back(FromProto(holder));
+  return result;
+}
+
+// Runs one unary call: sets the deadline, wires the stop token to
+// TryCancel, maps the status. `invoke` is (context, response) -> Status.
+template <typename Response, typename Invoke>
+absl::StatusOr<Response> RunCall(const CallOptions& options, Invoke invoke) {
+  if (options.cancel.stop_requested()) {
+    return absl::CancelledError("cancelled before the call started");
+  }
+  grpc::ClientContext context;
+  if (options.timeout != absl::InfiniteDuration()) {
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoNanoseconds(
+                             std::max(options.timeout, absl::ZeroDuration())));
+  }
+  std::stop_callback cancel_on_stop(options.cancel,
+                                    [&context] { context.TryCancel(); });
+  Response response;
+  grpc::Status status = invoke(&context, &response);
+  if (!status.ok()) return FromGrpcStatus(context, status);
+  return response;
+}
+
+}  // namespace
+
+absl::string_view SessionStateName(SessionState state) {
+  switch (state) {
+    case SessionState::kNone:
+      return "none";
+    case SessionState::kOpen:
+      return "open";
+    case SessionState::kGrace:
+      return "grace";
+    case SessionState::kUnspecified:
+      break;
+  }
+  return "unknown";
+}
+
+RpcClient::RpcClient(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)), stub_(pb::LockService::NewStub(channel_)) {}
+
+RpcClient::~RpcClient() = default;
+
+absl::StatusOr<AcquireResult> RpcClient::Acquire(
+    const AcquireCall& call, const CallOptions& options) const {
+  pb::AcquireRequest request;
+  request.set_client_id(call.client_id);
+  request.set_lock(call.lock);
+  request.set_ttl_ms(ToWholeMilliseconds(call.ttl));
+  request.set_mode(ToProto(call.mode));
+  if (call.wait > absl::ZeroDuration()) {
+    request.set_wait_timeout_ms(std::max<int64_t>(
+        1, ToWholeMilliseconds(std::min(call.wait, kMaxServerWait))));
+  }
+  request.set_request_id(call.request_id);
+  request.set_session_id(call.session_id);
+  request.set_holder_label(call.holder_label);
+
+  absl::StatusOr<pb::AcquireResponse> response = RunCall<pb::AcquireResponse>(
+      options, [&](grpc::ClientContext* context, pb::AcquireResponse* out) {
+        return stub_->Acquire(context, request, out);
+      });
+  if (!response.ok()) return response.status();
+
+  AcquireResult result;
+  result.aborted_clients.assign(response->aborted_clients().begin(),
+                                response->aborted_clients().end());
+  switch (response->outcome_case()) {
+    case pb::AcquireResponse::kGranted:
+      result.outcome = AcquireOutcome::kGranted;
+      result.token = response->granted().token();
+      result.ttl = absl::Milliseconds(response->granted().ttl_ms());
+      result.waited = absl::Milliseconds(response->granted().waited_ms());
+      return result;
+    case pb::AcquireResponse::kQueued:
+      result.outcome = AcquireOutcome::kQueued;
+      result.position = response->queued().position();
+      return result;
+    case pb::AcquireResponse::kWithdrawn:
+      result.outcome = AcquireOutcome::kWithdrawn;
+      switch (response->withdrawn().reason()) {
+        case pb::WITHDRAW_REASON_RELEASED_BY_CLIENT:
+          result.withdraw_reason = WithdrawReason::kReleasedByClient;
+          break;
+        case pb::WITHDRAW_REASON_SESSION_ENDED:
+          result.withdraw_reason = WithdrawReason::kSessionEnded;
+          break;
+        default:
+          result.withdraw_reason = WithdrawReason::kUnspecified;
+          break;
+      }
+      return result;
+    case pb::AcquireResponse::OUTCOME_NOT_SET:
+      break;
+  }
+  return absl::InternalError("the server's Acquire answer has no outcome");
+}
+
+absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
+                                             const CallOptions& options) const {
+  pb::RenewRequest request;
+  request.set_client_id(call.client_id);
+  request.set_lock(call.lock);
+  request.set_ttl_ms(ToWholeMilliseconds(call.ttl));
+  request.set_request_id(call.request_id);
+  request.set_session_id(call.session_id);
+  absl::StatusOr<pb::RenewResponse> response = RunCall<pb::RenewResponse>(
+      options, [&](grpc::ClientContext* context, pb::RenewResponse* out) {
+        return stub_->Renew(context, request, out);
+      });
+  if (!response.ok()) return response.status();
+  return RenewResult{response->token(), absl::Milliseconds(response->ttl_ms())};
+}
+
+absl::StatusOr<ReleaseOutcome> RpcClient::Release(
+    const ReleaseCall& call, const CallOptions& options) const {
+  pb::ReleaseRequest request;
+  request.set_client_id(call.client_id);
+  request.set_lock(call.lock);
+  request.set_request_id(call.request_id);
+  request.set_session_id(call.session_id);
+  absl::StatusOr<pb::ReleaseResponse> response = RunCall<pb::ReleaseResponse>(
+      options, [&](grpc::ClientContext* context, pb::ReleaseResponse* out) {
+        return stub_->Release(context, request, out);
+      });
+  if (!response.ok()) return response.status();
+  switch (response->result()) {
+    case pb::RELEASE_RESULT_RELEASED:
+      return ReleaseOutcome::kReleased;
+    case pb::RELEASE_RESULT_WITHDRAWN:
+      return ReleaseOutcome::kWithdrawn;
+    default:
+      break;
+  }
+  return absl::InternalError("the server's Release answer has no result");
+}
+
+absl::Status RpcClient::Write(absl::string_view lock, absl::string_view key,
+                              absl::string_view value, FencingToken token,
+                              const CallOptions& options) const {
+  pb::WriteRequest request;
+  request.set_lock(std::string(lock));
+  request.set_key(std::string(key));
+  request.set_value(std::string(value));
+  request.set_token(token);
+  return RunCall<pb::WriteResponse>(
+             options,
+             [&](grpc::ClientContext* context, pb::WriteResponse* out) {
+               return stub_->Write(context, request, out);
+             })
+      .status();
+}
+
+absl::StatusOr<std::optional<std::string>> RpcClient::Read(
+    absl::string_view lock, absl::string_view key,
+    const CallOptions& options) const {
+  pb::ReadRequest request;
+  request.set_lock(std::string(lock));
+  request.set_key(std::string(key));
+  absl::StatusOr<pb::ReadResponse> response = RunCall<pb::ReadResponse>(
+      options, [&](grpc::ClientContext* context, pb::ReadResponse* out) {
+        return stub_->Read(context, request, out);
+      });
+  if (!response.ok()) return response.status();
+  if (!response->found()) return std::optional<std::string>();
+  return std::optional<std::string>(response->value());
+}
+
+absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
+                                            const CallOptions& options) const {
+  pb::InspectRequest request;
+  request.set_lock(std::string(lock));
+  absl::StatusOr<pb::InspectResponse> response = RunCall<pb::InspectResponse>(
+      options, [&](grpc::ClientContext* context, pb::InspectResponse* out) {
+        return stub_->Inspect(context, request, out);
+      });
+  if (!response.ok()) return response.status();
+  LockInfo info;
+  info.holders = FromProto(response->holders());
+  for (const pb::Waiter& waiter : response->queue()) {
+    WaiterInfo w;
+    w.client_id = waiter.client_id();
+    w.mode = FromProto(waiter.mode());
+    w.ttl = absl::Milliseconds(waiter.ttl_ms());
+    w.position = waiter.position();
+    w.holder_label = waiter.holder_label();
+    info.queue.push_back(std::move(w));
+  }
+  return info;
+}
+
+absl::StatusOr<ClientStatus> RpcClient::Status(
+    absl::string_view client_id, const CallOptions& options) const {
+  pb::StatusRequest request;
+  request.set_client_id(std::string(client_id));
+  absl::StatusOr<pb::StatusResponse> response = RunCall<pb::StatusResponse>(
+      options, [&](grpc::ClientContext* context, pb::StatusResponse* out) {
+        return stub_->Status(context, request, out);
+      });
+  if (!response.ok()) return response.status();
+  ClientStatus status;
+  status.registered = response->registered();
+  status.age = response->age();
+  status.holds = FromProto(response->holds());
+  status.waiting_for = response->waiting_for();
+  switch (response->session()) {
+    case pb::SESSION_STATE_NONE:
+      status.session = SessionState::kNone;
+      break;
+    case pb::SESSION_STATE_OPEN:
+      status.session = SessionState::kOpen;
+      break;
+    case pb::SESSION_STATE_GRACE:
+      status.session = SessionState::kGrace;
+      break;
+    default:
+      status.session = SessionState::kUnspecified;
+      break;
+  }
+  return status;
+}
+
+absl::StatusOr<LockPage> RpcClient::ListLocks(
+    absl::string_view prefix, int32_t page_size, absl::string_view page_token,
+    const CallOptions& options) const {
+  pb::ListLocksRequest request;
+  request.set_prefix(std::string(prefix));
+  request.set_page_size(page_size);
+  request.set_page_token(std::string(page_token));
+  absl::StatusOr<pb::ListLocksResponse> response =
+      RunCall<pb::ListLocksResponse>(options, [&](grpc::ClientContext* context,
+                                                  pb::ListLocksResponse* out) {
+        return stub_->ListLocks(context, request, out);
+      });
+  if (!response.ok()) return response.status();
+  LockPage page;
+  for (const pb::LockSummary& summary : response->locks()) {
+    LockSummary s;
+    s.lock = summary.lock();
+    s.holders = FromProto(summary.holders());
+    s.queue_length = summary.queue_length();
+    page.locks.push_back(std::move(s));
+  }
+  page.next_page_token = response->next_page_token();
+  return page;
+}
+
+absl::StatusOr<std::vector<LockSummary>> RpcClient::ListAllLocks(
+    absl::string_view prefix, size_t max_locks,
+    const CallOptions& options) const {
+  constexpr int32_t kPageSize = 1000;
+  std::vector<LockSummary> all;
+  std::string token;
+  do {
+    absl::StatusOr<LockPage> page =
+        ListLocks(prefix, kPageSize, token, options);
+    if (!page.ok()) return page.status();
+    for (LockSummary& summary : page->locks) {
+      if (all.size() >= max_locks) return all;
+      all.push_back(std::move(summary));
+    }
+    token = std::move(page->next_page_token);
+  } while (!token.empty());
+  return all;
+}
+
+}  // namespace leasekeeper::client

@@ -1,0 +1,248 @@
+// RpcClient: one typed call per LockService RPC, and nothing else.
+//
+// Plain structs in and out, durations as absl::Duration, every failure an
+// absl::Status from FromGrpcStatus (so ErrorReasonOf tells "not holder" from
+// "client busy"). No session, no renewal, no retries, no state: this is the
+// layer leasekeeper-ctl's one-shot commands use, and the one Client builds
+// its leases on. Jobs that hold locks want Client and Lease instead.
+//
+// Thread-safety: thread-safe; calls may run concurrently from any thread.
+//
+// Every call:
+//   - runs with the transport deadline `CallOptions::timeout` (none when
+//     infinite) and is cancelled when `CallOptions::cancel` is stopped, in
+//     which case it fails with CANCELLED (a waiting Acquire is withdrawn by
+//     the server);
+//   - fails with UNAVAILABLE when the server cannot be reached and
+//     DEADLINE_EXCEEDED when the timeout passes (both IsTransient);
+//   - otherwise returns the server's answer or its error, as listed per call
+//     and in proto/leasekeeper/v1/lock_service.proto.
+#ifndef LEASEKEEPER_CLIENT_RPC_CLIENT_H_
+#define LEASEKEEPER_CLIENT_RPC_CLIENT_H_
+
+#include <grpcpp/channel.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "client/types.h"
+#include "leasekeeper/v1/lock_service.grpc.pb.h"
+
+namespace leasekeeper::client {
+
+struct CallOptions {
+  // The call's transport deadline, counted from its start. Infinite: none.
+  absl::Duration timeout = absl::Seconds(10);
+  // Stopping it cancels the call.
+  std::stop_token cancel;
+};
+
+struct AcquireCall {
+  std::string client_id;
+  std::string lock;
+  absl::Duration ttl;
+  LockMode mode = LockMode::kExclusive;
+  // Zero: answer at once, granted or queued (a queued request STAYS queued;
+  // Release withdraws it). Positive: wait up to this long for a grant (at
+  // most kMaxServerWait; rounded down to whole milliseconds, at least 1 ms).
+  absl::Duration wait = absl::ZeroDuration();
+  // Optional idempotency key: a retry with the same key gets the first
+  // call's answer instead of acquiring twice.
+  std::string request_id;
+  // Optional: the session the request belongs to (see Client).
+  std::string session_id;
+  // Optional label for humans, shown by Inspect, Status and ListLocks.
+  std::string holder_label;
+};
+
+enum class AcquireOutcome {
+  kGranted,    // the caller holds the lock
+  kQueued,     // wait == 0 only: the request waits at `position`
+  kWithdrawn,  // wait > 0 only: the wait ended without a grant
+};
+
+enum class WithdrawReason {
+  kUnspecified,
+  kReleasedByClient,  // the client's own Release withdrew it
+  kSessionEnded,      // the client's session ended
+};
+
+struct AcquireResult {
+  AcquireOutcome outcome = AcquireOutcome::kGranted;
+  // kGranted: the fencing token, the time left on the lease when the server
+  // produced the answer, and how long the request waited in the queue.
+  FencingToken token = 0;
+  absl::Duration ttl = absl::ZeroDuration();
+  absl::Duration waited = absl::ZeroDuration();
+  // kQueued: 1 = next in line.
+  int64_t position = 0;
+  // kWithdrawn.
+  WithdrawReason withdraw_reason = WithdrawReason::kUnspecified;
+  // Clients aborted as deadlock victims to make room, in abort order.
+  std::vector<std::string> aborted_clients;
+};
+
+struct RenewCall {
+  std::string client_id;
+  std::string lock;
+  absl::Duration ttl;
+  std::string request_id;
+  std::string session_id;
+};
+
+struct RenewResult {
+  FencingToken token = 0;
+  // The lease lasts this long from the moment of the answer.
+  absl::Duration ttl = absl::ZeroDuration();
+};
+
+struct ReleaseCall {
+  std::string client_id;
+  std::string lock;
+  std::string request_id;
+  std::string session_id;
+};
+
+enum class ReleaseOutcome {
+  kReleased,   // the caller held the lock; it passed on
+  kWithdrawn,  // the caller waited; its request left the queue
+};
+
+// One lease, as Inspect, Status and ListLocks show it.
+struct HolderInfo {
+  std::string client_id;
+  std::string lock;
+  LockMode mode = LockMode::kExclusive;
+  FencingToken token = 0;
+  // Time left on the lease when the server answered (>= 1 ms).
+  absl::Duration expires_in = absl::ZeroDuration();
+  // The server's wall-clock rendering of the expiry, for humans only: never
+  // compute with it (wall clocks jump). InfinitePast when not sent.
+  absl::Time expires_at_wall = absl::InfinitePast();
+  std::string holder_label;
+};
+
+// One queued request.
+struct WaiterInfo {
+  std::string client_id;
+  LockMode mode = LockMode::kExclusive;
+  // The lease duration it gets when granted.
+  absl::Duration ttl = absl::ZeroDuration();
+  int64_t position = 0;  // 1 = next in line
+  std::string holder_label;
+};
+
+struct LockInfo {
+  std::vector<HolderInfo> holders;  // by token, lowest first
+  std::vector<WaiterInfo> queue;    // oldest first
+};
+
+enum class SessionState {
+  kUnspecified,
+  kNone,   // the client has no session
+  kOpen,   // its session stream is connected
+  kGrace,  // its stream ended; the session ends after the grace
+};
+absl::string_view SessionStateName(SessionState state);  // "none", ...
+
+struct ClientStatus {
+  bool registered = false;
+  uint64_t age = 0;               // registration number; 0 if unregistered
+  std::vector<HolderInfo> holds;  // by lock name
+  std::string waiting_for;        // empty when not waiting
+  SessionState session = SessionState::kUnspecified;
+};
+
+struct LockSummary {
+  std::string lock;
+  std::vector<HolderInfo> holders;  // by token, lowest first
+  int64_t queue_length = 0;
+};
+
+struct LockPage {
+  std::vector<LockSummary> locks;  // ascending by name
+  std::string next_page_token;     // empty on the last page
+};
+
+class RpcClient {
+ public:
+  // REQUIRES: channel != nullptr.
+  explicit RpcClient(std::shared_ptr<grpc::Channel> channel);
+  ~RpcClient();
+
+  RpcClient(const RpcClient&) = delete;
+  RpcClient& operator=(const RpcClient&) = delete;
+
+  // Outcomes: granted, queued (wait == 0), withdrawn (wait > 0);
+  // INVALID_ARGUMENT (INVALID_ARGUMENTS, INVALID_TTL, REQUEST_ID_REUSED);
+  // RESOURCE_EXHAUSTED LIMIT_EXCEEDED; FAILED_PRECONDITION CLIENT_BUSY or
+  // SESSION_ENDED; ABORTED DEADLOCK_VICTIM (DeadlockVictimsOf lists them);
+  // DEADLINE_EXCEEDED WAIT_TIMEOUT (withdrawn); UNAVAILABLE SHUTTING_DOWN;
+  // CANCELLED SUPERSEDED_BY_RETRY. Give a waiting call a timeout longer
+  // than its wait.
+  absl::StatusOr<AcquireResult> Acquire(const AcquireCall& call,
+                                        const CallOptions& options = {}) const;
+
+  // Outcomes: the renewed lease; INVALID_ARGUMENT; FAILED_PRECONDITION
+  // NOT_HOLDER (including a lease that already lapsed) or SESSION_ENDED.
+  absl::StatusOr<RenewResult> Renew(const RenewCall& call,
+                                    const CallOptions& options = {}) const;
+
+  // Outcomes: released or withdrawn; INVALID_ARGUMENT; FAILED_PRECONDITION
+  // NOT_HOLDER (neither holds nor waits) or SESSION_ENDED.
+  absl::StatusOr<ReleaseOutcome> Release(const ReleaseCall& call,
+                                         const CallOptions& options = {}) const;
+
+  // Writes `value` under (lock, key) if `token` is at least the highest
+  // token the store accepted for `lock`. Outcomes: OK; INVALID_ARGUMENT;
+  // FAILED_PRECONDITION STALE_TOKEN (nothing changed); RESOURCE_EXHAUSTED.
+  absl::Status Write(absl::string_view lock, absl::string_view key,
+                     absl::string_view value, FencingToken token,
+                     const CallOptions& options = {}) const;
+
+  // The last accepted value for (lock, key), or nullopt if none was ever
+  // accepted. Outcomes: that; INVALID_ARGUMENT.
+  absl::StatusOr<std::optional<std::string>> Read(
+      absl::string_view lock, absl::string_view key,
+      const CallOptions& options = {}) const;
+
+  // A lock's holders and queue (two empty lists for a lock nobody uses).
+  absl::StatusOr<LockInfo> Inspect(absl::string_view lock,
+                                   const CallOptions& options = {}) const;
+
+  // A client's age, leases, wait and session state.
+  absl::StatusOr<ClientStatus> Status(absl::string_view client_id,
+                                      const CallOptions& options = {}) const;
+
+  // One page of the locks that have a holder or a waiter, ascending by name,
+  // only those starting with `prefix`. page_size 0 means the server's
+  // default (100). Outcomes: the page; INVALID_ARGUMENT.
+  absl::StatusOr<LockPage> ListLocks(absl::string_view prefix,
+                                     int32_t page_size,
+                                     absl::string_view page_token,
+                                     const CallOptions& options = {}) const;
+
+  // Every page of ListLocks, up to `max_locks` locks (each page its own
+  // call with `options`). Cost: one call per 1,000 locks.
+  absl::StatusOr<std::vector<LockSummary>> ListAllLocks(
+      absl::string_view prefix, size_t max_locks,
+      const CallOptions& options = {}) const;
+
+  // The generated stub, for the session stream. Owned by this RpcClient.
+  leasekeeper::v1::LockService::Stub& stub() const { return *stub_; }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<leasekeeper::v1::LockService::Stub> stub_;
+};
+
+}  // namespace leasekeeper::client
+
+#endif  // LEASEKEEPER_CLIENT_RPC_CLIENT_H_

@@ -1,0 +1,294 @@
+// leasekeeper-ctl against a real leasekeeperd: the one-shot commands with
+// both output formats, and `run`: commands under one lock never overlap and
+// see rising tokens, --try on a held lock exits 75, a command whose lease is
+// lost is stopped, the exit status passes through.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/lease_timer.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/client/live_server.h"
+#include "tests/client/subprocess.h"
+
+namespace leasekeeper::client::testing {
+namespace {
+
+template <typename Condition>
+bool Eventually(Condition condition,
+                absl::Duration timeout = absl::Seconds(5)) {
+  const MonotonicTime deadline = MonotonicNow() + timeout;
+  while (MonotonicNow() < deadline) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return condition();
+}
+
+std::string Ctl() { return BinaryDirectory() + "/leasekeeper-ctl"; }
+
+// A fresh file path under the test's temporary directory.
+std::string TempFile(absl::string_view name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path =
+      absl::StrCat(dir != nullptr ? dir : "/tmp", "/leasekeeper_ctl_test_",
+                   getpid(), "_", name);
+  std::remove(path.c_str());
+  return path;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+class CtlTest : public LiveServerTest {
+ protected:
+  // Runs leasekeeper-ctl with LEASEKEEPER_SERVER pointing at the server.
+  static ProcessResult RunCtl(std::vector<std::string> args,
+                              absl::Duration timeout = absl::Seconds(20)) {
+    args.insert(args.begin(), Ctl());
+    return RunProcess(args, {{"LEASEKEEPER_SERVER", server().address()}},
+                      timeout);
+  }
+  static absl::StatusOr<Subprocess> StartCtl(std::vector<std::string> args) {
+    args.insert(args.begin(), Ctl());
+    return Subprocess::Start(args,
+                             {{"LEASEKEEPER_SERVER", server().address()}});
+  }
+  static std::vector<HolderInfo> Holders(const std::string& lock) {
+    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
+    return info.ok() ? info->holders : std::vector<HolderInfo>{};
+  }
+};
+
+TEST_F(CtlTest, OneShotCommandsRoundTripInJson) {
+  const std::string lock = LockName();
+  ProcessResult acquired = RunCtl(
+      {"-o", "json", "acquire", lock, "--client", "ops", "--ttl", "30s"});
+  ASSERT_EQ(acquired.exit_code, 0) << acquired.err;
+  nlohmann::json grant = nlohmann::json::parse(acquired.out);
+  EXPECT_EQ(grant["acquired"], true);
+  const uint64_t token = grant["token"];
+  EXPECT_GE(token, 1u);
+
+  ProcessResult inspected = RunCtl({"inspect", lock, "--output=json"});
+  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+  nlohmann::json info = nlohmann::json::parse(inspected.out);
+  ASSERT_EQ(info["holders"].size(), 1u);
+  EXPECT_EQ(info["holders"][0]["client"], "ops");
+  EXPECT_EQ(info["holders"][0]["token"], token);
+
+  ProcessResult status = RunCtl({"status", "ops", "-o", "json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(nlohmann::json::parse(status.out)["holds"][0]["lock"], lock);
+
+  ProcessResult listed =
+      RunCtl({"locks", "--prefix", LockName(), "-o", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(nlohmann::json::parse(listed.out)["locks"][0]["lock"], lock);
+
+  ProcessResult renewed =
+      RunCtl({"renew", lock, "--client", "ops", "--ttl", "1m", "-o", "json"});
+  ASSERT_EQ(renewed.exit_code, 0) << renewed.err;
+  EXPECT_EQ(nlohmann::json::parse(renewed.out)["token"], token);
+
+  ProcessResult written = RunCtl(
+      {"write", lock, "part-1", "rows 1-100", "--token", absl::StrCat(token)});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  ProcessResult read = RunCtl({"read", lock, "part-1"});
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_EQ(read.out, "rows 1-100\n");
+
+  ProcessResult busy = RunCtl(
+      {"-o", "json", "acquire", lock, "--client", "other", "--ttl", "30s"});
+  EXPECT_EQ(busy.exit_code, 75) << busy.err;
+  EXPECT_EQ(nlohmann::json::parse(busy.out)["busy"], true);
+  absl::StatusOr<LockInfo> after = rpc().Inspect(lock);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->queue.empty()) << "a busy acquire leaves no wait behind";
+
+  ProcessResult released =
+      RunCtl({"release", lock, "--client", "ops", "-o", "json"});
+  ASSERT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_EQ(nlohmann::json::parse(released.out)["result"], "released");
+  ProcessResult again = RunCtl({"release", lock, "--client", "ops"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("not holder"), std::string::npos) << again.err;
+}
+
+TEST_F(CtlTest, StaleWritesAndMissingValuesExitOne) {
+  const std::string lock = LockName();
+  ASSERT_EQ(RunCtl({"write", lock, "k", "new", "--token", "5"}).exit_code, 0);
+  ProcessResult stale = RunCtl({"write", lock, "k", "old", "--token", "4"});
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.err.find("stale token"), std::string::npos) << stale.err;
+  ProcessResult missing = RunCtl({"read", lock, "nothing-here"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+}
+
+TEST_F(CtlTest, BadArgumentsPrintTheProblemAndUsageAndExitTwo) {
+  ProcessResult result = RunCtl({"acquire", "L", "--ttl", "30"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("invalid duration"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("usage: leasekeeper-ctl"), std::string::npos);
+  EXPECT_EQ(RunCtl({"--help"}).exit_code, 0);
+}
+
+TEST_F(CtlTest, TwoRunsOnOneLockNeverOverlapAndSeeRisingTokens) {
+  const std::string lock = LockName();
+  const std::string journal = TempFile("journal");
+  // Each command notes its start and end, with its token, around a pause.
+  const std::string script = absl::StrCat(
+      "echo start $LEASEKEEPER_FENCING_TOKEN >> ", journal,
+      "; sleep 0.3; echo end $LEASEKEEPER_FENCING_TOKEN >> ", journal);
+  std::vector<absl::StatusOr<Subprocess>> runs;
+  for (int i = 0; i < 3; ++i) {
+    runs.push_back(
+        StartCtl({"run", lock, "--ttl", "2s", "--", "/bin/sh", "-c", script}));
+    ASSERT_TRUE(runs.back().ok()) << runs.back().status();
+  }
+  for (auto& run : runs) {
+    ProcessResult result = run->Wait(absl::Seconds(20));
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+  }
+  std::vector<std::string> lines =
+      absl::StrSplit(ReadFile(journal), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u) << ReadFile(journal);
+  uint64_t previous = 0;
+  for (size_t i = 0; i < lines.size(); i += 2) {
+    std::vector<std::string> start = absl::StrSplit(lines[i], ' ');
+    std::vector<std::string> end = absl::StrSplit(lines[i + 1], ' ');
+    ASSERT_EQ(start[0], "start") << "overlap: " << ReadFile(journal);
+    ASSERT_EQ(end[0], "end") << "overlap: " << ReadFile(journal);
+    EXPECT_EQ(start[1], end[1]);
+    uint64_t token = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(start[1], &token));
+    EXPECT_GT(token, previous) << "tokens rise from one run to the next";
+    previous = token;
+  }
+  std::remove(journal.c_str());
+}
+
+TEST_F(CtlTest, RunTryOnAHeldLockExits75WithoutRunningTheCommand) {
+  const std::string lock = LockName();
+  auto holder = NewClient("holds-it");
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const std::string marker = TempFile("ran");
+  ProcessResult result = RunCtl({"run", lock, "--try", "--", "/bin/sh", "-c",
+                                 absl::StrCat("touch ", marker)});
+  EXPECT_EQ(result.exit_code, 75) << result.err;
+  EXPECT_NE(result.err.find("busy"), std::string::npos) << result.err;
+  EXPECT_TRUE(ReadFile(marker).empty());
+  std::ifstream exists(marker);
+  EXPECT_FALSE(exists.good()) << "the command ran without the lock";
+  absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->queue.empty());
+}
+
+TEST_F(CtlTest, RunPassesTheCommandsExitStatusAndEnvironmentThrough) {
+  const std::string lock = LockName();
+  ProcessResult result =
+      RunCtl({"run", lock, "--", "/bin/sh", "-c",
+              "echo $LEASEKEEPER_LOCK $LEASEKEEPER_FENCING_TOKEN; exit 3"});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  std::vector<std::string> words =
+      absl::StrSplit(result.out, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  ASSERT_EQ(words.size(), 2u) << result.out;
+  EXPECT_EQ(words[0], lock);
+  uint64_t token = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(words[1], &token) && token >= 1);
+  EXPECT_TRUE(Holders(lock).empty()) << "released when the command exited";
+}
+
+TEST_F(CtlTest, RunStopsTheCommandWhenTheLeaseIsLost) {
+  const std::string lock = LockName();
+  // The command ignores SIGTERM, so only the SIGKILL after the grace stops
+  // it.
+  absl::StatusOr<Subprocess> run = StartCtl(
+      {"run", lock, "--ttl", "1s", "--client", "doomed", "--kill-grace", "1s",
+       "--", "/bin/sh", "-c", "trap '' TERM; echo started; sleep 30"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(run->WaitForLine("started", absl::Seconds(10)).has_value());
+
+  // The server takes the lease away (an operator's release).
+  const MonotonicTime lost_at = MonotonicNow();
+  absl::StatusOr<ReleaseOutcome> released =
+      rpc().Release(ReleaseCall{"doomed", lock, "", ""});
+  ASSERT_TRUE(released.ok()) << released.status();
+  ProcessResult result = run->Wait(absl::Seconds(15));
+  EXPECT_LT(MonotonicNow() - lost_at, absl::Seconds(5))
+      << "the command ran on without the lock";
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("lost the lease"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("not_holder"), std::string::npos) << result.err;
+}
+
+TEST_F(CtlTest, RunForwardsATerminationSignalToTheCommand) {
+  const std::string lock = LockName();
+  absl::StatusOr<Subprocess> run = StartCtl(
+      {"run", lock, "--", "/bin/sh", "-c", "echo started; exec sleep 30"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(run->WaitForLine("started", absl::Seconds(10)).has_value());
+  run->Signal(SIGTERM);
+  ProcessResult result = run->Wait(absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
+  EXPECT_TRUE(Eventually([&] { return Holders(lock).empty(); }));
+}
+
+TEST_F(CtlTest, InterruptingARunThatWaitsLeavesNoWaitBehind) {
+  const std::string lock = LockName();
+  auto holder = NewClient("keeps-it");
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::StatusOr<Subprocess> run = StartCtl(
+      {"run", lock, "--client", "impatient", "--", "/bin/sh", "-c", "true"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(Eventually([&] {
+    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
+    return info.ok() && info->queue.size() == 1;
+  }));
+  run->Signal(SIGINT);
+  ProcessResult result = run->Wait(absl::Seconds(10));
+  EXPECT_EQ(result.exit_code, 128 + SIGINT) << result.err;
+  EXPECT_TRUE(Eventually([&] {
+    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
+    return info.ok() && info->queue.empty();
+  }));
+}
+
+TEST_F(CtlTest, KilledRunFreesTheLockWithinTheSessionGrace) {
+  const std::string lock = LockName();
+  absl::StatusOr<Subprocess> run =
+      StartCtl({"run", lock, "--ttl", "30s", "--", "/bin/sh", "-c",
+                "echo started; exec sleep 30"});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(run->WaitForLine("started", absl::Seconds(10)).has_value());
+  auto next = NewClient("next-in-line");
+  const MonotonicTime killed_at = MonotonicNow();
+  run->Signal(SIGKILL);
+  absl::StatusOr<Lease> lease =
+      next->Acquire(lock, absl::Seconds(5), absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_LT(MonotonicNow() - killed_at, kGrace + absl::Milliseconds(1500));
+}
+
+}  // namespace
+}  // namespace leasekeeper::client::testing

@@ -1,0 +1,498 @@
+// Leases against a real leasekeeperd: background renewal, every way a lease
+// ends (and the reason Ended reports), TryAcquire leaving nothing queued,
+// fencing. Timing: ttls of a few hundred milliseconds, and bounds with
+// generous slack, so the tests are quick and stable on a loaded machine.
+#include "client/lease.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/client_interceptor.h>
+
+#include <atomic>
+#include <optional>
+#include <stop_token>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
+#include "client/client.h"
+#include "client/errors.h"
+#include "client/lease_timer.h"
+#include "gtest/gtest.h"
+#include "tests/client/live_server.h"
+
+namespace leasekeeper::client::testing {
+namespace {
+
+constexpr absl::Duration kShortTtl = absl::Milliseconds(300);
+
+// Polls `condition` every 20 ms for up to `timeout`.
+template <typename Condition>
+bool Eventually(Condition condition,
+                absl::Duration timeout = absl::Seconds(5)) {
+  const MonotonicTime deadline = MonotonicNow() + timeout;
+  while (MonotonicNow() < deadline) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return condition();
+}
+
+// Counts the unary Renew calls made over a channel.
+class RenewCounter
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit RenewCounter(std::atomic<int>* count) : count_(count) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo* info) override {
+    if (absl::EndsWith(info->method(), "/Renew")) ++*count_;
+    return nullptr;
+  }
+
+ private:
+  std::atomic<int>* count_;
+};
+
+class LeaseTest : public LiveServerTest {
+ protected:
+  // True once `client_id` waits in the queue of `lock`.
+  static bool IsQueued(const std::string& lock, const std::string& client_id) {
+    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
+    if (!info.ok()) return false;
+    for (const WaiterInfo& waiter : info->queue) {
+      if (waiter.client_id == client_id) return true;
+    }
+    return false;
+  }
+  static std::vector<HolderInfo> Holders(const std::string& lock) {
+    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
+    EXPECT_TRUE(info.ok()) << info.status();
+    return info.ok() ? info->holders : std::vector<HolderInfo>{};
+  }
+  static size_t QueueLength(const std::string& lock) {
+    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
+    EXPECT_TRUE(info.ok()) << info.status();
+    return info.ok() ? info->queue.size() : 0;
+  }
+};
+
+TEST_F(LeaseTest, BackgroundRenewalKeepsALeaseAliveAcrossTenTtls) {
+  auto holder = NewClient("holder");
+  auto contender = NewClient("contender");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, kShortTtl, absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  const MonotonicTime until = MonotonicNow() + 10 * kShortTtl;
+  while (MonotonicNow() < until) {
+    ASSERT_TRUE(lease->IsHeld()) << LeaseEndReasonName(*lease->EndReason());
+    absl::StatusOr<std::optional<Lease>> tried =
+        contender->TryAcquire(lock, kShortTtl);
+    ASSERT_TRUE(tried.ok()) << tried.status();
+    ASSERT_FALSE(tried->has_value()) << "the lock was free while held";
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  std::vector<HolderInfo> holders = Holders(lock);
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].client_id, "holder");
+  EXPECT_EQ(holders[0].token, lease->token()) << "renewals keep the token";
+  EXPECT_EQ(QueueLength(lock), 0u) << "TryAcquire left a queue entry";
+  EXPECT_TRUE(lease->Release().ok());
+  EXPECT_EQ(lease->EndReason(), LeaseEndReason::kReleased);
+}
+
+TEST_F(LeaseTest, OneKeepaliveRenewsEveryLeaseOfTheClient) {
+  std::atomic<int> renew_calls{0};
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::make_unique<RenewCounter>(&renew_calls));
+  auto channel = grpc::experimental::CreateCustomChannelWithInterceptors(
+      server().address(), grpc::InsecureChannelCredentials(),
+      grpc::ChannelArguments(), std::move(interceptors));
+  ClientOptions options;
+  options.client_id = "many-leases";
+  absl::StatusOr<std::unique_ptr<Client>> holder =
+      Client::Create(channel, options);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  std::vector<Lease> leases;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Lease> lease = (*holder)->Acquire(
+        LockName(absl::StrCat("-", i)), kShortTtl, absl::Seconds(1));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    leases.push_back(*std::move(lease));
+  }
+  absl::SleepFor(5 * kShortTtl);
+  for (const Lease& lease : leases) EXPECT_TRUE(lease.IsHeld());
+  // Renewed by call, three leases would need 3 x 15 Renew calls. A few may
+  // still happen when an ack is late on a loaded machine.
+  EXPECT_LT(renew_calls.load(), 10);
+}
+
+TEST_F(LeaseTest, WithoutASessionEachLeaseIsRenewedByItsOwnCalls) {
+  ClientOptions options;
+  options.client_id = "sessionless";
+  options.use_session = false;
+  auto holder = NewClient(options);
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, kShortTtl, absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::SleepFor(6 * kShortTtl);
+  EXPECT_TRUE(lease->IsHeld());
+  absl::StatusOr<ClientStatus> status = rpc().Status("sessionless");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->session, SessionState::kNone);
+  ASSERT_EQ(status->holds.size(), 1u);
+  EXPECT_EQ(status->holds[0].token, lease->token());
+}
+
+TEST_F(LeaseTest, EndedSaysExpiredWhenRenewalsStopAndAnotherClientTakesOver) {
+  auto holder = NewClient("stalled-holder");
+  auto contender = NewClient("next-holder");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> first =
+      holder->Acquire(lock, kShortTtl, absl::Seconds(1));
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  std::optional<absl::StatusOr<Lease>> second;
+  std::thread waiter([&] {
+    second = contender->Acquire(lock, absl::Seconds(5), absl::Seconds(10));
+  });
+  ASSERT_TRUE(Eventually([&] { return IsQueued(lock, "next-holder"); }));
+
+  holder->PauseRenewalsForTesting(true);
+  EXPECT_EQ(first->WaitForEnd(absl::Seconds(5)), LeaseEndReason::kExpired);
+  EXPECT_TRUE(first->Ended().stop_requested());
+  waiter.join();
+  ASSERT_TRUE(second.has_value() && second->ok())
+      << (second.has_value() ? second->status() : absl::UnknownError("none"));
+  EXPECT_EQ((*second)->token(), first->token() + 1);
+  EXPECT_EQ(Holders(lock)[0].client_id, "next-holder");
+  holder->PauseRenewalsForTesting(false);
+  EXPECT_EQ(first->Renew().code(), absl::StatusCode::kFailedPrecondition)
+      << "losing a lease is final";
+}
+
+TEST_F(LeaseTest, EndedSaysNotHolderWhenTheServerNoLongerHasTheLease) {
+  auto holder = NewClient("released-behind-its-back");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Milliseconds(600), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  // An operator releases it with the holder's client id.
+  absl::StatusOr<ReleaseOutcome> released =
+      rpc().Release(ReleaseCall{"released-behind-its-back", lock, "", ""});
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(lease->WaitForEnd(absl::Seconds(3)), LeaseEndReason::kNotHolder);
+}
+
+TEST_F(LeaseTest, EndedSaysSessionLostWhenTheSessionIsCutLongerThanTheGrace) {
+  auto holder = NewClient("cut-off");
+  auto contender = NewClient("successor");
+  const std::string lock = LockName();
+  // A ttl far longer than the grace: the lock must pass on with the session.
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(3), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  holder->SuspendSessionForTesting(absl::Seconds(2));
+  const MonotonicTime cut_at = MonotonicNow();
+  absl::StatusOr<Lease> next =
+      contender->Acquire(lock, absl::Seconds(3), absl::Seconds(10));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_LT(MonotonicNow() - cut_at, kGrace + absl::Milliseconds(1500))
+      << "the lock should pass on after the session grace, not the ttl";
+  EXPECT_EQ(lease->WaitForEnd(absl::Seconds(5)), LeaseEndReason::kSessionLost);
+}
+
+TEST_F(LeaseTest, EndedSaysSessionLostWhenANewerSessionReplacesIt) {
+  auto holder = NewClient("same-id");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  // Another process with the same client id opens its own session.
+  auto impostor = NewClient("same-id");
+  absl::StatusOr<std::optional<Lease>> other =
+      impostor->TryAcquire(LockName("-other"), absl::Seconds(5));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(lease->WaitForEnd(absl::Seconds(3)), LeaseEndReason::kSessionLost);
+  EXPECT_TRUE(Holders(lock).empty());
+}
+
+TEST_F(LeaseTest, EndedSaysDeadlockVictimForTheYoungerClientOnACycle) {
+  auto older = NewClient("older");
+  auto younger = NewClient("younger");
+  const std::string first_lock = LockName("-1");
+  const std::string second_lock = LockName("-2");
+  absl::StatusOr<Lease> older_first =
+      older->Acquire(first_lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(older_first.ok()) << older_first.status();
+  absl::StatusOr<Lease> younger_second =
+      younger->Acquire(second_lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(younger_second.ok()) << younger_second.status();
+
+  std::optional<absl::StatusOr<Lease>> younger_first;
+  std::thread waiter([&] {
+    younger_first =
+        younger->Acquire(first_lock, absl::Seconds(10), absl::Seconds(10));
+  });
+  ASSERT_TRUE(Eventually([&] { return IsQueued(first_lock, "younger"); }));
+
+  // Closes the cycle older -> younger -> older: the younger is aborted.
+  absl::StatusOr<Lease> older_second =
+      older->Acquire(second_lock, absl::Seconds(10), absl::Seconds(10));
+  ASSERT_TRUE(older_second.ok()) << older_second.status();
+  waiter.join();
+  ASSERT_TRUE(younger_first.has_value());
+  EXPECT_EQ(younger_first->status().code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(
+      HasErrorReason(younger_first->status(), ErrorReason::kDeadlockVictim));
+  EXPECT_EQ(younger_second->WaitForEnd(absl::Seconds(3)),
+            LeaseEndReason::kDeadlockVictim);
+  EXPECT_TRUE(older_first->IsHeld());
+  EXPECT_EQ(older_second->token(), younger_second->token() + 1);
+}
+
+TEST_F(LeaseTest, ReleaseEndsTheLeaseAndRunsItsCallbacks) {
+  auto holder = NewClient("releaser");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  std::atomic<bool> called{false};
+  std::optional<LeaseEndReason> reason_in_callback;
+  std::stop_callback on_end(lease->Ended(), [&] {
+    reason_in_callback = lease->EndReason();
+    called = true;
+  });
+  EXPECT_FALSE(called);
+  ASSERT_TRUE(lease->Release().ok());
+  EXPECT_TRUE(called) << "Ended fires before Release returns";
+  EXPECT_EQ(reason_in_callback, LeaseEndReason::kReleased);
+  EXPECT_EQ(lease->Release().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(lease->Renew().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Holders(lock).empty());
+  // A callback registered after the end runs at once.
+  bool late = false;
+  std::stop_callback late_callback(lease->Ended(), [&] { late = true; });
+  EXPECT_TRUE(late);
+}
+
+TEST_F(LeaseTest, DestroyingALeaseReleasesTheLock) {
+  auto holder = NewClient("scoped");
+  const std::string lock = LockName();
+  {
+    absl::StatusOr<Lease> lease =
+        holder->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    EXPECT_EQ(Holders(lock).size(), 1u);
+  }
+  EXPECT_TRUE(Holders(lock).empty());
+}
+
+TEST_F(LeaseTest, TryAcquireOfABusyLockSaysBusyAndLeavesNothingQueued) {
+  auto holder = NewClient("busy-holder");
+  auto trier = NewClient("trier");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  absl::StatusOr<std::optional<Lease>> tried =
+      trier->TryAcquire(lock, absl::Seconds(5));
+  ASSERT_TRUE(tried.ok()) << tried.status();
+  EXPECT_FALSE(tried->has_value());
+  EXPECT_EQ(QueueLength(lock), 0u);
+  absl::StatusOr<ClientStatus> status = rpc().Status("trier");
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->waiting_for, "");
+
+  // A bounded wait that runs out leaves nothing behind either.
+  absl::StatusOr<Lease> waited =
+      trier->Acquire(lock, absl::Seconds(5), absl::Milliseconds(200));
+  EXPECT_EQ(waited.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(QueueLength(lock), 0u);
+
+  // And the trier can take the lock once it is free.
+  ASSERT_TRUE(lease->Release().ok());
+  tried = trier->TryAcquire(lock, absl::Seconds(5));
+  ASSERT_TRUE(tried.ok()) << tried.status();
+  ASSERT_TRUE(tried->has_value());
+  EXPECT_EQ((*tried)->token(), lease->token() + 1);
+}
+
+TEST_F(LeaseTest, WaitingAcquireIsGrantedTheMomentTheHolderReleases) {
+  auto holder = NewClient("first");
+  auto waiter_client = NewClient("second");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  std::optional<absl::StatusOr<Lease>> granted;
+  MonotonicTime granted_at;
+  std::thread waiter([&] {
+    granted =
+        waiter_client->Acquire(lock, absl::Seconds(10), absl::Seconds(20));
+    granted_at = MonotonicNow();
+  });
+  ASSERT_TRUE(Eventually([&] { return IsQueued(lock, "second"); }));
+  const MonotonicTime released_at = MonotonicNow();
+  ASSERT_TRUE(lease->Release().ok());
+  waiter.join();
+  ASSERT_TRUE(granted.has_value() && granted->ok());
+  EXPECT_LT(granted_at - released_at, absl::Seconds(1))
+      << "a release hands the lock on at once, no polling";
+  EXPECT_EQ((*granted)->token(), lease->token() + 1);
+}
+
+TEST_F(LeaseTest, StoppingAWaitingAcquireWithdrawsIt) {
+  auto holder = NewClient("stays");
+  auto quitter = NewClient("quitter");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  std::stop_source stop;
+  std::optional<absl::StatusOr<Lease>> result;
+  std::thread waiter([&] {
+    AcquireOptions options;
+    options.stop = stop.get_token();
+    result = quitter->Acquire(lock, absl::Seconds(10), absl::InfiniteDuration(),
+                              options);
+  });
+  ASSERT_TRUE(Eventually([&] { return IsQueued(lock, "quitter"); }));
+  stop.request_stop();
+  waiter.join();
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->status().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(Eventually([&] { return QueueLength(lock) == 0; }));
+}
+
+TEST_F(LeaseTest, FencedWritesRefuseTheOlderHolder) {
+  auto first = NewClient("writer-1");
+  auto second = NewClient("writer-2");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> old_lease =
+      first->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(old_lease.ok()) << old_lease.status();
+  ASSERT_TRUE(first->Write(*old_lease, "part-1", "a:rows 1-100").ok());
+  ASSERT_TRUE(first->Write(*old_lease, "part-2", "a:rows 101-200").ok())
+      << "one token may write several keys";
+  const FencingToken old_token = old_lease->token();
+  ASSERT_TRUE(old_lease->Release().ok());
+
+  absl::StatusOr<Lease> new_lease =
+      second->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(new_lease.ok()) << new_lease.status();
+  EXPECT_GT(new_lease->token(), old_token);
+  ASSERT_TRUE(second->Write(*new_lease, "part-1", "b:rows 1-100").ok());
+
+  // The old holder, stalled past its lease, writes late: refused.
+  absl::Status late = rpc().Write(lock, "part-1", "a:late", old_token);
+  EXPECT_TRUE(HasErrorReason(late, ErrorReason::kStaleToken)) << late;
+  // Through the client, a lease known to be over is not even sent.
+  EXPECT_EQ(first->Write(*old_lease, "part-1", "a:late").code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<std::optional<std::string>> value =
+      second->Read(lock, "part-1");
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, "b:rows 1-100");
+  value = second->Read(lock, "never-written");
+  ASSERT_TRUE(value.ok());
+  EXPECT_FALSE(value->has_value());
+}
+
+TEST_F(LeaseTest, SharedLeasesAreHeldTogetherAndAnExclusiveOneWaits) {
+  auto reader_1 = NewClient("reader-1");
+  auto reader_2 = NewClient("reader-2");
+  auto writer = NewClient("writer");
+  const std::string lock = LockName();
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  absl::StatusOr<Lease> r1 =
+      reader_1->Acquire(lock, absl::Seconds(5), absl::Seconds(1), shared);
+  absl::StatusOr<Lease> r2 =
+      reader_2->Acquire(lock, absl::Seconds(5), absl::Seconds(1), shared);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ(r1->mode(), LockMode::kShared);
+  EXPECT_EQ(Holders(lock).size(), 2u);
+  absl::StatusOr<std::optional<Lease>> w =
+      writer->TryAcquire(lock, absl::Seconds(5));
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(w->has_value());
+}
+
+TEST_F(LeaseTest, HolderLabelIsShownToOperators) {
+  ClientOptions options;
+  options.client_id = "labelled";
+  options.holder_label = "pod-7";
+  auto holder = NewClient(options);
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  std::vector<HolderInfo> holders = Holders(lock);
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].holder_label, "pod-7");
+}
+
+TEST_F(LeaseTest, RenewOnDemandCountsTheDeadlineFromItsSend) {
+  auto holder = NewClient("renewer");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(3), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::SleepFor(absl::Milliseconds(400));
+  EXPECT_LT(lease->TimeLeft(), absl::Milliseconds(2700));
+  ASSERT_TRUE(lease->Renew().ok());
+  EXPECT_GT(lease->TimeLeft(), absl::Milliseconds(2700));
+  EXPECT_LE(lease->TimeLeft(), absl::Seconds(3));
+}
+
+TEST_F(LeaseTest, AcquiringALockTheClientAlreadyHoldsIsClientBusy) {
+  auto holder = NewClient("greedy");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::StatusOr<Lease> again =
+      holder->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(lease->IsHeld());
+}
+
+TEST_F(LeaseTest, DestroyingTheClientReleasesItsLeases) {
+  const std::string lock = LockName();
+  auto holder = NewClient("short-lived");
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(30), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  holder.reset();
+  EXPECT_EQ(lease->EndReason(), LeaseEndReason::kReleased);
+  EXPECT_TRUE(Holders(lock).empty());
+}
+
+TEST_F(LeaseTest, BadArgumentsAreRefusedBeforeAnyCall) {
+  auto holder = NewClient("careless");
+  EXPECT_EQ(
+      holder->Acquire("", absl::Seconds(1), absl::Seconds(1)).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(holder->Acquire("L", absl::ZeroDuration(), absl::Seconds(1))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      holder->Acquire("L", absl::Hours(25), absl::Seconds(1)).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      holder->Acquire("L", absl::Seconds(1), -absl::Seconds(1)).status().code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace leasekeeper::client::testing

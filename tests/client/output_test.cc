@@ -1,0 +1,127 @@
+// What leasekeeper-ctl prints: aligned tables for people, JSON for scripts.
+#include "client/ctl/output.h"
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace leasekeeper::ctl {
+namespace {
+
+using client::HolderInfo;
+using client::LockInfo;
+using client::LockMode;
+using client::WaiterInfo;
+
+LockInfo SampleLock() {
+  LockInfo info;
+  HolderInfo holder;
+  holder.client_id = "etl-c";
+  holder.lock = "exports/daily";
+  holder.mode = LockMode::kExclusive;
+  holder.token = 3;
+  holder.expires_in = absl::Milliseconds(29500);
+  holder.holder_label = "pod-7";
+  info.holders.push_back(holder);
+  WaiterInfo waiter;
+  waiter.client_id = "etl-d";
+  waiter.mode = LockMode::kShared;
+  waiter.ttl = absl::Seconds(20);
+  waiter.position = 1;
+  info.queue.push_back(waiter);
+  return info;
+}
+
+TEST(OutputTest, TableColumnsAreAlignedAndLinesNotPadded) {
+  EXPECT_EQ(RenderTable({{"A", "LONGER", "C"}, {"wide-cell", "x", ""}}),
+            "A          LONGER  C\n"
+            "wide-cell  x\n");
+}
+
+TEST(OutputTest, InspectTableShowsHoldersAndQueue) {
+  EXPECT_EQ(FormatInspect("exports/daily", SampleLock(), OutputFormat::kTable),
+            "lock exports/daily\n"
+            "\n"
+            "HOLDER  MODE       TOKEN  EXPIRES IN  LABEL\n"
+            "etl-c   exclusive  3      29.5s       pod-7\n"
+            "\n"
+            "POSITION  WAITER  MODE    TTL  LABEL\n"
+            "1         etl-d   shared  20s  -\n");
+}
+
+TEST(OutputTest, InspectJsonHasTheDocumentedShape) {
+  const std::string text =
+      FormatInspect("exports/daily", SampleLock(), OutputFormat::kJson);
+  ASSERT_EQ(text.back(), '\n');
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "one line";
+  const nlohmann::json json = nlohmann::json::parse(text);
+  EXPECT_EQ(json["lock"], "exports/daily");
+  EXPECT_EQ(json["holders"][0]["client"], "etl-c");
+  EXPECT_EQ(json["holders"][0]["token"], 3);
+  EXPECT_EQ(json["holders"][0]["expires_in_ms"], 29500);
+  EXPECT_TRUE(json["holders"][0]["expires_at"].is_null());
+  EXPECT_EQ(json["holders"][0]["label"], "pod-7");
+  EXPECT_EQ(json["queue"][0]["mode"], "shared");
+  EXPECT_EQ(json["queue"][0]["ttl_ms"], 20000);
+  EXPECT_EQ(json["queue"][0]["position"], 1);
+}
+
+TEST(OutputTest, EmptyLockSaysSo) {
+  EXPECT_EQ(FormatInspect("L", LockInfo{}, OutputFormat::kTable),
+            "lock L\n\nholders: none\n\nqueue: empty\n");
+}
+
+TEST(OutputTest, ReadPrintsTheBareValueOrNothing) {
+  EXPECT_EQ(FormatRead("L", "k", std::string("v1"), OutputFormat::kTable),
+            "v1\n");
+  EXPECT_EQ(FormatRead("L", "k", std::nullopt, OutputFormat::kTable), "");
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatRead("L", "k", std::nullopt, OutputFormat::kJson));
+  EXPECT_EQ(json["found"], false);
+  EXPECT_TRUE(json["value"].is_null());
+}
+
+TEST(OutputTest, JsonSurvivesValuesThatAreNotUtf8) {
+  const std::string text =
+      FormatRead("L", "k", std::string("\xff\xfe"), OutputFormat::kJson);
+  EXPECT_TRUE(nlohmann::json::accept(text));
+}
+
+TEST(OutputTest, BusyJsonSaysNotAcquired) {
+  const nlohmann::json json =
+      nlohmann::json::parse(FormatBusy("L", "c", 2, OutputFormat::kJson));
+  EXPECT_EQ(json["acquired"], false);
+  EXPECT_EQ(json["busy"], true);
+  EXPECT_EQ(json["position"], 2);
+}
+
+TEST(OutputTest, StatusOfAnUnregisteredClient) {
+  client::ClientStatus status;
+  status.session = client::SessionState::kNone;
+  EXPECT_EQ(FormatStatus("ghost", status, OutputFormat::kTable),
+            "client       ghost\n"
+            "registered   no\n"
+            "session      none\n"
+            "waiting for  -\n"
+            "\n"
+            "holds: nothing\n");
+  const nlohmann::json json =
+      nlohmann::json::parse(FormatStatus("ghost", status, OutputFormat::kJson));
+  EXPECT_TRUE(json["age"].is_null());
+  EXPECT_TRUE(json["waiting_for"].is_null());
+  EXPECT_EQ(json["holds"].size(), 0u);
+}
+
+TEST(OutputTest, LocksTableListsHoldersAndQueueLength) {
+  client::LockSummary summary;
+  summary.lock = "exports/daily";
+  summary.holders = SampleLock().holders;
+  summary.queue_length = 4;
+  EXPECT_EQ(FormatLocks({summary}, OutputFormat::kTable),
+            "LOCK           MODE       HOLDERS  TOKENS  QUEUE\n"
+            "exports/daily  exclusive  etl-c    3       4\n");
+  EXPECT_EQ(FormatLocks({}, OutputFormat::kTable),
+            "no locks held or waited for\n");
+}
+
+}  // namespace
+}  // namespace leasekeeper::ctl
