@@ -1,0 +1,136 @@
+// The server's domain requests and answers: what the gRPC layer hands to
+// CoreOwner after validation, and what it gets back to convert into protos.
+//
+// Protobuf messages never reach CoreOwner or the core; these plain structs
+// do. Durations are milliseconds relative to the moment an answer was
+// produced (the server never exposes absolute ticks).
+//
+// Thread-safety: plain values.
+#ifndef LEASEKEEPER_SERVER_ANSWERS_H_
+#define LEASEKEEPER_SERVER_ANSWERS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/lock_table.h"
+#include "core/types.h"
+
+namespace leasekeeper::server {
+
+struct AcquireArgs {
+  std::string client{};
+  std::string lock{};
+  int64_t ttl_ms = 0;
+  LockMode mode = LockMode::kExclusive;
+  int64_t wait_timeout_ms = 0;  // 0: answer queued at once
+  std::string request_id{};     // empty: not idempotent
+  std::string session_id{};     // empty: no session
+  std::string label{};          // holder_label
+};
+
+// Why a waiting Acquire ended without a grant and without an error.
+enum class WithdrawCause { kReleasedByClient, kSessionEnded };
+
+struct AcquireAnswer {
+  enum class Kind { kGranted, kQueued, kWithdrawn };
+  Kind kind = Kind::kGranted;
+  FencingToken token = 0;  // kGranted
+  int64_t ttl_ms = 0;      // kGranted: lease left when answered
+  int64_t waited_ms = 0;   // kGranted: time spent queued
+  int64_t position = 0;    // kQueued
+  WithdrawCause withdraw_cause = WithdrawCause::kReleasedByClient;
+  // Clients aborted as deadlock victims by this request, in abort order.
+  std::vector<std::string> aborted{};
+};
+
+// Errors: the core's (server_errors.h), DeadlockVictim, WaitTimedOut,
+// SessionEnded, LimitExceeded, ShuttingDown, SupersededByRetry,
+// RequestIdReused, WaitCancelled.
+using AcquireResult = absl::StatusOr<AcquireAnswer>;
+
+struct RenewArgs {
+  std::string client{};
+  std::string lock{};
+  int64_t ttl_ms = 0;
+  std::string request_id{};
+  std::string session_id{};
+};
+
+struct RenewAnswer {
+  FencingToken token = 0;
+  int64_t ttl_ms = 0;
+};
+
+struct ReleaseArgs {
+  std::string client{};
+  std::string lock{};
+  std::string request_id{};
+  std::string session_id{};
+};
+
+struct WriteArgs {
+  std::string lock{};
+  std::string key{};
+  std::string value{};
+  FencingToken token = 0;
+};
+
+struct HolderInfo {
+  HolderView view{};
+  int64_t expires_in_ms = 0;
+  std::string label{};
+};
+
+struct WaiterInfo {
+  WaiterView view{};
+  int64_t position = 0;  // 1 = next in line
+  std::string label{};
+};
+
+struct InspectAnswer {
+  std::vector<HolderInfo> holders{};  // by token
+  std::vector<WaiterInfo> queue{};    // oldest first
+};
+
+enum class SessionState { kNone, kOpen, kGrace };
+
+struct StatusAnswer {
+  std::optional<uint64_t> age{};
+  std::vector<HolderInfo> holds{};  // by lock name
+  std::optional<std::string> waiting{};
+  SessionState session = SessionState::kNone;
+};
+
+struct LockSummary {
+  std::string name{};
+  std::vector<HolderInfo> holders{};
+  int64_t queue_length = 0;
+};
+
+struct ListLocksAnswer {
+  std::vector<LockSummary> locks{};
+  // The last name of this page when more may follow; nullopt at the end.
+  std::optional<std::string> next_after{};
+};
+
+// Pushed to a client's session stream.
+struct SessionNotice {
+  enum class Kind { kGrantedFromQueue, kLeaseLapsed, kAbortedDeadlockVictim };
+  Kind kind = Kind::kGrantedFromQueue;
+  std::string lock{};
+  FencingToken token = 0;
+  int64_t ttl_ms = 0;  // kGrantedFromQueue
+};
+
+struct SessionOpenedAnswer {
+  std::string session_id{};
+  int64_t grace_ms = 0;
+  bool resumed = false;
+};
+
+}  // namespace leasekeeper::server
+
+#endif  // LEASEKEEPER_SERVER_ANSWERS_H_

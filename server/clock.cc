@@ -1,0 +1,77 @@
+#include "server/clock.h"
+
+#include <chrono>
+
+namespace leasekeeper::server {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+}  // namespace
+
+Tick SteadyClock::Now() {
+  return std::chrono::duration_cast<milliseconds>(
+             steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void SteadyClock::SleepUntil(Tick deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (deadline >= kMaxTick) {
+    cv_.wait(lock, [this] { return interrupted_; });
+  } else {
+    // steady_clock's epoch is the tick epoch, so the deadline converts
+    // exactly; libstdc++ waits on CLOCK_MONOTONIC for steady_clock.
+    cv_.wait_until(lock, steady_clock::time_point(milliseconds(deadline)),
+                   [this] { return interrupted_; });
+  }
+  interrupted_ = false;
+}
+
+void SteadyClock::Interrupt() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    interrupted_ = true;
+  }
+  cv_.notify_all();
+}
+
+Tick FakeClock::Now() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return now_;
+}
+
+void FakeClock::SleepUntil(Tick deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return interrupted_ || now_ >= deadline; });
+  interrupted_ = false;
+}
+
+void FakeClock::Interrupt() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    interrupted_ = true;
+  }
+  cv_.notify_all();
+}
+
+void FakeClock::Set(Tick tick) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tick <= now_) return;
+    now_ = tick;
+  }
+  cv_.notify_all();
+}
+
+void FakeClock::Advance(Tick ms) {
+  if (ms <= 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    now_ += ms;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace leasekeeper::server

@@ -1,0 +1,359 @@
+#include "server/convert.h"
+
+#include <algorithm>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
+#include "core/errors.h"
+#include "server/server_errors.h"
+
+namespace leasekeeper::server {
+namespace {
+
+namespace pb = ::leasekeeper::v1;
+
+absl::Status BadArgument(absl::string_view field) {
+  return InvalidField(ErrorCode::kInvalidArguments, field);
+}
+
+// Collects checks in contract order: the first failure wins.
+class Checker {
+ public:
+  // An empty required string.
+  Checker& Required(absl::string_view value, absl::string_view field) {
+    if (status_.ok() && value.empty()) status_ = BadArgument(field);
+    return *this;
+  }
+  Checker& Argument(bool ok, absl::string_view field) {
+    if (status_.ok() && !ok) status_ = BadArgument(field);
+    return *this;
+  }
+  Checker& Ttl(int64_t ttl_ms, absl::string_view field) {
+    if (status_.ok() && (ttl_ms < 1 || ttl_ms > kMaxTtlMs)) {
+      status_ = InvalidField(ErrorCode::kInvalidTtl, field);
+    }
+    return *this;
+  }
+  Checker& Size(absl::string_view value, size_t max, absl::string_view limit) {
+    if (status_.ok() && value.size() > max) {
+      status_ = LimitExceeded(limit, static_cast<int64_t>(max));
+    }
+    return *this;
+  }
+  absl::Status status() const { return status_; }
+
+ private:
+  absl::Status status_;
+};
+
+bool ValidMode(int mode) {
+  return mode == pb::LOCK_MODE_UNSPECIFIED || mode == pb::LOCK_MODE_EXCLUSIVE ||
+         mode == pb::LOCK_MODE_SHARED;
+}
+
+pb::LockMode ModeToProto(LockMode mode) {
+  return mode == LockMode::kShared ? pb::LOCK_MODE_SHARED
+                                   : pb::LOCK_MODE_EXCLUSIVE;
+}
+
+void SetTimestamp(absl::Time time, google::protobuf::Timestamp* proto) {
+  const int64_t nanos = absl::ToUnixNanos(time);
+  int64_t seconds = nanos / 1'000'000'000;
+  int64_t rest = nanos % 1'000'000'000;
+  if (rest < 0) {
+    rest += 1'000'000'000;
+    --seconds;
+  }
+  proto->set_seconds(seconds);
+  proto->set_nanos(static_cast<int32_t>(rest));
+}
+
+void FillHolder(const HolderInfo& info, absl::Time wall_now,
+                pb::Holder* holder) {
+  holder->set_client_id(info.view.client);
+  holder->set_lock(info.view.lock);
+  holder->set_mode(ModeToProto(info.view.mode));
+  holder->set_token(info.view.token);
+  holder->set_expires_in_ms(info.expires_in_ms);
+  SetTimestamp(wall_now + absl::Milliseconds(info.expires_in_ms),
+               holder->mutable_expires_at());
+  holder->set_holder_label(info.label);
+}
+
+}  // namespace
+
+absl::StatusOr<AcquireArgs> ParseAcquire(const pb::AcquireRequest& request,
+                                         const Limits& limits) {
+  absl::Status status =
+      Checker()
+          .Required(request.client_id(), "client_id")
+          .Required(request.lock(), "lock")
+          .Argument(ValidMode(request.mode()), "mode")
+          .Argument(request.wait_timeout_ms() >= 0 &&
+                        request.wait_timeout_ms() <= kMaxWaitTimeoutMs,
+                    "wait_timeout_ms")
+          .Ttl(request.ttl_ms(), "ttl_ms")
+          .Size(request.client_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .Size(request.lock(), limits.max_lock_name_bytes,
+                "max-lock-name-bytes")
+          .Size(request.holder_label(), limits.max_label_bytes,
+                "max-label-bytes")
+          .Size(request.request_id(), limits.max_request_id_bytes,
+                "max-request-id-bytes")
+          .Size(request.session_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .status();
+  if (!status.ok()) return status;
+  AcquireArgs args;
+  args.client = request.client_id();
+  args.lock = request.lock();
+  args.ttl_ms = request.ttl_ms();
+  args.mode = request.mode() == pb::LOCK_MODE_SHARED ? LockMode::kShared
+                                                     : LockMode::kExclusive;
+  args.wait_timeout_ms = request.wait_timeout_ms();
+  args.request_id = request.request_id();
+  args.session_id = request.session_id();
+  args.label = request.holder_label();
+  return args;
+}
+
+absl::StatusOr<RenewArgs> ParseRenew(const pb::RenewRequest& request,
+                                     const Limits& limits) {
+  absl::Status status =
+      Checker()
+          .Required(request.client_id(), "client_id")
+          .Required(request.lock(), "lock")
+          .Ttl(request.ttl_ms(), "ttl_ms")
+          .Size(request.client_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .Size(request.lock(), limits.max_lock_name_bytes,
+                "max-lock-name-bytes")
+          .Size(request.request_id(), limits.max_request_id_bytes,
+                "max-request-id-bytes")
+          .Size(request.session_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .status();
+  if (!status.ok()) return status;
+  return RenewArgs{.client = request.client_id(),
+                   .lock = request.lock(),
+                   .ttl_ms = request.ttl_ms(),
+                   .request_id = request.request_id(),
+                   .session_id = request.session_id()};
+}
+
+absl::StatusOr<ReleaseArgs> ParseRelease(const pb::ReleaseRequest& request,
+                                         const Limits& limits) {
+  absl::Status status =
+      Checker()
+          .Required(request.client_id(), "client_id")
+          .Required(request.lock(), "lock")
+          .Size(request.client_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .Size(request.lock(), limits.max_lock_name_bytes,
+                "max-lock-name-bytes")
+          .Size(request.request_id(), limits.max_request_id_bytes,
+                "max-request-id-bytes")
+          .Size(request.session_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .status();
+  if (!status.ok()) return status;
+  return ReleaseArgs{.client = request.client_id(),
+                     .lock = request.lock(),
+                     .request_id = request.request_id(),
+                     .session_id = request.session_id()};
+}
+
+absl::StatusOr<WriteArgs> ParseWrite(const pb::WriteRequest& request,
+                                     const Limits& limits) {
+  absl::Status status =
+      Checker()
+          .Required(request.lock(), "lock")
+          .Required(request.key(), "key")
+          .Required(request.value(), "value")
+          .Argument(request.token() >= 1, "token")
+          .Size(request.lock(), limits.max_lock_name_bytes,
+                "max-lock-name-bytes")
+          .Size(request.key(), limits.max_key_bytes, "max-key-bytes")
+          .Size(request.value(), limits.max_value_bytes, "max-value-bytes")
+          .status();
+  if (!status.ok()) return status;
+  return WriteArgs{.lock = request.lock(),
+                   .key = request.key(),
+                   .value = request.value(),
+                   .token = request.token()};
+}
+
+absl::Status ValidateRead(const pb::ReadRequest& request,
+                          const Limits& limits) {
+  return Checker()
+      .Required(request.lock(), "lock")
+      .Required(request.key(), "key")
+      .Size(request.lock(), limits.max_lock_name_bytes, "max-lock-name-bytes")
+      .Size(request.key(), limits.max_key_bytes, "max-key-bytes")
+      .status();
+}
+
+absl::Status ValidateInspect(const pb::InspectRequest& request,
+                             const Limits& limits) {
+  return Checker()
+      .Required(request.lock(), "lock")
+      .Size(request.lock(), limits.max_lock_name_bytes, "max-lock-name-bytes")
+      .status();
+}
+
+absl::Status ValidateStatus(const pb::StatusRequest& request,
+                            const Limits& limits) {
+  return Checker()
+      .Required(request.client_id(), "client_id")
+      .Size(request.client_id(), limits.max_client_id_bytes,
+            "max-client-id-bytes")
+      .status();
+}
+
+absl::StatusOr<ListLocksQuery> ParseListLocks(
+    const pb::ListLocksRequest& request, const Limits& limits) {
+  ListLocksQuery query;
+  query.prefix = request.prefix();
+  bool token_ok = true;
+  if (!request.page_token().empty()) {
+    token_ok =
+        absl::WebSafeBase64Unescape(request.page_token(), &query.after) &&
+        !query.after.empty() && absl::StartsWith(query.after, query.prefix);
+  }
+  absl::Status status = Checker()
+                            .Argument(request.page_size() >= 0, "page_size")
+                            .Argument(token_ok, "page_token")
+                            .Size(request.prefix(), limits.max_lock_name_bytes,
+                                  "max-lock-name-bytes")
+                            .status();
+  if (!status.ok()) return status;
+  const int32_t size =
+      request.page_size() == 0 ? limits.default_page_size : request.page_size();
+  query.limit = static_cast<size_t>(std::min(size, limits.max_page_size));
+  return query;
+}
+
+absl::StatusOr<OpenArgs> ParseOpen(const pb::OpenSession& open,
+                                   const Limits& limits) {
+  absl::Status status =
+      Checker()
+          .Required(open.client_id(), "open.client_id")
+          .Size(open.client_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .Size(open.resume_session_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .status();
+  if (!status.ok()) return status;
+  return OpenArgs{.client = open.client_id(),
+                  .resume_session_id = open.resume_session_id()};
+}
+
+void ToProto(const AcquireAnswer& answer, pb::AcquireResponse* response) {
+  switch (answer.kind) {
+    case AcquireAnswer::Kind::kGranted: {
+      pb::Granted* granted = response->mutable_granted();
+      granted->set_token(answer.token);
+      granted->set_ttl_ms(answer.ttl_ms);
+      granted->set_waited_ms(answer.waited_ms);
+      break;
+    }
+    case AcquireAnswer::Kind::kQueued:
+      response->mutable_queued()->set_position(answer.position);
+      break;
+    case AcquireAnswer::Kind::kWithdrawn:
+      response->mutable_withdrawn()->set_reason(
+          answer.withdraw_cause == WithdrawCause::kSessionEnded
+              ? pb::WITHDRAW_REASON_SESSION_ENDED
+              : pb::WITHDRAW_REASON_RELEASED_BY_CLIENT);
+      break;
+  }
+  for (const std::string& client : answer.aborted) {
+    response->add_aborted_clients(client);
+  }
+}
+
+void ToProto(const RenewAnswer& answer, pb::RenewResponse* response) {
+  response->set_token(answer.token);
+  response->set_ttl_ms(answer.ttl_ms);
+}
+
+pb::ReleaseResult ToProto(ReleaseOutcome outcome) {
+  return outcome == ReleaseOutcome::kWithdrawn ? pb::RELEASE_RESULT_WITHDRAWN
+                                               : pb::RELEASE_RESULT_RELEASED;
+}
+
+void ToProto(const InspectAnswer& answer, absl::Time wall_now,
+             pb::InspectResponse* response) {
+  for (const HolderInfo& holder : answer.holders) {
+    FillHolder(holder, wall_now, response->add_holders());
+  }
+  for (const WaiterInfo& waiter : answer.queue) {
+    pb::Waiter* proto = response->add_queue();
+    proto->set_client_id(waiter.view.client);
+    proto->set_mode(ModeToProto(waiter.view.mode));
+    proto->set_ttl_ms(waiter.view.ttl);
+    proto->set_position(waiter.position);
+    proto->set_holder_label(waiter.label);
+  }
+}
+
+void ToProto(const StatusAnswer& answer, absl::Time wall_now,
+             pb::StatusResponse* response) {
+  response->set_registered(answer.age.has_value());
+  response->set_age(answer.age.value_or(0));
+  for (const HolderInfo& hold : answer.holds) {
+    FillHolder(hold, wall_now, response->add_holds());
+  }
+  response->set_waiting_for(answer.waiting.value_or(""));
+  switch (answer.session) {
+    case SessionState::kNone:
+      response->set_session(pb::SESSION_STATE_NONE);
+      break;
+    case SessionState::kOpen:
+      response->set_session(pb::SESSION_STATE_OPEN);
+      break;
+    case SessionState::kGrace:
+      response->set_session(pb::SESSION_STATE_GRACE);
+      break;
+  }
+}
+
+void ToProto(const ListLocksAnswer& answer, absl::Time wall_now,
+             pb::ListLocksResponse* response) {
+  for (const LockSummary& summary : answer.locks) {
+    pb::LockSummary* proto = response->add_locks();
+    proto->set_lock(summary.name);
+    for (const HolderInfo& holder : summary.holders) {
+      FillHolder(holder, wall_now, proto->add_holders());
+    }
+    proto->set_queue_length(summary.queue_length);
+  }
+  if (answer.next_after.has_value()) {
+    response->set_next_page_token(EncodePageToken(*answer.next_after));
+  }
+}
+
+void ToProto(const SessionNotice& notice, pb::LockNotice* proto) {
+  switch (notice.kind) {
+    case SessionNotice::Kind::kGrantedFromQueue:
+      proto->set_kind(pb::NOTICE_KIND_GRANTED_FROM_QUEUE);
+      break;
+    case SessionNotice::Kind::kLeaseLapsed:
+      proto->set_kind(pb::NOTICE_KIND_LEASE_LAPSED);
+      break;
+    case SessionNotice::Kind::kAbortedDeadlockVictim:
+      proto->set_kind(pb::NOTICE_KIND_ABORTED_DEADLOCK_VICTIM);
+      break;
+  }
+  proto->set_lock(notice.lock);
+  proto->set_token(notice.token);
+  proto->set_ttl_ms(notice.ttl_ms);
+}
+
+std::string EncodePageToken(const std::string& after) {
+  return absl::WebSafeBase64Escape(after);
+}
+
+}  // namespace leasekeeper::server

@@ -1,0 +1,73 @@
+// Conversions between leasekeeper.v1 protos and the server's domain types,
+// including request validation.
+//
+// Validation order follows the contract: first "invalid arguments" (an empty
+// required field, an unknown mode, a negative or too long wait, a zero
+// token, a bad page size or page token), then "invalid ttl" (ttl_ms outside
+// 1..86,400,000), then the size limits (RESOURCE_EXHAUSTED naming the
+// limit's flag). Every failure names the offending field (ErrorInfo.field)
+// and is detected before anything is applied, so a refused request changes
+// nothing.
+//
+// Thread-safety: pure functions.
+#ifndef LEASEKEEPER_SERVER_CONVERT_H_
+#define LEASEKEEPER_SERVER_CONVERT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "leasekeeper/v1/lock_service.pb.h"
+#include "server/answers.h"
+#include "server/server_config.h"
+
+namespace leasekeeper::server {
+
+absl::StatusOr<AcquireArgs> ParseAcquire(const v1::AcquireRequest& request,
+                                         const Limits& limits);
+absl::StatusOr<RenewArgs> ParseRenew(const v1::RenewRequest& request,
+                                     const Limits& limits);
+absl::StatusOr<ReleaseArgs> ParseRelease(const v1::ReleaseRequest& request,
+                                         const Limits& limits);
+absl::StatusOr<WriteArgs> ParseWrite(const v1::WriteRequest& request,
+                                     const Limits& limits);
+absl::Status ValidateRead(const v1::ReadRequest& request, const Limits& limits);
+absl::Status ValidateInspect(const v1::InspectRequest& request,
+                             const Limits& limits);
+absl::Status ValidateStatus(const v1::StatusRequest& request,
+                            const Limits& limits);
+
+struct ListLocksQuery {
+  std::string prefix{};
+  std::string after{};  // decoded page token; empty for the first page
+  size_t limit = 0;
+};
+absl::StatusOr<ListLocksQuery> ParseListLocks(
+    const v1::ListLocksRequest& request, const Limits& limits);
+
+struct OpenArgs {
+  std::string client{};
+  std::string resume_session_id{};
+};
+absl::StatusOr<OpenArgs> ParseOpen(const v1::OpenSession& open,
+                                   const Limits& limits);
+
+void ToProto(const AcquireAnswer& answer, v1::AcquireResponse* response);
+void ToProto(const RenewAnswer& answer, v1::RenewResponse* response);
+v1::ReleaseResult ToProto(ReleaseOutcome outcome);
+// `wall_now` renders expires_in_ms as a wall-clock Timestamp for humans.
+void ToProto(const InspectAnswer& answer, absl::Time wall_now,
+             v1::InspectResponse* response);
+void ToProto(const StatusAnswer& answer, absl::Time wall_now,
+             v1::StatusResponse* response);
+void ToProto(const ListLocksAnswer& answer, absl::Time wall_now,
+             v1::ListLocksResponse* response);
+void ToProto(const SessionNotice& notice, v1::LockNotice* proto);
+
+// Page tokens are opaque: web-safe base64 of the last lock name shown.
+std::string EncodePageToken(const std::string& after);
+
+}  // namespace leasekeeper::server
+
+#endif  // LEASEKEEPER_SERVER_CONVERT_H_

@@ -1,0 +1,1145 @@
+#include "server/core_owner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/errors.h"
+#include "server/server_errors.h"
+
+namespace leasekeeper::server {
+namespace {
+
+const std::vector<std::string>& NoVictims() {
+  static const auto* const kNone = new std::vector<std::string>();
+  return *kNone;
+}
+
+// The retry-cache protocol shared by Renew and Release. Returns the answer
+// of a retry (or the refusal of a reused id), or nullopt when the request
+// is new; then a pending entry was added (if it has an id) and the caller
+// applies the request and records its answer with RememberAnswer.
+template <typename T>
+std::optional<absl::StatusOr<T>> CheckRetryCache(RetryCache& cache,
+                                                 const std::string& client,
+                                                 const std::string& request_id,
+                                                 Fingerprint fingerprint,
+                                                 Tick now) {
+  if (request_id.empty()) return std::nullopt;
+  if (RetryEntry* entry = cache.Find(client, request_id, now)) {
+    if (entry->fingerprint == fingerprint && entry->answer.has_value()) {
+      if (const auto* answer =
+              std::get_if<absl::StatusOr<T>>(&*entry->answer)) {
+        return *answer;
+      }
+    }
+    return absl::StatusOr<T>(RequestIdReused("request_id"));
+  }
+  cache.Insert(client, request_id, std::move(fingerprint));
+  return std::nullopt;
+}
+
+template <typename T>
+void RememberAnswer(RetryCache& cache, const std::string& client,
+                    const std::string& request_id,
+                    const absl::StatusOr<T>& answer, Tick now) {
+  if (!request_id.empty()) cache.Answer(client, request_id, answer, now);
+}
+
+}  // namespace
+
+struct CoreOwner::Effects {
+  std::vector<std::pair<PendingAcquire*, AcquireReply>> completions;
+  std::vector<std::pair<std::shared_ptr<SessionSink>, SessionNotice>> notices;
+  std::vector<std::pair<std::shared_ptr<SessionSink>, absl::Status>>
+      stream_ends;
+  std::vector<LogRecord> logs;
+  bool wake_timer = false;
+};
+
+CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
+    : config_(std::move(config)),
+      clock_(clock),
+      state_(CoreConfig{.max_ttl = kMaxTtlMs}),
+      retry_cache_(config_.retry_cache) {}
+
+CoreOwner::~CoreOwner() = default;
+
+// ---------------------------------------------------------------------------
+// Time and effects.
+
+Tick CoreOwner::NowLocked() {
+  last_tick_ = std::max(last_tick_, clock_.Now());
+  return last_tick_;
+}
+
+Tick CoreOwner::NextDeadlineLocked() const {
+  Tick next = state_.table().NextExpiry().value_or(kMaxTick);
+  if (!wait_deadlines_.empty()) {
+    next = std::min(next, wait_deadlines_.begin()->first.first);
+  }
+  if (!grace_deadlines_.empty()) {
+    next = std::min(next, grace_deadlines_.begin()->first);
+  }
+  return next;
+}
+
+void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
+  while (true) {
+    const Tick lapse_at = state_.table().NextExpiry().value_or(kMaxTick);
+    const Tick wait_at = wait_deadlines_.empty()
+                             ? kMaxTick
+                             : wait_deadlines_.begin()->first.first;
+    const Tick grace_at =
+        grace_deadlines_.empty() ? kMaxTick : grace_deadlines_.begin()->first;
+    const Tick next = std::min({lapse_at, wait_at, grace_at});
+    if (next > now || next >= kMaxTick) return;
+
+    if (lapse_at == next) {
+      // Retires every lease ending at `next`, handing each lock on at that
+      // instant.
+      (void)ApplyLocked(Operation{next, op::Advance{}});
+      DigestEventsLocked(now, NoVictims(), fx);
+    } else if (wait_at == next) {
+      const WaiterKey key = wait_deadlines_.begin()->second;
+      wait_deadlines_.erase(wait_deadlines_.begin());
+      absl::StatusOr<Reply> withdrawn =
+          ApplyLocked(Operation{next, op::Withdraw{key.first, key.second}});
+      if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
+        StopWaitingLocked(key.first, key.second);
+        labels_.erase(key);
+      }
+      DigestEventsLocked(now, NoVictims(), fx);
+      if (ShouldLog(LogEvent::kWaitTimedOut)) {
+        fx.logs.push_back(LogRecord{.event = LogEvent::kWaitTimedOut,
+                                    .client = key.first,
+                                    .lock = key.second});
+      }
+      FinishParkedLocked(key, WaitTimedOut(), /*cache=*/true, now, fx);
+    } else {
+      const std::string session_id = grace_deadlines_.begin()->second;
+      grace_deadlines_.erase(grace_deadlines_.begin());
+      auto it = sessions_.find(session_id);
+      const std::string client =
+          it == sessions_.end() ? std::string() : it->second.client;
+      const int released =
+          EndSessionLocked(session_id, next, now, std::nullopt, fx);
+      if (ShouldLog(LogEvent::kReleasedBySessionLoss)) {
+        fx.logs.push_back(LogRecord{.event = LogEvent::kReleasedBySessionLoss,
+                                    .client = client,
+                                    .session = session_id,
+                                    .count = released});
+      }
+    }
+  }
+}
+
+void CoreOwner::ScheduleLocked(Effects& fx) {
+  const Tick next = NextDeadlineLocked();
+  if (next < scheduled_wake_) {
+    scheduled_wake_ = next;
+    fx.wake_timer = true;
+  }
+}
+
+absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
+  return state_.Apply(op);
+}
+
+void CoreOwner::Perform(Effects& fx) {
+  // Answers first: they are what waiting clients measure.
+  for (auto& [call, reply] : fx.completions) call->Complete(std::move(reply));
+  for (auto& [sink, notice] : fx.notices) sink->Notify(notice);
+  for (auto& [sink, status] : fx.stream_ends) sink->End(status);
+  for (const LogRecord& record : fx.logs) WriteLog(record);
+  if (fx.wake_timer) clock_.Interrupt();
+}
+
+Tick CoreOwner::RunDueTimers() {
+  Effects fx;
+  Tick next;
+  {
+    absl::MutexLock lock(&mu_);
+    AdvanceLocked(NowLocked(), fx);
+    next = NextDeadlineLocked();
+    scheduled_wake_ = next;
+  }
+  Perform(fx);
+  return next;
+}
+
+// ---------------------------------------------------------------------------
+// Events.
+
+void CoreOwner::DigestEventsLocked(Tick now,
+                                   const std::vector<std::string>& victims,
+                                   Effects& fx) {
+  for (Event& e : state_.table().TakeEvents()) {
+    switch (e.kind) {
+      case Event::Kind::kLapsed: {
+        labels_.erase(WaiterKey(e.client, e.lock));
+        if (ShouldLog(LogEvent::kLapsed)) {
+          fx.logs.push_back(LogRecord{.event = LogEvent::kLapsed,
+                                      .client = e.client,
+                                      .lock = e.lock,
+                                      .token = e.token});
+        }
+        NotifyLocked(e.client,
+                     SessionNotice{.kind = SessionNotice::Kind::kLeaseLapsed,
+                                   .lock = e.lock,
+                                   .token = e.token},
+                     fx);
+        break;
+      }
+      case Event::Kind::kGrantedFromQueue: {
+        StopWaitingLocked(e.client, e.lock);
+        const int64_t ttl_left = std::max<int64_t>(0, e.expires_at - now);
+        const WaiterKey key(e.client, e.lock);
+        int64_t waited = 0;
+        auto it = parked_.find(key);
+        if (it != parked_.end()) {
+          waited = std::max<int64_t>(0, e.at - it->second.queued_at);
+          AcquireAnswer answer;
+          answer.kind = AcquireAnswer::Kind::kGranted;
+          answer.token = e.token;
+          answer.ttl_ms = ttl_left;
+          answer.waited_ms = waited;
+          FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
+        }
+        if (ShouldLog(LogEvent::kGrantedFromQueue)) {
+          fx.logs.push_back(LogRecord{.event = LogEvent::kGrantedFromQueue,
+                                      .client = e.client,
+                                      .lock = e.lock,
+                                      .token = e.token,
+                                      .lease_ms = e.expires_at - e.at,
+                                      .waited_ms = waited});
+        }
+        NotifyLocked(
+            e.client,
+            SessionNotice{.kind = SessionNotice::Kind::kGrantedFromQueue,
+                          .lock = e.lock,
+                          .token = e.token,
+                          .ttl_ms = ttl_left},
+            fx);
+        break;
+      }
+      case Event::Kind::kAbortedWaiter: {
+        StopWaitingLocked(e.client, e.lock);
+        const WaiterKey key(e.client, e.lock);
+        labels_.erase(key);
+        if (parked_.contains(key)) {
+          FinishParkedLocked(key, DeadlockVictim(victims), /*cache=*/true, now,
+                             fx);
+        }
+        NotifyLocked(
+            e.client,
+            SessionNotice{.kind = SessionNotice::Kind::kAbortedDeadlockVictim,
+                          .lock = e.lock},
+            fx);
+        break;
+      }
+      case Event::Kind::kAbortedHolder: {
+        labels_.erase(WaiterKey(e.client, e.lock));
+        NotifyLocked(
+            e.client,
+            SessionNotice{.kind = SessionNotice::Kind::kAbortedDeadlockVictim,
+                          .lock = e.lock,
+                          .token = e.token},
+            fx);
+        break;
+      }
+      case Event::Kind::kReleasedByOwner:
+        labels_.erase(WaiterKey(e.client, e.lock));
+        break;
+      case Event::Kind::kWithdrawnByOwner: {
+        StopWaitingLocked(e.client, e.lock);
+        const WaiterKey key(e.client, e.lock);
+        labels_.erase(key);
+        if (parked_.contains(key)) {
+          AcquireAnswer answer;
+          answer.kind = AcquireAnswer::Kind::kWithdrawn;
+          answer.withdraw_cause = WithdrawCause::kSessionEnded;
+          FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
+        }
+        break;
+      }
+    }
+  }
+}
+
+void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
+                                   bool cache, Tick now, Effects& fx) {
+  auto it = parked_.find(key);
+  if (it == parked_.end()) return;
+  Parked parked = std::move(it->second);
+  parked_.erase(it);
+  wait_deadlines_.erase({parked.deadline, parked.sequence});
+  bool tracked = false;
+  if (!parked.request_id.empty()) {
+    if (cache) {
+      if (RetryEntry* entry =
+              retry_cache_.Answer(key.first, parked.request_id, result, now)) {
+        ++entry->deliveries_in_flight;
+        tracked = true;
+      }
+    } else {
+      retry_cache_.Erase(key.first, parked.request_id);
+    }
+  }
+  fx.completions.emplace_back(parked.call,
+                              AcquireReply{std::move(result), tracked});
+}
+
+void CoreOwner::StartWaitingLocked(const std::string& client,
+                                   const std::string& lock) {
+  waiting_for_[client] = lock;
+  ++waiters_per_lock_[lock];
+}
+
+void CoreOwner::StopWaitingLocked(const std::string& client,
+                                  const std::string& lock) {
+  auto it = waiting_for_.find(client);
+  if (it == waiting_for_.end() || it->second != lock) return;
+  waiting_for_.erase(it);
+  auto count = waiters_per_lock_.find(lock);
+  if (count != waiters_per_lock_.end() && --count->second <= 0) {
+    waiters_per_lock_.erase(count);
+  }
+}
+
+void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
+                             Effects& fx) {
+  auto id = session_of_client_.find(client);
+  if (id == session_of_client_.end()) return;
+  auto session = sessions_.find(id->second);
+  if (session == sessions_.end() || session->second.sink == nullptr) return;
+  fx.notices.emplace_back(session->second.sink, std::move(notice));
+}
+
+std::string CoreOwner::LabelLocked(const std::string& client,
+                                   const std::string& lock) const {
+  auto it = labels_.find(WaiterKey(client, lock));
+  return it == labels_.end() ? std::string() : it->second;
+}
+
+void CoreOwner::SetLabelLocked(const std::string& client,
+                               const std::string& lock,
+                               const std::string& label) {
+  if (label.empty()) {
+    labels_.erase(WaiterKey(client, lock));
+  } else {
+    labels_[WaiterKey(client, lock)] = label;
+  }
+}
+
+HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
+  return HolderInfo{.view = view,
+                    .expires_in_ms = view.expires_at - now,
+                    .label = LabelLocked(view.client, view.lock)};
+}
+
+absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
+                                           const std::string& client) const {
+  if (session_id.empty()) return absl::OkStatus();
+  auto it = sessions_.find(session_id);
+  // An id this server never issued is treated like an ended one: after a
+  // restart, a late request of an old session must not take a lock.
+  if (it == sessions_.end()) return SessionEnded();
+  if (it->second.client != client) {
+    return InvalidField(ErrorCode::kInvalidArguments, "session_id");
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Acquire.
+
+std::optional<AcquireReply> CoreOwner::Acquire(const AcquireArgs& args,
+                                               PendingAcquire* call) {
+  Effects fx;
+  std::optional<AcquireReply> reply;
+  {
+    absl::MutexLock lock(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    reply = AcquireLocked(args, call, now, fx);
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return reply;
+}
+
+std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
+                                                     PendingAcquire* call,
+                                                     Tick now, Effects& fx) {
+  if (shutting_down_ && args.wait_timeout_ms > 0) {
+    return AcquireReply{ShuttingDown()};
+  }
+  if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+      !s.ok()) {
+    return AcquireReply{std::move(s)};
+  }
+  const WaiterKey key(args.client, args.lock);
+
+  if (!args.request_id.empty()) {
+    Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
+                            .lock = args.lock,
+                            .ttl_ms = args.ttl_ms,
+                            .mode = args.mode};
+    if (RetryEntry* entry =
+            retry_cache_.Find(args.client, args.request_id, now)) {
+      if (!(entry->fingerprint == fingerprint)) {
+        return AcquireReply{RequestIdReused("request_id")};
+      }
+      if (entry->answer.has_value()) {
+        ++entry->deliveries_in_flight;
+        return AcquireReply{std::get<AcquireResult>(*entry->answer),
+                            /*tracked=*/true};
+      }
+      auto parked = parked_.find(key);
+      if (parked != parked_.end() &&
+          parked->second.request_id == args.request_id) {
+        // The first call still waits (its client probably lost the
+        // connection): this retry takes its place.
+        fx.completions.emplace_back(parked->second.call,
+                                    AcquireReply{SupersededByRetry()});
+        if (args.wait_timeout_ms > 0) {
+          parked->second.call = call;
+          wait_deadlines_.erase(
+              {parked->second.deadline, parked->second.sequence});
+          parked->second.deadline = now + args.wait_timeout_ms;
+          parked->second.sequence = next_wait_sequence_++;
+          wait_deadlines_.emplace(
+              std::make_pair(parked->second.deadline, parked->second.sequence),
+              key);
+          return std::nullopt;
+        }
+        // A retry that no longer waits: the request stays queued and the
+        // retry learns its position.
+        wait_deadlines_.erase(
+            {parked->second.deadline, parked->second.sequence});
+        parked_.erase(parked);
+        AcquireAnswer answer;
+        answer.kind = AcquireAnswer::Kind::kQueued;
+        absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
+        if (view.ok()) {
+          for (size_t i = 0; i < view->queue.size(); ++i) {
+            if (view->queue[i].client == args.client) {
+              answer.position = static_cast<int64_t>(i) + 1;
+            }
+          }
+        }
+        RetryEntry* answered =
+            retry_cache_.Answer(args.client, args.request_id, answer, now);
+        if (answered != nullptr) ++answered->deliveries_in_flight;
+        return AcquireReply{std::move(answer), answered != nullptr};
+      }
+      // A pending entry without its call: forget it and start afresh.
+      retry_cache_.Erase(args.client, args.request_id);
+    }
+  }
+
+  // The waiter limit, checked before anything changes. The ttl is checked
+  // first (as the core would) so that its error keeps precedence.
+  if (args.ttl_ms >= 1 && args.ttl_ms <= kMaxTtlMs) {
+    auto count = waiters_per_lock_.find(args.lock);
+    if (count != waiters_per_lock_.end() &&
+        count->second >= config_.limits.max_waiters_per_lock) {
+      return AcquireReply{LimitExceeded("max-waiters-per-lock",
+                                        config_.limits.max_waiters_per_lock)};
+    }
+  }
+
+  if (!args.request_id.empty()) {
+    retry_cache_.Insert(args.client, args.request_id,
+                        Fingerprint{.method = Fingerprint::Method::kAcquire,
+                                    .lock = args.lock,
+                                    .ttl_ms = args.ttl_ms,
+                                    .mode = args.mode});
+  }
+
+  absl::StatusOr<Reply> applied = ApplyLocked(Operation{
+      now, op::Acquire{args.client, args.lock, args.ttl_ms, args.mode}});
+  AcquireResult result = absl::InternalError("acquire: no outcome");
+  if (!applied.ok()) result = applied.status();
+  if (applied.ok()) {
+    AcquireOutcome& outcome = std::get<AcquireOutcome>(*applied);
+    DigestEventsLocked(now, outcome.aborted, fx);
+    if (!outcome.aborted.empty() && ShouldLog(LogEvent::kDeadlockVictims)) {
+      fx.logs.push_back(LogRecord{.event = LogEvent::kDeadlockVictims,
+                                  .client = args.client,
+                                  .lock = args.lock,
+                                  .victims = outcome.aborted});
+    }
+    switch (outcome.kind) {
+      case AcquireOutcome::Kind::kGranted: {
+        SetLabelLocked(args.client, args.lock, args.label);
+        AcquireAnswer answer;
+        answer.kind = AcquireAnswer::Kind::kGranted;
+        answer.token = outcome.token;
+        answer.ttl_ms = outcome.expires_at - now;
+        answer.aborted = std::move(outcome.aborted);
+        result = std::move(answer);
+        break;
+      }
+      case AcquireOutcome::Kind::kQueued: {
+        StartWaitingLocked(args.client, args.lock);
+        SetLabelLocked(args.client, args.lock, args.label);
+        if (args.wait_timeout_ms > 0) {
+          Parked parked;
+          parked.call = call;
+          parked.request_id = args.request_id;
+          parked.queued_at = now;
+          parked.deadline = now + args.wait_timeout_ms;
+          parked.sequence = next_wait_sequence_++;
+          wait_deadlines_.emplace(
+              std::make_pair(parked.deadline, parked.sequence), key);
+          parked_[key] = std::move(parked);
+          // The retry-cache entry stays pending until the call completes.
+          return std::nullopt;
+        }
+        AcquireAnswer answer;
+        answer.kind = AcquireAnswer::Kind::kQueued;
+        answer.position = outcome.position;
+        answer.aborted = std::move(outcome.aborted);
+        result = std::move(answer);
+        break;
+      }
+      case AcquireOutcome::Kind::kDeadlock:
+        result = DeadlockVictim(std::move(outcome.aborted));
+        break;
+    }
+  } else {
+    DigestEventsLocked(now, NoVictims(), fx);
+  }
+
+  bool tracked = false;
+  if (!args.request_id.empty()) {
+    if (RetryEntry* entry =
+            retry_cache_.Answer(args.client, args.request_id, result, now)) {
+      ++entry->deliveries_in_flight;
+      tracked = true;
+    }
+  }
+  return AcquireReply{std::move(result), tracked};
+}
+
+void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
+                           PendingAcquire* call) {
+  Effects fx;
+  {
+    absl::MutexLock guard(&mu_);
+    const WaiterKey key(client, lock);
+    auto it = parked_.find(key);
+    if (it == parked_.end() || it->second.call != call) return;
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    // Advancing may have answered the call already (a grant due by now).
+    it = parked_.find(key);
+    if (it != parked_.end() && it->second.call == call) {
+      absl::StatusOr<Reply> withdrawn =
+          ApplyLocked(Operation{now, op::Withdraw{client, lock}});
+      if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
+        StopWaitingLocked(client, lock);
+        labels_.erase(key);
+      }
+      DigestEventsLocked(now, NoVictims(), fx);
+      if (ShouldLog(LogEvent::kWaitCancelled)) {
+        fx.logs.push_back(LogRecord{
+            .event = LogEvent::kWaitCancelled, .client = client, .lock = lock});
+      }
+      FinishParkedLocked(key, WaitCancelled(), /*cache=*/false, now, fx);
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+}
+
+void CoreOwner::AcquireCallDone(const AcquireArgs& args,
+                                const AcquireReply& reply, bool cancelled) {
+  // Only a tracked answer needs bookkeeping, and only an undelivered grant
+  // or queued request needs undoing.
+  if (!reply.tracked && (!cancelled || !reply.result.ok())) return;
+  Effects fx;
+  {
+    absl::MutexLock lock(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    bool undo = cancelled;
+    if (reply.tracked) {
+      RetryEntry* entry = retry_cache_.Find(args.client, args.request_id, now);
+      if (entry != nullptr) {
+        entry->deliveries_in_flight =
+            std::max(0, entry->deliveries_in_flight - 1);
+        if (!cancelled) entry->delivered = true;
+        undo =
+            cancelled && entry->deliveries_in_flight == 0 && !entry->delivered;
+        if (undo) retry_cache_.Erase(args.client, args.request_id);
+      }
+    }
+    if (undo && reply.result.ok()) {
+      const AcquireAnswer& answer = *reply.result;
+      if (answer.kind == AcquireAnswer::Kind::kGranted) {
+        // Release only the very lease this answer granted.
+        bool still_held = false;
+        absl::StatusOr<ClientView> view = state_.Status(now, args.client);
+        if (view.ok()) {
+          for (const HolderView& hold : view->holds) {
+            if (hold.lock == args.lock && hold.token == answer.token) {
+              still_held = true;
+            }
+          }
+        }
+        if (still_held) {
+          (void)ApplyLocked(
+              Operation{now, op::Release{args.client, args.lock}});
+          labels_.erase(WaiterKey(args.client, args.lock));
+          if (ShouldLog(LogEvent::kUndeliveredGrantReleased)) {
+            fx.logs.push_back(
+                LogRecord{.event = LogEvent::kUndeliveredGrantReleased,
+                          .client = args.client,
+                          .lock = args.lock,
+                          .token = answer.token});
+          }
+        }
+      } else if (answer.kind == AcquireAnswer::Kind::kQueued) {
+        absl::StatusOr<Reply> withdrawn =
+            ApplyLocked(Operation{now, op::Withdraw{args.client, args.lock}});
+        if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
+          StopWaitingLocked(args.client, args.lock);
+          labels_.erase(WaiterKey(args.client, args.lock));
+          if (ShouldLog(LogEvent::kWaitCancelled)) {
+            fx.logs.push_back(LogRecord{.event = LogEvent::kWaitCancelled,
+                                        .client = args.client,
+                                        .lock = args.lock});
+          }
+        }
+      }
+      DigestEventsLocked(now, NoVictims(), fx);
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+}
+
+// ---------------------------------------------------------------------------
+// Renew, Release, Write and the queries.
+
+absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
+  Effects fx;
+  absl::StatusOr<RenewAnswer> result;
+  {
+    absl::MutexLock lock(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+        !s.ok()) {
+      result = std::move(s);
+    } else if (auto cached = CheckRetryCache<RenewAnswer>(
+                   retry_cache_, args.client, args.request_id,
+                   Fingerprint{.method = Fingerprint::Method::kRenew,
+                               .lock = args.lock,
+                               .ttl_ms = args.ttl_ms},
+                   now)) {
+      result = *std::move(cached);
+    } else {
+      result = RenewLocked(args, now, fx);
+      RememberAnswer(retry_cache_, args.client, args.request_id, result, now);
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
+                                                   Tick now, Effects& fx) {
+  absl::StatusOr<Reply> applied = ApplyLocked(
+      Operation{now, op::Renew{args.client, args.lock, args.ttl_ms}});
+  DigestEventsLocked(now, NoVictims(), fx);
+  if (!applied.ok()) return applied.status();
+  const RenewOutcome& renewed = std::get<RenewOutcome>(*applied);
+  return RenewAnswer{.token = renewed.token,
+                     .ttl_ms = renewed.expires_at - now};
+}
+
+absl::StatusOr<ReleaseOutcome> CoreOwner::Release(const ReleaseArgs& args) {
+  Effects fx;
+  absl::StatusOr<ReleaseOutcome> result;
+  {
+    absl::MutexLock lock(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+        !s.ok()) {
+      result = std::move(s);
+    } else if (auto cached = CheckRetryCache<ReleaseOutcome>(
+                   retry_cache_, args.client, args.request_id,
+                   Fingerprint{.method = Fingerprint::Method::kRelease,
+                               .lock = args.lock},
+                   now)) {
+      result = *std::move(cached);
+    } else {
+      result = ReleaseLocked(args, now, fx);
+      RememberAnswer(retry_cache_, args.client, args.request_id, result, now);
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
+                                                        Tick now, Effects& fx) {
+  absl::StatusOr<Reply> applied =
+      ApplyLocked(Operation{now, op::Release{args.client, args.lock}});
+  if (!applied.ok()) {
+    DigestEventsLocked(now, NoVictims(), fx);
+    return applied.status();
+  }
+  const ReleaseOutcome outcome = std::get<ReleaseOutcome>(*applied);
+  const WaiterKey key(args.client, args.lock);
+  labels_.erase(key);
+  if (outcome == ReleaseOutcome::kWithdrawn) {
+    StopWaitingLocked(args.client, args.lock);
+    if (parked_.contains(key)) {
+      AcquireAnswer answer;
+      answer.kind = AcquireAnswer::Kind::kWithdrawn;
+      answer.withdraw_cause = WithdrawCause::kReleasedByClient;
+      FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
+    }
+  }
+  DigestEventsLocked(now, NoVictims(), fx);
+  return outcome;
+}
+
+absl::Status CoreOwner::Write(const WriteArgs& args) {
+  Effects fx;
+  absl::Status result;
+  {
+    absl::MutexLock lock(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    absl::StatusOr<Reply> applied = ApplyLocked(
+        Operation{now, op::Write{args.lock, args.key, args.value, args.token}});
+    DigestEventsLocked(now, NoVictims(), fx);
+    result = applied.status();
+    if (ErrorCodeOf(result) == ErrorCode::kStaleToken &&
+        ShouldLog(LogEvent::kStaleWriteRefused)) {
+      fx.logs.push_back(
+          LogRecord{.event = LogEvent::kStaleWriteRefused,
+                    .lock = args.lock,
+                    .key = args.key,
+                    .token = args.token,
+                    .high_water = state_.store().HighWater(args.lock)});
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
+    const std::string& lock, const std::string& key) {
+  Effects fx;
+  absl::StatusOr<std::optional<std::string>> result;
+  {
+    absl::MutexLock guard(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    result = state_.Read(now, lock, key);
+    DigestEventsLocked(now, NoVictims(), fx);
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
+  Effects fx;
+  absl::StatusOr<InspectAnswer> result;
+  {
+    absl::MutexLock guard(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    absl::StatusOr<LockView> view = state_.Inspect(now, lock);
+    DigestEventsLocked(now, NoVictims(), fx);
+    if (!view.ok()) {
+      result = view.status();
+    } else {
+      InspectAnswer answer;
+      answer.holders.reserve(view->holders.size());
+      for (const HolderView& holder : view->holders) {
+        answer.holders.push_back(HolderInfoLocked(holder, now));
+      }
+      answer.queue.reserve(view->queue.size());
+      int64_t position = 0;
+      for (WaiterView& waiter : view->queue) {
+        std::string label = LabelLocked(waiter.client, lock);
+        answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
+                                          .position = ++position,
+                                          .label = std::move(label)});
+      }
+      result = std::move(answer);
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
+  Effects fx;
+  absl::StatusOr<StatusAnswer> result;
+  {
+    absl::MutexLock guard(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    absl::StatusOr<ClientView> view = state_.Status(now, client);
+    DigestEventsLocked(now, NoVictims(), fx);
+    if (!view.ok()) {
+      result = view.status();
+    } else {
+      StatusAnswer answer;
+      answer.age = view->age;
+      answer.waiting = view->waiting;
+      for (const HolderView& hold : view->holds) {
+        answer.holds.push_back(HolderInfoLocked(hold, now));
+      }
+      auto id = session_of_client_.find(client);
+      if (id != session_of_client_.end()) {
+        auto session = sessions_.find(id->second);
+        if (session != sessions_.end()) {
+          answer.session = session->second.sink != nullptr
+                               ? SessionState::kOpen
+                               : SessionState::kGrace;
+        }
+      }
+      result = std::move(answer);
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
+                                     const std::string& after, size_t limit) {
+  Effects fx;
+  ListLocksAnswer answer;
+  limit = std::max<size_t>(limit, 1);
+  {
+    absl::MutexLock guard(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    std::vector<std::string> names =
+        state_.table().ActiveLocks(prefix, after, limit + 1);
+    const size_t shown = std::min(limit, names.size());
+    answer.locks.reserve(shown);
+    for (size_t i = 0; i < shown; ++i) {
+      LockView view = state_.table().Inspect(now, names[i]);
+      LockSummary summary;
+      summary.name = names[i];
+      for (const HolderView& holder : view.holders) {
+        summary.holders.push_back(HolderInfoLocked(holder, now));
+      }
+      summary.queue_length = static_cast<int64_t>(view.queue.size());
+      answer.locks.push_back(std::move(summary));
+    }
+    if (names.size() > limit) answer.next_after = names[limit - 1];
+    DigestEventsLocked(now, NoVictims(), fx);
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return answer;
+}
+
+// ---------------------------------------------------------------------------
+// Sessions.
+
+absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
+    const std::string& client, const std::string& resume_id,
+    std::shared_ptr<SessionSink> sink) {
+  Effects fx;
+  absl::StatusOr<SessionOpenedAnswer> result;
+  {
+    absl::MutexLock lock(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    if (shutting_down_) {
+      result = ShuttingDown();
+    } else if (!resume_id.empty()) {
+      auto it = sessions_.find(resume_id);
+      if (it == sessions_.end()) {
+        result = SessionEnded();
+      } else if (it->second.client != client) {
+        result = InvalidField(ErrorCode::kInvalidArguments,
+                              "open.resume_session_id");
+      } else {
+        Session& session = it->second;
+        if (session.sink != nullptr) {
+          // The old stream is still attached (its death not yet noticed).
+          fx.stream_ends.emplace_back(session.sink, SessionEnded());
+        } else {
+          grace_deadlines_.erase({session.grace_deadline, resume_id});
+        }
+        session.sink = std::move(sink);
+        if (ShouldLog(LogEvent::kSessionResumed)) {
+          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
+                                      .client = client,
+                                      .session = resume_id});
+        }
+        result = SessionOpenedAnswer{.session_id = resume_id,
+                                     .grace_ms = config_.session_grace_ms,
+                                     .resumed = true};
+      }
+    } else {
+      auto previous = session_of_client_.find(client);
+      if (previous != session_of_client_.end()) {
+        const std::string previous_id = previous->second;
+        const int released =
+            EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
+        if (ShouldLog(LogEvent::kSessionReplaced)) {
+          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
+                                      .client = client,
+                                      .session = previous_id,
+                                      .count = released});
+        }
+      }
+      if (sessions_.size() >= config_.limits.max_sessions) {
+        result = LimitExceeded(
+            "max-sessions", static_cast<int64_t>(config_.limits.max_sessions));
+      } else {
+        std::string id;
+        do {
+          id = absl::StrFormat("s-%016x%016x",
+                               absl::Uniform<uint64_t>(session_ids_),
+                               absl::Uniform<uint64_t>(session_ids_));
+        } while (sessions_.contains(id));
+        sessions_[id] = Session{.client = client, .sink = std::move(sink)};
+        session_of_client_[client] = id;
+        if (ShouldLog(LogEvent::kSessionOpened)) {
+          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
+                                      .client = client,
+                                      .session = id});
+        }
+        result = SessionOpenedAnswer{.session_id = id,
+                                     .grace_ms = config_.session_grace_ms,
+                                     .resumed = false};
+      }
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+absl::StatusOr<int> CoreOwner::Keepalive(const std::string& session_id,
+                                         const SessionSink* sink) {
+  Effects fx;
+  absl::StatusOr<int> result;
+  {
+    absl::MutexLock lock(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end() || it->second.sink.get() != sink) {
+      result = SessionEnded();
+    } else {
+      absl::StatusOr<Reply> renewed =
+          ApplyLocked(Operation{now, op::RenewAll{it->second.client}});
+      DigestEventsLocked(now, NoVictims(), fx);
+      result = renewed.ok() ? std::get<int>(*renewed) : 0;
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
+void CoreOwner::CloseSession(const std::string& session_id,
+                             const SessionSink* sink) {
+  Effects fx;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end() || it->second.sink.get() != sink) return;
+    const std::string client = it->second.client;
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    const int released =
+        EndSessionLocked(session_id, now, now, std::nullopt, fx);
+    if (ShouldLog(LogEvent::kSessionClosed)) {
+      fx.logs.push_back(LogRecord{.event = LogEvent::kSessionClosed,
+                                  .client = client,
+                                  .session = session_id,
+                                  .count = released});
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+}
+
+void CoreOwner::SessionStreamEnded(const std::string& session_id,
+                                   const SessionSink* sink) {
+  Effects fx;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end() || it->second.sink.get() != sink) return;
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    it = sessions_.find(session_id);
+    if (it == sessions_.end()) return;  // its grace cannot have run; defensive
+    Session& session = it->second;
+    const std::string client = session.client;
+    session.sink.reset();
+    if (config_.session_grace_ms <= 0) {
+      const int released =
+          EndSessionLocked(session_id, now, now, std::nullopt, fx);
+      if (ShouldLog(LogEvent::kReleasedBySessionLoss)) {
+        fx.logs.push_back(LogRecord{.event = LogEvent::kReleasedBySessionLoss,
+                                    .client = client,
+                                    .session = session_id,
+                                    .count = released});
+      }
+    } else {
+      session.grace_deadline = now + config_.session_grace_ms;
+      grace_deadlines_.emplace(session.grace_deadline, session_id);
+      if (ShouldLog(LogEvent::kSessionStreamLost)) {
+        fx.logs.push_back(LogRecord{.event = LogEvent::kSessionStreamLost,
+                                    .client = client,
+                                    .session = session_id});
+      }
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+}
+
+int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
+                                Tick now,
+                                std::optional<absl::Status> stream_status,
+                                Effects& fx) {
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) return 0;
+  Session session = std::move(it->second);
+  sessions_.erase(it);
+  if (session.sink == nullptr) {
+    grace_deadlines_.erase({session.grace_deadline, session_id});
+  }
+  auto owner = session_of_client_.find(session.client);
+  if (owner != session_of_client_.end() && owner->second == session_id) {
+    session_of_client_.erase(owner);
+  }
+  absl::StatusOr<Reply> released =
+      ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
+  DigestEventsLocked(now, NoVictims(), fx);
+  if (session.sink != nullptr && stream_status.has_value()) {
+    fx.stream_ends.emplace_back(std::move(session.sink),
+                                *std::move(stream_status));
+  }
+  return released.ok() ? std::get<int>(*released) : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Shutdown and introspection.
+
+void CoreOwner::BeginShutdown() {
+  Effects fx;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    std::vector<WaiterKey> keys;
+    keys.reserve(parked_.size());
+    for (const auto& [key, parked] : parked_) keys.push_back(key);
+    for (const WaiterKey& key : keys) {
+      absl::StatusOr<Reply> withdrawn =
+          ApplyLocked(Operation{now, op::Withdraw{key.first, key.second}});
+      if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
+        StopWaitingLocked(key.first, key.second);
+        labels_.erase(key);
+      }
+      FinishParkedLocked(key, ShuttingDown(), /*cache=*/false, now, fx);
+    }
+    DigestEventsLocked(now, NoVictims(), fx);
+    for (auto& [id, session] : sessions_) {
+      if (session.sink != nullptr) {
+        fx.stream_ends.emplace_back(std::move(session.sink), ShuttingDown());
+        session.sink.reset();
+        // No grace deadline: a stopping server releases nothing.
+        session.grace_deadline = kMaxTick;
+      }
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+}
+
+CoreOwner::Stats CoreOwner::GetStats() {
+  absl::MutexLock lock(&mu_);
+  return Stats{.held_leases = state_.table().held_lease_count(),
+               .waiters = state_.table().waiter_count(),
+               .parked_calls = parked_.size(),
+               .sessions = sessions_.size(),
+               .retry_entries = retry_cache_.size(),
+               .labels = labels_.size()};
+}
+
+absl::Status CoreOwner::CheckConsistency() {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = state_.table().CheckInvariants(); !s.ok()) return s;
+  int64_t mirrored = 0;
+  for (const auto& [lock_name, count] : waiters_per_lock_) mirrored += count;
+  if (mirrored != static_cast<int64_t>(state_.table().waiter_count()) ||
+      waiting_for_.size() != state_.table().waiter_count()) {
+    return absl::InternalError(absl::StrCat("waiter mirror ", mirrored, "/",
+                                            waiting_for_.size(), " vs core ",
+                                            state_.table().waiter_count()));
+  }
+  for (const auto& [key, parked] : parked_) {
+    auto it = waiting_for_.find(key.first);
+    if (it == waiting_for_.end() || it->second != key.second) {
+      return absl::InternalError(absl::StrCat(
+          "parked call of ", key.first, " for ", key.second, " does not wait"));
+    }
+  }
+  for (const auto& [key, label] : labels_) {
+    auto waiting = waiting_for_.find(key.first);
+    if (waiting != waiting_for_.end() && waiting->second == key.second) {
+      continue;
+    }
+    bool holds = false;
+    for (const HolderView& holder :
+         state_.table().Inspect(last_tick_, key.second).holders) {
+      holds = holds || holder.client == key.first;
+    }
+    if (!holds) {
+      return absl::InternalError(absl::StrCat("label of ", key.first, " for ",
+                                              key.second, " outlived its use"));
+    }
+  }
+  if (wait_deadlines_.size() != parked_.size()) {
+    return absl::InternalError("wait deadlines do not match parked calls");
+  }
+  size_t in_grace = 0;
+  for (const auto& [id, session] : sessions_) {
+    if (session.sink == nullptr && !shutting_down_) {
+      ++in_grace;
+      if (!grace_deadlines_.contains({session.grace_deadline, id})) {
+        return absl::InternalError(
+            absl::StrCat("session ", id, " has neither stream nor grace"));
+      }
+    }
+  }
+  if (!shutting_down_ && in_grace != grace_deadlines_.size()) {
+    return absl::InternalError("grace deadlines do not match sessions");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace leasekeeper::server

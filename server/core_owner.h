@@ -1,0 +1,295 @@
+// CoreOwner: the single owner of leasekeeper's core inside leasekeeperd.
+//
+// It holds the StateMachine behind one mutex and everything the server keeps
+// next to it: parked waiting Acquires keyed by (client, lock), their wait
+// deadlines, sessions and their grace deadlines, the retry cache, holder
+// labels, and a per-lock waiter count for the waiter limit. Every state
+// change goes through StateMachine::Apply as one plain-data Operation, in
+// tick order, so durability can later log the same stream.
+//
+// Time: each public call reads the Clock once under the mutex and first
+// brings the state up to that tick, processing every due deadline in the
+// order it happened (lease lapses, which hand locks on at their exact
+// instant; wait timeouts; session grace ends), each applied at its own tick.
+// A lease lapse and a wait timeout at the same tick: the lapse goes first,
+// so a grant at the timeout instant wins. RunDueTimers does the same for the
+// timer thread (ExpiryTicker), which sleeps until NextDeadline; a call that
+// creates an earlier deadline interrupts the Clock's sleep.
+//
+// Effects: core Events become actions (answer a parked call, push a session
+// notice, end a session stream, write a log line). They are collected while
+// the mutex is held and performed after it is released, before the public
+// method returns. Nothing is logged, sent or called back under the mutex.
+//
+// Thread-safety: every public method is thread-safe. REQUIRES of every
+// caller: hold no lock that a PendingAcquire or SessionSink callback takes
+// (callbacks run on the calling thread after the core mutex is released).
+//
+// Invariants (between calls):
+//  1. A parked call exists for (client, lock) iff it was answered nothing yet
+//     and the core still has client queued on lock.
+//  2. Every parked call is completed exactly once: granted, withdrawn,
+//     aborted, timed out, cancelled, superseded by a retry, or shut down.
+//  3. waiters_per_lock_ counts the core's queue of each lock.
+//  4. Every session is open (has a stream) or in grace (has a deadline).
+//  5. Every op applied has a tick >= the previous op's tick.
+#ifndef LEASEKEEPER_SERVER_CORE_OWNER_H_
+#define LEASEKEEPER_SERVER_CORE_OWNER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "core/state_machine.h"
+#include "server/answers.h"
+#include "server/clock.h"
+#include "server/event_log.h"
+#include "server/retry_cache.h"
+#include "server/server_config.h"
+
+namespace leasekeeper::server {
+
+// The answer handed to an Acquire call, plus bookkeeping the call gives back
+// in AcquireCallDone.
+struct AcquireReply {
+  AcquireResult result;
+  // True if this answer is the retry-cache entry's answer and was counted
+  // as one of its deliveries in flight.
+  bool tracked = false;
+};
+
+// A waiting Acquire call (the gRPC layer's reactor).
+class PendingAcquire {
+ public:
+  // Delivers the call's answer. Called exactly once for every call that
+  // CoreOwner::Acquire parked (returned nullopt for), from any thread, never
+  // under the core mutex.
+  virtual void Complete(AcquireReply reply) = 0;
+
+ protected:
+  ~PendingAcquire() = default;
+};
+
+// A session stream (the gRPC layer's reactor).
+class SessionSink {
+ public:
+  virtual ~SessionSink() = default;
+  // Pushes a notice to the client. Never called under the core mutex.
+  virtual void Notify(const SessionNotice& notice) = 0;
+  // The server ends the stream with `status` (replaced, resumed elsewhere,
+  // shutdown). Never called under the core mutex.
+  virtual void End(const absl::Status& status) = 0;
+};
+
+class CoreOwner {
+ public:
+  CoreOwner(ServerConfig config, Clock& clock);
+  CoreOwner(const CoreOwner&) = delete;
+  CoreOwner& operator=(const CoreOwner&) = delete;
+  ~CoreOwner();
+
+  // Applies an Acquire (REQUIRES: args validated by the gRPC layer).
+  // Returns the answer, or nullopt when the call was parked: then
+  // call->Complete is invoked exactly once later (possibly before this
+  // returns, from another thread). Outcomes: see AcquireResult; a retry of a
+  // parked request_id takes over the parked slot (the earlier call is
+  // completed with SupersededByRetry) and returns nullopt.
+  std::optional<AcquireReply> Acquire(const AcquireArgs& args,
+                                      PendingAcquire* call);
+
+  // The gRPC call of a parked Acquire was cancelled (client cancel, deadline,
+  // disconnect). If `call` is still parked, its request is withdrawn and the
+  // call completed with WaitCancelled. Otherwise nothing happens.
+  void CancelWait(const std::string& client, const std::string& lock,
+                  PendingAcquire* call);
+
+  // An Acquire call finished. `cancelled`: the transport reports that the
+  // answer did not reach the client. If the answer was a grant (or a
+  // queued request) that no call delivered, the grant is released (or the
+  // request withdrawn) again: a lock is never granted to nobody.
+  void AcquireCallDone(const AcquireArgs& args, const AcquireReply& reply,
+                       bool cancelled);
+
+  // Outcomes: the renewed lease; core errors; SessionEnded; RequestIdReused.
+  absl::StatusOr<RenewAnswer> Renew(const RenewArgs& args);
+  // Outcomes: kReleased / kWithdrawn (a parked call of the client for that
+  // lock is completed as withdrawn); core errors; SessionEnded;
+  // RequestIdReused.
+  absl::StatusOr<ReleaseOutcome> Release(const ReleaseArgs& args);
+  // Outcomes: OK; core errors (a stale token is logged).
+  absl::Status Write(const WriteArgs& args);
+  absl::StatusOr<std::optional<std::string>> Read(const std::string& lock,
+                                                  const std::string& key);
+  absl::StatusOr<InspectAnswer> Inspect(const std::string& lock);
+  absl::StatusOr<StatusAnswer> Status(const std::string& client);
+  // Locks with a holder or waiter whose name starts with `prefix`, after
+  // `after`, at most `limit` (>= 1). Cost: O(log n + sum of holders and
+  // queues of the listed locks).
+  ListLocksAnswer ListLocks(const std::string& prefix, const std::string& after,
+                            size_t limit);
+
+  // Opens a session for `client`, or resumes `resume_id` (which must be a
+  // session of `client` that has not ended; a stream still attached to it
+  // is ended). Opening a new session ends the client's previous one at once
+  // (its leases released, its wait withdrawn, its stream ended).
+  // Outcomes: the session; SessionEnded (resume of an ended session);
+  // InvalidField (resume of another client's session); LimitExceeded
+  // (max-sessions); ShuttingDown.
+  absl::StatusOr<SessionOpenedAnswer> OpenSession(
+      const std::string& client, const std::string& resume_id,
+      std::shared_ptr<SessionSink> sink);
+  // Renews every lease of the session's client. Outcomes: the number
+  // renewed; SessionEnded if `sink` no longer carries the session.
+  absl::StatusOr<int> Keepalive(const std::string& session_id,
+                                const SessionSink* sink);
+  // Ends the session now (leases released, wait withdrawn). Ignored unless
+  // `sink` carries the session.
+  void CloseSession(const std::string& session_id, const SessionSink* sink);
+  // The stream ended without close: the grace period starts (or the session
+  // ends at once if the grace is 0). Ignored unless `sink` carries it.
+  void SessionStreamEnded(const std::string& session_id,
+                          const SessionSink* sink);
+
+  // Processes everything due at the clock's now; returns the tick of the
+  // next deadline (kMaxTick if none). For the timer thread.
+  Tick RunDueTimers();
+
+  // Stops taking waits: every parked call is withdrawn and completed with
+  // ShuttingDown, every session stream ended with ShuttingDown (sessions are
+  // not released), and later waiting Acquires and session opens are
+  // refused. Idempotent.
+  void BeginShutdown();
+
+  struct Stats {
+    size_t held_leases = 0;
+    size_t waiters = 0;
+    size_t parked_calls = 0;
+    size_t sessions = 0;
+    size_t retry_entries = 0;
+    size_t labels = 0;
+  };
+  Stats GetStats();
+
+  // Checks the server's indexes against the core (invariants 1, 3, 4, and
+  // that every label belongs to a lease or wait) and the core's own
+  // invariants. O(size); for tests.
+  absl::Status CheckConsistency();
+
+ private:
+  struct Effects;
+  using WaiterKey = std::pair<std::string, std::string>;  // (client, lock)
+  struct Parked {
+    PendingAcquire* call = nullptr;
+    std::string request_id{};
+    Tick queued_at = 0;
+    Tick deadline = 0;
+    uint64_t sequence = 0;  // tie-break in wait_deadlines_
+  };
+  struct Session {
+    std::string client{};
+    std::shared_ptr<SessionSink> sink{};  // null while in grace
+    Tick grace_deadline = 0;              // valid while in grace
+  };
+
+  Tick NowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Tick NextDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdvanceLocked(Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ScheduleLocked(Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Reply> ApplyLocked(Operation op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Turns the core's pending events into effects. `now` is when answers are
+  // produced; `victims` the abort list of the Acquire that caused them.
+  void DigestEventsLocked(Tick now, const std::vector<std::string>& victims,
+                          Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<AcquireReply> AcquireLocked(const AcquireArgs& args,
+                                            PendingAcquire* call, Tick now,
+                                            Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<RenewAnswer> RenewLocked(const RenewArgs& args, Tick now,
+                                          Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<ReleaseOutcome> ReleaseLocked(const ReleaseArgs& args,
+                                               Tick now, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes a parked call and queues its completion with `result`, storing
+  // the result as the request_id's first answer (unless `cache` is false, in
+  // which case the request_id's entry is dropped).
+  void FinishParkedLocked(const WaiterKey& key, AcquireResult result,
+                          bool cache, Tick now, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartWaitingLocked(const std::string& client, const std::string& lock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopWaitingLocked(const std::string& client, const std::string& lock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckSessionLocked(const std::string& session_id,
+                                  const std::string& client) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a session at `at`: releases the client's leases, withdraws its
+  // wait, forgets the session. `stream_status`: end its attached stream with
+  // this status (if any).
+  int EndSessionLocked(const std::string& session_id, Tick at, Tick now,
+                       std::optional<absl::Status> stream_status, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifyLocked(const std::string& client, SessionNotice notice,
+                    Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  HolderInfo HolderInfoLocked(const HolderView& view, Tick now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string LabelLocked(const std::string& client,
+                          const std::string& lock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SetLabelLocked(const std::string& client, const std::string& lock,
+                      const std::string& label)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Performs effects. REQUIRES: mu_ not held.
+  void Perform(Effects& fx);
+
+  const ServerConfig config_;
+  Clock& clock_;
+
+  absl::Mutex mu_;
+  StateMachine state_ ABSL_GUARDED_BY(mu_);
+  Tick last_tick_ ABSL_GUARDED_BY(mu_) = kMinTick;
+  // The tick the timer thread will wake at next (kMaxTick: no deadline).
+  Tick scheduled_wake_ ABSL_GUARDED_BY(mu_) = kMaxTick;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  absl::flat_hash_map<WaiterKey, Parked> parked_ ABSL_GUARDED_BY(mu_);
+  absl::btree_map<std::pair<Tick, uint64_t>, WaiterKey> wait_deadlines_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t next_wait_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+
+  // The server's mirror of the core's queues: whom each client waits for,
+  // and each lock's queue length (for max_waiters_per_lock).
+  absl::flat_hash_map<std::string, std::string> waiting_for_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int64_t> waiters_per_lock_
+      ABSL_GUARDED_BY(mu_);
+  // holder_label per (client, lock) held or awaited; only non-empty labels.
+  absl::flat_hash_map<WaiterKey, std::string> labels_ ABSL_GUARDED_BY(mu_);
+
+  absl::flat_hash_map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> session_of_client_
+      ABSL_GUARDED_BY(mu_);
+  absl::btree_set<std::pair<Tick, std::string>> grace_deadlines_
+      ABSL_GUARDED_BY(mu_);
+  absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
+
+  RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace leasekeeper::server
+
+#endif  // LEASEKEEPER_SERVER_CORE_OWNER_H_

@@ -1,0 +1,76 @@
+#include "server/grpc_status.h"
+
+#include "leasekeeper/v1/lock_service.pb.h"
+#include "server/server_errors.h"
+
+namespace leasekeeper::server {
+namespace {
+
+namespace pb = ::leasekeeper::v1;
+
+// absl::StatusCode and grpc::StatusCode are both the canonical codes, value
+// for value; spelled out so that a mismatch cannot go unnoticed.
+grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return grpc::StatusCode::OK;
+    case absl::StatusCode::kCancelled:
+      return grpc::StatusCode::CANCELLED;
+    case absl::StatusCode::kUnknown:
+      return grpc::StatusCode::UNKNOWN;
+    case absl::StatusCode::kInvalidArgument:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case absl::StatusCode::kDeadlineExceeded:
+      return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case absl::StatusCode::kNotFound:
+      return grpc::StatusCode::NOT_FOUND;
+    case absl::StatusCode::kAlreadyExists:
+      return grpc::StatusCode::ALREADY_EXISTS;
+    case absl::StatusCode::kPermissionDenied:
+      return grpc::StatusCode::PERMISSION_DENIED;
+    case absl::StatusCode::kResourceExhausted:
+      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case absl::StatusCode::kFailedPrecondition:
+      return grpc::StatusCode::FAILED_PRECONDITION;
+    case absl::StatusCode::kAborted:
+      return grpc::StatusCode::ABORTED;
+    case absl::StatusCode::kOutOfRange:
+      return grpc::StatusCode::OUT_OF_RANGE;
+    case absl::StatusCode::kUnimplemented:
+      return grpc::StatusCode::UNIMPLEMENTED;
+    case absl::StatusCode::kInternal:
+      return grpc::StatusCode::INTERNAL;
+    case absl::StatusCode::kUnavailable:
+      return grpc::StatusCode::UNAVAILABLE;
+    case absl::StatusCode::kDataLoss:
+      return grpc::StatusCode::DATA_LOSS;
+    case absl::StatusCode::kUnauthenticated:
+      return grpc::StatusCode::UNAUTHENTICATED;
+    default:
+      return grpc::StatusCode::UNKNOWN;
+  }
+}
+
+}  // namespace
+
+GrpcError ToGrpcStatus(const absl::Status& status) {
+  GrpcError error;
+  if (status.ok()) return error;
+  error.status =
+      grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
+
+  const ErrorInfo info = ErrorInfoOf(status);
+  pb::ErrorDetail detail;
+  detail.set_reason(static_cast<pb::ErrorReason>(info.reason));
+  detail.set_field(info.field);
+  detail.set_limit(info.limit);
+  detail.set_limit_value(info.limit_value);
+  for (const std::string& victim : info.victims) detail.add_victims(victim);
+  error.trailing_metadata.emplace_back(kReasonMetadataKey,
+                                       std::string(ReasonName(info.reason)));
+  error.trailing_metadata.emplace_back(kErrorDetailMetadataKey,
+                                       detail.SerializeAsString());
+  return error;
+}
+
+}  // namespace leasekeeper::server

@@ -1,0 +1,40 @@
+// ToGrpcStatus: the one place where the server's absl::Status values become
+// gRPC statuses.
+//
+// Mapping (the client library implements the inverse):
+//   absl code                 -> the gRPC code of the same name;
+//   message                   -> the status message, verbatim (the contract's
+//                                error text for the core's errors);
+//   ErrorInfoOf(status)       -> trailing metadata
+//        "leasekeeper-reason"    the reason's name, e.g. "CLIENT_BUSY";
+//        "leasekeeper-error-bin" a serialized leasekeeper.v1.ErrorDetail.
+// OK maps to OK with no metadata. A status the server never makes (no
+// reason) keeps its code and message and gets reason ERROR_REASON_UNSPECIFIED.
+//
+// Thread-safety: pure function.
+#ifndef LEASEKEEPER_SERVER_GRPC_STATUS_H_
+#define LEASEKEEPER_SERVER_GRPC_STATUS_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+
+namespace leasekeeper::server {
+
+inline constexpr char kReasonMetadataKey[] = "leasekeeper-reason";
+inline constexpr char kErrorDetailMetadataKey[] = "leasekeeper-error-bin";
+
+struct GrpcError {
+  grpc::Status status;
+  // (key, value) pairs to add as trailing metadata before finishing.
+  std::vector<std::pair<std::string, std::string>> trailing_metadata;
+};
+
+GrpcError ToGrpcStatus(const absl::Status& status);
+
+}  // namespace leasekeeper::server
+
+#endif  // LEASEKEEPER_SERVER_GRPC_STATUS_H_

@@ -1,0 +1,397 @@
+#include "server/lock_service.h"
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "core/errors.h"
+#include "server/convert.h"
+#include "server/grpc_status.h"
+#include "server/server_errors.h"
+
+namespace leasekeeper::server {
+namespace {
+
+namespace pb = ::leasekeeper::v1;
+
+// Adds the error's trailing metadata and returns the status to finish with.
+grpc::Status PrepareFinish(grpc::CallbackServerContext* context,
+                           const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  GrpcError error = ToGrpcStatus(status);
+  for (const auto& [key, value] : error.trailing_metadata) {
+    context->AddTrailingMetadata(key, value);
+  }
+  return error.status;
+}
+
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(PrepareFinish(context, status));
+  return reactor;
+}
+
+// One Acquire call. Lives until OnDone; CoreOwner may hold it (parked) and
+// complete it from any thread.
+class AcquireReactor final : public grpc::ServerUnaryReactor,
+                             public PendingAcquire {
+ public:
+  AcquireReactor(CoreOwner& owner, const Limits& limits,
+                 grpc::CallbackServerContext* context,
+                 const pb::AcquireRequest* request,
+                 pb::AcquireResponse* response)
+      : owner_(owner), context_(context), response_(response) {
+    absl::StatusOr<AcquireArgs> args = ParseAcquire(*request, limits);
+    if (!args.ok()) {
+      FinishWith(AcquireReply{args.status()});
+      return;
+    }
+    args_ = *std::move(args);
+    parsed_ = true;
+    // After this call another thread may complete (and so finish) us; touch
+    // nothing but the returned value.
+    std::optional<AcquireReply> reply = owner_.Acquire(args_, this);
+    if (reply.has_value()) FinishWith(*std::move(reply));
+  }
+
+  void Complete(AcquireReply reply) override { FinishWith(std::move(reply)); }
+
+  void OnCancel() override {
+    if (parsed_) owner_.CancelWait(args_.client, args_.lock, this);
+  }
+
+  void OnDone() override {
+    if (parsed_) owner_.AcquireCallDone(args_, reply_, context_->IsCancelled());
+    delete this;
+  }
+
+ private:
+  void FinishWith(AcquireReply reply) {
+    reply_ = std::move(reply);
+    if (reply_.result.ok()) {
+      ToProto(*reply_.result, response_);
+      Finish(grpc::Status::OK);
+    } else {
+      Finish(PrepareFinish(context_, reply_.result.status()));
+    }
+  }
+
+  CoreOwner& owner_;
+  grpc::CallbackServerContext* const context_;
+  pb::AcquireResponse* const response_;
+  AcquireArgs args_;
+  bool parsed_ = false;
+  AcquireReply reply_{absl::UnknownError("not answered")};
+};
+
+// One Session stream. Owned by itself (self_) until OnDone, and shared with
+// CoreOwner as the session's SessionSink, so a notice sent after the stream
+// ended finds a live object that drops it.
+//
+// Reads are sequential (one StartRead at a time, issued by the read chain);
+// writes go through an outbox so that at most one StartWrite is in flight;
+// Finish is called once, after the outbox drains. gRPC runs OnWriteDone and
+// OnDone on its own threads (never inline), so StartWrite and Finish may be
+// called with mu_ held. mu_ is never held while calling CoreOwner.
+class SessionReactor final
+    : public grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>,
+      public SessionSink,
+      public std::enable_shared_from_this<SessionReactor> {
+ public:
+  // Bounds the outbox of a client that does not read its stream; beyond it
+  // notices are dropped.
+  static constexpr size_t kMaxOutbox = 4096;
+
+  static SessionReactor* Start(CoreOwner& owner, const Limits& limits,
+                               grpc::CallbackServerContext* context) {
+    std::shared_ptr<SessionReactor> reactor(
+        new SessionReactor(owner, limits, context));
+    reactor->self_ = reactor;
+    reactor->StartRead(&reactor->request_);
+    return reactor.get();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The client half-closed, or the stream broke, without `close`.
+      EndStream(absl::OkStatus());
+      return;
+    }
+    switch (request_.kind_case()) {
+      case pb::SessionRequest::kOpen:
+        HandleOpen();
+        return;
+      case pb::SessionRequest::kKeepalive:
+        HandleKeepalive();
+        return;
+      case pb::SessionRequest::kClose:
+        HandleClose();
+        return;
+      case pb::SessionRequest::KIND_NOT_SET:
+        break;
+    }
+    EndStream(InvalidField(ErrorCode::kInvalidArguments, "kind"));
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) outbox_.clear();  // broken stream: OnReadDone/OnCancel follow
+    if (!outbox_.empty()) {
+      current_ = std::move(outbox_.front());
+      outbox_.pop_front();
+      writing_ = true;
+      StartWrite(&current_);
+      return;
+    }
+    if (pending_finish_.has_value()) {
+      Finish(*pending_finish_);
+      pending_finish_.reset();
+    }
+  }
+
+  void OnCancel() override { EndStream(absl::CancelledError("cancelled")); }
+
+  void OnDone() override {
+    ReportStreamEnded();
+    // Drops the self-reference last: CoreOwner may still hold the sink.
+    std::shared_ptr<SessionReactor> keep = std::move(self_);
+  }
+
+  void Notify(const SessionNotice& notice) override {
+    pb::SessionResponse message;
+    ToProto(notice, message.mutable_notice());
+    Send(std::move(message), /*droppable=*/true);
+  }
+
+  void End(const absl::Status& status) override { FinishOnce(status); }
+
+ private:
+  SessionReactor(CoreOwner& owner, const Limits& limits,
+                 grpc::CallbackServerContext* context)
+      : owner_(owner), limits_(limits), context_(context) {}
+
+  void HandleOpen() {
+    if (SessionId().has_value()) {
+      EndStream(InvalidField(ErrorCode::kInvalidArguments, "open"));
+      return;
+    }
+    absl::StatusOr<OpenArgs> args = ParseOpen(request_.open(), limits_);
+    if (!args.ok()) {
+      FinishOnce(args.status());
+      return;
+    }
+    absl::StatusOr<SessionOpenedAnswer> opened = owner_.OpenSession(
+        args->client, args->resume_session_id, shared_from_this());
+    if (!opened.ok()) {
+      FinishOnce(opened.status());
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      session_id_ = opened->session_id;
+    }
+    pb::SessionResponse message;
+    pb::SessionOpened* proto = message.mutable_opened();
+    proto->set_session_id(opened->session_id);
+    proto->set_grace_ms(opened->grace_ms);
+    proto->set_resumed(opened->resumed);
+    Send(std::move(message), /*droppable=*/false);
+    ContinueReading();
+  }
+
+  void HandleKeepalive() {
+    std::optional<std::string> id = SessionId();
+    if (!id.has_value()) {
+      EndStream(InvalidField(ErrorCode::kInvalidArguments, "open"));
+      return;
+    }
+    const uint64_t sequence = request_.keepalive().sequence();
+    absl::StatusOr<int> renewed = owner_.Keepalive(*id, this);
+    if (!renewed.ok()) {
+      FinishOnce(renewed.status());
+      return;
+    }
+    pb::SessionResponse message;
+    message.mutable_keepalive_ack()->set_sequence(sequence);
+    message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
+    Send(std::move(message), /*droppable=*/false);
+    ContinueReading();
+  }
+
+  void HandleClose() {
+    if (std::optional<std::string> id = SessionId()) {
+      owner_.CloseSession(*id, this);
+    }
+    FinishOnce(absl::OkStatus());
+  }
+
+  // Reads the next message unless the stream is already finishing.
+  void ContinueReading() {
+    absl::MutexLock lock(&mu_);
+    if (!finish_called_) StartRead(&request_);
+  }
+
+  std::optional<std::string> SessionId() {
+    absl::MutexLock lock(&mu_);
+    return session_id_;
+  }
+
+  // The stream is over from the client's side: start the session's grace
+  // (once) and finish.
+  void EndStream(const absl::Status& status) {
+    ReportStreamEnded();
+    FinishOnce(status);
+  }
+
+  void ReportStreamEnded() {
+    std::optional<std::string> id;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stream_end_reported_ || !session_id_.has_value()) return;
+      stream_end_reported_ = true;
+      id = session_id_;
+    }
+    owner_.SessionStreamEnded(*id, this);
+  }
+
+  void Send(pb::SessionResponse message, bool droppable) {
+    absl::MutexLock lock(&mu_);
+    if (finish_called_) return;
+    if (writing_) {
+      if (droppable && outbox_.size() >= kMaxOutbox) return;
+      outbox_.push_back(std::move(message));
+      return;
+    }
+    current_ = std::move(message);
+    writing_ = true;
+    StartWrite(&current_);
+  }
+
+  void FinishOnce(const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    if (finish_called_) return;
+    finish_called_ = true;
+    grpc::Status grpc_status = PrepareFinish(context_, status);
+    if (writing_) {
+      pending_finish_ = std::move(grpc_status);
+    } else {
+      Finish(grpc_status);
+    }
+  }
+
+  CoreOwner& owner_;
+  const Limits& limits_;
+  grpc::CallbackServerContext* const context_;
+  pb::SessionRequest request_;  // owned by the read chain
+  std::shared_ptr<SessionReactor> self_;
+
+  absl::Mutex mu_;
+  std::optional<std::string> session_id_ ABSL_GUARDED_BY(mu_);
+  bool stream_end_reported_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<pb::SessionResponse> outbox_ ABSL_GUARDED_BY(mu_);
+  pb::SessionResponse current_ ABSL_GUARDED_BY(mu_);  // being written
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+LockServiceImpl::LockServiceImpl(CoreOwner& owner, const Limits& limits)
+    : owner_(owner), limits_(limits) {}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Acquire(
+    grpc::CallbackServerContext* context, const pb::AcquireRequest* request,
+    pb::AcquireResponse* response) {
+  return new AcquireReactor(owner_, limits_, context, request, response);
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Renew(
+    grpc::CallbackServerContext* context, const pb::RenewRequest* request,
+    pb::RenewResponse* response) {
+  absl::StatusOr<RenewArgs> args = ParseRenew(*request, limits_);
+  if (!args.ok()) return FinishNow(context, args.status());
+  absl::StatusOr<RenewAnswer> answer = owner_.Renew(*args);
+  if (answer.ok()) ToProto(*answer, response);
+  return FinishNow(context, answer.status());
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Release(
+    grpc::CallbackServerContext* context, const pb::ReleaseRequest* request,
+    pb::ReleaseResponse* response) {
+  absl::StatusOr<ReleaseArgs> args = ParseRelease(*request, limits_);
+  if (!args.ok()) return FinishNow(context, args.status());
+  absl::StatusOr<ReleaseOutcome> outcome = owner_.Release(*args);
+  if (outcome.ok()) response->set_result(ToProto(*outcome));
+  return FinishNow(context, outcome.status());
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Write(
+    grpc::CallbackServerContext* context, const pb::WriteRequest* request,
+    pb::WriteResponse* /*response*/) {
+  absl::StatusOr<WriteArgs> args = ParseWrite(*request, limits_);
+  if (!args.ok()) return FinishNow(context, args.status());
+  return FinishNow(context, owner_.Write(*args));
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Read(
+    grpc::CallbackServerContext* context, const pb::ReadRequest* request,
+    pb::ReadResponse* response) {
+  if (absl::Status s = ValidateRead(*request, limits_); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  absl::StatusOr<std::optional<std::string>> value =
+      owner_.Read(request->lock(), request->key());
+  if (value.ok() && value->has_value()) {
+    response->set_found(true);
+    response->set_value(**value);
+  }
+  return FinishNow(context, value.status());
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
+    grpc::CallbackServerContext* context, const pb::InspectRequest* request,
+    pb::InspectResponse* response) {
+  if (absl::Status s = ValidateInspect(*request, limits_); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  absl::StatusOr<InspectAnswer> answer = owner_.Inspect(request->lock());
+  if (answer.ok()) ToProto(*answer, absl::Now(), response);
+  return FinishNow(context, answer.status());
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Status(
+    grpc::CallbackServerContext* context, const pb::StatusRequest* request,
+    pb::StatusResponse* response) {
+  if (absl::Status s = ValidateStatus(*request, limits_); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  absl::StatusOr<StatusAnswer> answer = owner_.Status(request->client_id());
+  if (answer.ok()) ToProto(*answer, absl::Now(), response);
+  return FinishNow(context, answer.status());
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
+    grpc::CallbackServerContext* context, const pb::ListLocksRequest* request,
+    pb::ListLocksResponse* response) {
+  absl::StatusOr<ListLocksQuery> query = ParseListLocks(*request, limits_);
+  if (!query.ok()) return FinishNow(context, query.status());
+  ListLocksAnswer answer =
+      owner_.ListLocks(query->prefix, query->after, query->limit);
+  ToProto(answer, absl::Now(), response);
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>*
+LockServiceImpl::Session(grpc::CallbackServerContext* context) {
+  return SessionReactor::Start(owner_, limits_, context);
+}
+
+}  // namespace leasekeeper::server

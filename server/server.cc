@@ -1,0 +1,91 @@
+#include "server/server.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "spdlog/spdlog.h"
+
+namespace leasekeeper::server {
+namespace {
+
+constexpr char kServiceName[] = "leasekeeper.v1.LockService";
+
+// Detects dead peers (and so lost sessions) on idle connections: ping after
+// 10 s of silence, give up 5 s later. Clients may ping every 5 s.
+constexpr int kKeepaliveTimeMs = 10'000;
+constexpr int kKeepaliveTimeoutMs = 5'000;
+constexpr int kMinClientPingIntervalMs = 5'000;
+
+std::string HostPart(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  return colon == std::string::npos ? listen : listen.substr(0, colon);
+}
+
+}  // namespace
+
+LeasekeeperServer::LeasekeeperServer(ServerConfig config, Clock& clock)
+    : config_(std::move(config)),
+      clock_(clock),
+      owner_(config_, clock_),
+      service_(owner_, config_.limits),
+      ticker_(owner_, clock_) {}
+
+LeasekeeperServer::~LeasekeeperServer() { Shutdown(); }
+
+absl::Status LeasekeeperServer::Start() {
+  if (server_ != nullptr) {
+    return absl::FailedPreconditionError("server already started");
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(),
+                           &port_);
+  builder.RegisterService(&service_);
+  // Room for the largest value plus the rest of a WriteRequest.
+  const size_t max_message =
+      std::max<size_t>(4 << 20, config_.limits.max_value_bytes + (64 << 10));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             kKeepaliveTimeoutMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      kMinClientPingIntervalMs);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", config_.listen));
+  }
+  address_ = absl::StrCat(HostPart(config_.listen), ":", port_);
+  if (grpc::HealthCheckServiceInterface* health =
+          server_->GetHealthCheckService()) {
+    health->SetServingStatus(kServiceName, true);
+  }
+  ticker_.Start();
+  return absl::OkStatus();
+}
+
+void LeasekeeperServer::Shutdown() {
+  if (server_ == nullptr || shut_down_) return;
+  shut_down_ = true;
+  if (grpc::HealthCheckServiceInterface* health =
+          server_->GetHealthCheckService()) {
+    health->Shutdown();  // every service NOT_SERVING from now on
+  }
+  // Answer every parked waiter and end session streams first, so that
+  // gRPC's shutdown finds nothing left to wait for.
+  owner_.BeginShutdown();
+  // gRPC takes its shutdown deadline on the system clock.
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(config_.shutdown_grace_ms));
+  ticker_.Stop();
+}
+
+}  // namespace leasekeeper::server

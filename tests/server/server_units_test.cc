@@ -1,0 +1,272 @@
+// Unit tests of the server's parts without gRPC calls: CoreOwner's
+// delivery and timer rules (driven by a fake clock, no timer thread), the
+// retry cache, error mapping and flag parsing.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "gtest/gtest.h"
+#include "server/clock.h"
+#include "server/core_owner.h"
+#include "server/flags.h"
+#include "server/grpc_status.h"
+#include "server/retry_cache.h"
+#include "server/server_errors.h"
+
+namespace leasekeeper::server {
+namespace {
+
+// A waiting call that records its answer.
+class RecordingCall final : public PendingAcquire {
+ public:
+  void Complete(AcquireReply reply) override { reply_ = std::move(reply); }
+  const std::optional<AcquireReply>& reply() const { return reply_; }
+
+ private:
+  std::optional<AcquireReply> reply_;
+};
+
+AcquireArgs Args(const std::string& client, const std::string& lock,
+                 int64_t ttl_ms, int64_t wait_timeout_ms = 0,
+                 const std::string& request_id = "") {
+  AcquireArgs args;
+  args.client = client;
+  args.lock = lock;
+  args.ttl_ms = ttl_ms;
+  args.wait_timeout_ms = wait_timeout_ms;
+  args.request_id = request_id;
+  return args;
+}
+
+class CoreOwnerTest : public ::testing::Test {
+ protected:
+  CoreOwnerTest() : owner_(ServerConfig{}, clock_) {}
+
+  std::vector<HolderInfo> Holders(const std::string& lock) {
+    absl::StatusOr<InspectAnswer> answer = owner_.Inspect(lock);
+    return answer.ok() ? answer->holders : std::vector<HolderInfo>{};
+  }
+
+  void TearDown() override {
+    EXPECT_TRUE(owner_.CheckConsistency().ok())
+        << owner_.CheckConsistency().message();
+  }
+
+  FakeClock clock_{0};
+  CoreOwner owner_;
+};
+
+TEST_F(CoreOwnerTest, UndeliveredImmediateGrantIsReleasedAgain) {
+  RecordingCall call;
+  const AcquireArgs args = Args("job", "L", 60'000);
+  std::optional<AcquireReply> reply = owner_.Acquire(args, &call);
+  ASSERT_TRUE(reply.has_value() && reply->result.ok());
+  ASSERT_EQ(Holders("L").size(), 1u);
+  owner_.AcquireCallDone(args, *reply, /*cancelled=*/true);
+  EXPECT_TRUE(Holders("L").empty());
+}
+
+TEST_F(CoreOwnerTest, UndeliveredGrantFromTheQueuePassesToTheNextWaiter) {
+  RecordingCall holder_call, first, second;
+  ASSERT_TRUE(owner_.Acquire(Args("holder", "L", 60'000), &holder_call));
+  const AcquireArgs first_args = Args("first", "L", 60'000, 10'000);
+  const AcquireArgs second_args = Args("second", "L", 60'000, 10'000);
+  EXPECT_FALSE(owner_.Acquire(first_args, &first).has_value());
+  EXPECT_FALSE(owner_.Acquire(second_args, &second).has_value());
+
+  clock_.Set(100);
+  ASSERT_TRUE(
+      owner_.Release(ReleaseArgs{.client = "holder", .lock = "L"}).ok());
+  ASSERT_TRUE(first.reply().has_value());
+  ASSERT_TRUE(first.reply()->result.ok());
+  EXPECT_EQ(first.reply()->result->token, 2u);
+  // The grant raced with the call's cancellation: nobody got the answer.
+  owner_.AcquireCallDone(first_args, *first.reply(), /*cancelled=*/true);
+  ASSERT_TRUE(second.reply().has_value());
+  EXPECT_EQ(second.reply()->result->token, 3u);
+  std::vector<HolderInfo> holders = Holders("L");
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].view.client, "second");
+}
+
+TEST_F(CoreOwnerTest, GrantDeliveredByARetryIsKept) {
+  RecordingCall first, retry;
+  const AcquireArgs args = Args("job", "L", 60'000, 0, "req-1");
+  std::optional<AcquireReply> first_reply = owner_.Acquire(args, &first);
+  std::optional<AcquireReply> retry_reply = owner_.Acquire(args, &retry);
+  ASSERT_TRUE(first_reply.has_value() && retry_reply.has_value());
+  EXPECT_TRUE(first_reply->tracked);
+  EXPECT_TRUE(retry_reply->tracked);
+  owner_.AcquireCallDone(args, *first_reply, /*cancelled=*/true);
+  owner_.AcquireCallDone(args, *retry_reply, /*cancelled=*/false);
+  EXPECT_EQ(Holders("L").size(), 1u);
+}
+
+TEST_F(CoreOwnerTest, GrantIsReleasedOnlyWhenNoCallDeliveredIt) {
+  RecordingCall first, retry;
+  const AcquireArgs args = Args("job", "L", 60'000, 0, "req-1");
+  std::optional<AcquireReply> first_reply = owner_.Acquire(args, &first);
+  std::optional<AcquireReply> retry_reply = owner_.Acquire(args, &retry);
+  owner_.AcquireCallDone(args, *first_reply, /*cancelled=*/true);
+  EXPECT_EQ(Holders("L").size(), 1u);  // the retry may still deliver it
+  owner_.AcquireCallDone(args, *retry_reply, /*cancelled=*/true);
+  EXPECT_TRUE(Holders("L").empty());
+}
+
+TEST_F(CoreOwnerTest, DeadlinesAreProcessedInTheOrderTheyHappened) {
+  RecordingCall holder_call, waiter;
+  ASSERT_TRUE(owner_.Acquire(Args("holder", "L", 5'000), &holder_call));
+  EXPECT_FALSE(owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &waiter));
+  clock_.Set(6'000);  // both the wait timeout (3000) and the lapse (5000) due
+  EXPECT_EQ(owner_.RunDueTimers(), kMaxTick);
+  ASSERT_TRUE(waiter.reply().has_value());
+  EXPECT_EQ(ErrorInfoOf(waiter.reply()->result.status()).reason,
+            Reason::kWaitTimeout);
+  EXPECT_TRUE(Holders("L").empty());
+}
+
+TEST_F(CoreOwnerTest, NextDeadlineIsTheEarliestOfLapsesWaitsAndGraces) {
+  RecordingCall a, b;
+  ASSERT_TRUE(owner_.Acquire(Args("holder", "L", 5'000), &a));
+  EXPECT_EQ(owner_.RunDueTimers(), 5'000);
+  EXPECT_FALSE(owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &b));
+  EXPECT_EQ(owner_.RunDueTimers(), 3'000);
+}
+
+TEST(RetryCacheTest, EvictsTheOldestEntryWhenFull) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000'000, .max_entries = 2});
+  for (const char* id : {"a", "b", "c"}) {
+    cache.Insert("client", id, Fingerprint{});
+    cache.Answer("client", id,
+                 absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 0);
+  }
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.Find("client", "a", 0), nullptr);
+  EXPECT_NE(cache.Find("client", "b", 0), nullptr);
+  EXPECT_NE(cache.Find("client", "c", 0), nullptr);
+}
+
+TEST(RetryCacheTest, AnswersExpireAfterTheTtlButPendingEntriesDoNot) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 10});
+  cache.Insert("c", "answered", Fingerprint{});
+  cache.Answer("c", "answered",
+               absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 10);
+  cache.Insert("c", "pending", Fingerprint{});
+  EXPECT_NE(cache.Find("c", "answered", 109), nullptr);
+  EXPECT_EQ(cache.Find("c", "answered", 110), nullptr);
+  EXPECT_NE(cache.Find("c", "pending", 1'000'000), nullptr);
+}
+
+TEST(RetryCacheTest, StaysBoundedUnderChurn) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 10, .max_entries = 50});
+  for (int i = 0; i < 10'000; ++i) {
+    const std::string id = std::to_string(i);
+    cache.Insert("c", id, Fingerprint{});
+    if (i % 2 == 0) cache.Erase("c", id);
+  }
+  EXPECT_LE(cache.size(), 50u);
+}
+
+TEST(GrpcStatusTest, MapsEveryErrorToItsCodeMessageAndReason) {
+  struct Row {
+    absl::Status status;
+    grpc::StatusCode code;
+    std::string message;
+    std::string reason;
+  };
+  const std::vector<Row> rows = {
+      {MakeError(ErrorCode::kInvalidArguments), grpc::INVALID_ARGUMENT,
+       "invalid arguments", "INVALID_ARGUMENTS"},
+      {InvalidField(ErrorCode::kInvalidTtl, "ttl_ms"), grpc::INVALID_ARGUMENT,
+       "invalid ttl", "INVALID_TTL"},
+      {MakeError(ErrorCode::kClientBusy), grpc::FAILED_PRECONDITION,
+       "client busy", "CLIENT_BUSY"},
+      {MakeError(ErrorCode::kNotHolder), grpc::FAILED_PRECONDITION,
+       "not holder", "NOT_HOLDER"},
+      {MakeError(ErrorCode::kStaleToken), grpc::FAILED_PRECONDITION,
+       "stale token", "STALE_TOKEN"},
+      {DeadlockVictim({"Y", "Z"}), grpc::ABORTED, "deadlock",
+       "DEADLOCK_VICTIM"},
+      {LimitExceeded("max-key-bytes", 256), grpc::RESOURCE_EXHAUSTED,
+       "limit exceeded: max-key-bytes=256", "LIMIT_EXCEEDED"},
+      {SessionEnded(), grpc::FAILED_PRECONDITION, "session ended",
+       "SESSION_ENDED"},
+      {WaitTimedOut(), grpc::DEADLINE_EXCEEDED, "wait timed out",
+       "WAIT_TIMEOUT"},
+      {ShuttingDown(), grpc::UNAVAILABLE, "server shutting down",
+       "SHUTTING_DOWN"},
+      {RequestIdReused("request_id"), grpc::INVALID_ARGUMENT,
+       "request id reused", "REQUEST_ID_REUSED"},
+      {SupersededByRetry(), grpc::CANCELLED, "superseded by retry",
+       "SUPERSEDED_BY_RETRY"},
+      {absl::InternalError("boom"), grpc::INTERNAL, "boom",
+       "ERROR_REASON_UNSPECIFIED"},
+  };
+  for (const Row& row : rows) {
+    GrpcError error = ToGrpcStatus(row.status);
+    EXPECT_EQ(error.status.error_code(), row.code) << row.message;
+    EXPECT_EQ(error.status.error_message(), row.message);
+    ASSERT_EQ(error.trailing_metadata.size(), 2u);
+    EXPECT_EQ(error.trailing_metadata[0].first, kReasonMetadataKey);
+    EXPECT_EQ(error.trailing_metadata[0].second, row.reason);
+  }
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).status.ok());
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).trailing_metadata.empty());
+  // The core's own error stays recognizable after the field was attached.
+  EXPECT_EQ(ErrorCodeOf(InvalidField(ErrorCode::kInvalidTtl, "ttl_ms")),
+            ErrorCode::kInvalidTtl);
+  EXPECT_EQ(ErrorInfoOf(DeadlockVictim({"Y", "Z"})).victims,
+            (std::vector<std::string>{"Y", "Z"}));
+}
+
+absl::StatusOr<DaemonOptions> Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "leasekeeperd");
+  return ParseDaemonFlags(static_cast<int>(args.size()), args.data());
+}
+
+TEST(FlagsTest, DefaultsAreTheDocumentedOnes) {
+  absl::StatusOr<DaemonOptions> options = Parse({});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.listen, "127.0.0.1:7233");
+  EXPECT_EQ(options->config.session_grace_ms, 2'000);
+  EXPECT_EQ(options->log_level, "info");
+  EXPECT_EQ(options->config.limits.max_waiters_per_lock, 10'000);
+  EXPECT_EQ(options->config.retry_cache.ttl_ms, 600'000);
+}
+
+TEST(FlagsTest, AcceptsBothSpellingsAndDurations) {
+  absl::StatusOr<DaemonOptions> options =
+      Parse({"--listen=127.0.0.1:0", "--session-grace", "500ms",
+             "--max_value_bytes=10", "--log-level=debug",
+             "--retry-cache-ttl=1m30s", "--max-waiters-per-lock", "7"});
+  ASSERT_TRUE(options.ok()) << options.status().message();
+  EXPECT_EQ(options->config.listen, "127.0.0.1:0");
+  EXPECT_EQ(options->config.session_grace_ms, 500);
+  EXPECT_EQ(options->config.limits.max_value_bytes, 10u);
+  EXPECT_EQ(options->log_level, "debug");
+  EXPECT_EQ(options->config.retry_cache.ttl_ms, 90'000);
+  EXPECT_EQ(options->config.limits.max_waiters_per_lock, 7);
+}
+
+TEST(FlagsTest, RejectsBadFlagsNamingThem) {
+  for (const std::vector<const char*>& args :
+       std::vector<std::vector<const char*>>{{"--bogus=1"},
+                                             {"--session-grace=2"},
+                                             {"--session-grace=-1s"},
+                                             {"--max-key-bytes=0"},
+                                             {"--max-key-bytes=ten"},
+                                             {"--log-level=loud"},
+                                             {"--listen=nohostport"},
+                                             {"--shutdown-grace=10s"},
+                                             {"--listen"},
+                                             {"positional"}}) {
+    absl::StatusOr<DaemonOptions> options = Parse(args);
+    EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument)
+        << args[0];
+  }
+}
+
+}  // namespace
+}  // namespace leasekeeper::server

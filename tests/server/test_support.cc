@@ -1,0 +1,345 @@
+#include "tests/server/test_support.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace leasekeeper::testing {
+namespace {
+
+// In-process servers log through spdlog's default logger; keep test output
+// to warnings unless LEASEKEEPER_TEST_LOG names a level (e.g. "debug").
+const bool kLogLevelSet = [] {
+  const char* level = std::getenv("LEASEKEEPER_TEST_LOG");
+  spdlog::set_level(level != nullptr ? spdlog::level::from_str(level)
+                                     : spdlog::level::warn);
+  return true;
+}();
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+template <typename Request, typename Response>
+using SyncMethod = grpc::Status (pb::LockService::Stub::*)(grpc::ClientContext*,
+                                                           const Request&,
+                                                           Response*);
+
+template <typename Request, typename Response>
+Result<Response> Invoke(pb::LockService::Stub& stub,
+                        SyncMethod<Request, Response> method,
+                        const Request& request) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+  Result<Response> result;
+  result.status = (stub.*method)(&context, request, &result.response);
+  ReadErrorMetadata(context, result);
+  return result;
+}
+
+}  // namespace
+
+AsyncAcquire::AsyncAcquire(pb::LockService::Stub& stub,
+                           const pb::AcquireRequest& request,
+                           milliseconds deadline)
+    : state_(std::make_unique<State>()) {
+  state_->request = request;
+  state_->context.set_deadline(std::chrono::system_clock::now() + deadline);
+  State* state = state_.get();
+  stub.async()->Acquire(&state->context, &state->request, &state->response,
+                        [state](grpc::Status status) {
+                          std::lock_guard<std::mutex> lock(state->mu);
+                          state->status = std::move(status);
+                          state->done = true;
+                          state->cv.notify_all();
+                        });
+}
+
+AsyncAcquire::~AsyncAcquire() {
+  if (!Done(milliseconds(0))) state_->context.TryCancel();
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock, [this] { return state_->done; });
+}
+
+bool AsyncAcquire::Done(milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  return state_->cv.wait_for(lock, timeout, [this] { return state_->done; });
+}
+
+Result<pb::AcquireResponse> AsyncAcquire::Get() {
+  Result<pb::AcquireResponse> result;
+  {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait(lock, [this] { return state_->done; });
+    result.status = state_->status;
+  }
+  result.response = state_->response;
+  ReadErrorMetadata(state_->context, result);
+  return result;
+}
+
+TestClient::TestClient(const std::string& address)
+    : channel_(NewChannel(address)),
+      stub_(pb::LockService::NewStub(channel_)) {}
+
+Result<pb::AcquireResponse> TestClient::Acquire(
+    const pb::AcquireRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::Acquire, request);
+}
+
+Result<pb::AcquireResponse> TestClient::Acquire(const std::string& client,
+                                                const std::string& lock,
+                                                int64_t ttl_ms,
+                                                pb::LockMode mode) {
+  pb::AcquireRequest request = AcquireRequest(client, lock, ttl_ms);
+  request.set_mode(mode);
+  return Acquire(request);
+}
+
+Result<pb::RenewResponse> TestClient::Renew(const pb::RenewRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::Renew, request);
+}
+
+Result<pb::RenewResponse> TestClient::Renew(const std::string& client,
+                                            const std::string& lock,
+                                            int64_t ttl_ms) {
+  pb::RenewRequest request;
+  request.set_client_id(client);
+  request.set_lock(lock);
+  request.set_ttl_ms(ttl_ms);
+  return Renew(request);
+}
+
+Result<pb::ReleaseResponse> TestClient::Release(
+    const pb::ReleaseRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::Release, request);
+}
+
+Result<pb::ReleaseResponse> TestClient::Release(const std::string& client,
+                                                const std::string& lock) {
+  pb::ReleaseRequest request;
+  request.set_client_id(client);
+  request.set_lock(lock);
+  return Release(request);
+}
+
+Result<pb::WriteResponse> TestClient::Write(const pb::WriteRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::Write, request);
+}
+
+Result<pb::WriteResponse> TestClient::Write(const std::string& lock,
+                                            const std::string& key,
+                                            const std::string& value,
+                                            uint64_t token) {
+  pb::WriteRequest request;
+  request.set_lock(lock);
+  request.set_key(key);
+  request.set_value(value);
+  request.set_token(token);
+  return Write(request);
+}
+
+Result<pb::ReadResponse> TestClient::Read(const std::string& lock,
+                                          const std::string& key) {
+  pb::ReadRequest request;
+  request.set_lock(lock);
+  request.set_key(key);
+  return Invoke(*stub_, &pb::LockService::Stub::Read, request);
+}
+
+Result<pb::InspectResponse> TestClient::Inspect(const std::string& lock) {
+  pb::InspectRequest request;
+  request.set_lock(lock);
+  return Invoke(*stub_, &pb::LockService::Stub::Inspect, request);
+}
+
+Result<pb::StatusResponse> TestClient::Status(const std::string& client) {
+  pb::StatusRequest request;
+  request.set_client_id(client);
+  return Invoke(*stub_, &pb::LockService::Stub::Status, request);
+}
+
+Result<pb::ListLocksResponse> TestClient::ListLocks(
+    const pb::ListLocksRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::ListLocks, request);
+}
+
+std::unique_ptr<AsyncAcquire> TestClient::StartAcquire(
+    const pb::AcquireRequest& request, milliseconds deadline) {
+  return std::make_unique<AsyncAcquire>(*stub_, request, deadline);
+}
+
+pb::AcquireRequest AcquireRequest(const std::string& client,
+                                  const std::string& lock, int64_t ttl_ms,
+                                  int64_t wait_timeout_ms) {
+  pb::AcquireRequest request;
+  request.set_client_id(client);
+  request.set_lock(lock);
+  request.set_ttl_ms(ttl_ms);
+  request.set_wait_timeout_ms(wait_timeout_ms);
+  return request;
+}
+
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+  static std::atomic<int> counter{0};
+  grpc::ChannelArguments args;
+  // A distinct argument keeps gRPC from sharing one subchannel (and so one
+  // connection) between channels.
+  args.SetInt("leasekeeper.test.channel", counter.fetch_add(1));
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+bool Eventually(const std::function<bool()>& condition, milliseconds timeout) {
+  const auto deadline = steady_clock::now() + timeout;
+  while (steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return condition();
+}
+
+server::ServerConfig ServerTest::DefaultConfig() {
+  server::ServerConfig config;
+  config.listen = "127.0.0.1:0";
+  config.session_grace_ms = 2'000;
+  return config;
+}
+
+void ServerTest::SetUp() { Restart(DefaultConfig()); }
+
+void ServerTest::Restart(server::ServerConfig config) {
+  if (server_ != nullptr) server_->Shutdown();
+  client_.reset();
+  server_ =
+      std::make_unique<server::LeasekeeperServer>(std::move(config), clock_);
+  ASSERT_TRUE(server_->Start().ok());
+  address_ = server_->address();
+  client_ = std::make_unique<TestClient>(address_);
+}
+
+void ServerTest::TearDown() {
+  if (server_ == nullptr) return;
+  EXPECT_TRUE(owner().CheckConsistency().ok())
+      << owner().CheckConsistency().message();
+  server_->Shutdown();
+}
+
+bool ServerTest::ParkedCallsAre(size_t n) {
+  return Eventually([&] { return owner().GetStats().parked_calls == n; });
+}
+
+ChildProcess::ChildProcess(const std::string& path,
+                           const std::vector<std::string>& args) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return;
+  std::vector<std::string> storage;
+  storage.push_back(path);
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls between fork and exec. The child dies
+    // with the test process, so a crashed test leaves no daemon behind.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    execv(path.c_str(), argv.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    return;
+  }
+  pid_ = pid;
+  stdout_fd_ = pipe_fds[0];
+}
+
+ChildProcess::~ChildProcess() {
+  if (running()) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+}
+
+std::optional<std::string> ChildProcess::ReadLine(milliseconds timeout) {
+  const auto deadline = steady_clock::now() + timeout;
+  while (true) {
+    if (size_t newline = buffer_.find('\n'); newline != std::string::npos) {
+      std::string line = buffer_.substr(0, newline);
+      buffer_.erase(0, newline + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<milliseconds>(
+        deadline - steady_clock::now());
+    if (left.count() <= 0 || stdout_fd_ < 0) return std::nullopt;
+    pollfd fd{.fd = stdout_fd_, .events = POLLIN, .revents = 0};
+    if (poll(&fd, 1, static_cast<int>(left.count())) <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = read(stdout_fd_, chunk, sizeof(chunk));
+    if (n <= 0) return std::nullopt;
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+void ChildProcess::Signal(int signal) {
+  if (running()) kill(pid_, signal);
+}
+
+std::optional<int> ChildProcess::WaitExit(milliseconds timeout) {
+  if (exit_status_.has_value()) return exit_status_;
+  if (pid_ <= 0) return std::nullopt;
+  const auto deadline = steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) {
+      exit_status_ = status;
+      return exit_status_;
+    }
+    if (steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+}
+
+Daemon StartDaemon(const std::vector<std::string>& extra_args) {
+  std::vector<std::string> args = {"--listen=127.0.0.1:0", "--log-level=warn"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  Daemon daemon;
+  daemon.process = std::make_unique<ChildProcess>(LEASEKEEPERD_PATH, args);
+  if (!daemon.process->running()) {
+    ADD_FAILURE() << "cannot start " << LEASEKEEPERD_PATH;
+    return daemon;
+  }
+  std::optional<std::string> line =
+      daemon.process->ReadLine(std::chrono::seconds(10));
+  constexpr char kPrefix[] = "leasekeeperd listening on ";
+  if (!line.has_value() || !absl::StartsWith(*line, kPrefix)) {
+    ADD_FAILURE() << "leasekeeperd did not report its address: "
+                  << line.value_or("<nothing>");
+    return daemon;
+  }
+  daemon.address = line->substr(sizeof(kPrefix) - 1);
+  return daemon;
+}
+
+std::string TestClientPath() { return LEASEKEEPER_TEST_CLIENT_PATH; }
+
+}  // namespace leasekeeper::testing
