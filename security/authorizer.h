@@ -1,0 +1,100 @@
+// Authorizer: decides whether a call's peer may do what the call asks, from
+// the transport mode, the client-id rule (client_id_rule.h) and the optional
+// policy (policy.h). It only decides; the server refuses a call whose check
+// fails before touching any state, so a refused call changes nothing.
+//
+// Modes:
+//  - Open (plaintext server): nobody is authenticated and every check
+//    passes. Any caller can name any client id, so no check could protect
+//    anything: keep such a server on loopback or a trusted network
+//    (leasekeeperd's default listen address is 127.0.0.1).
+//  - Server TLS (--tls-cert/--tls-key without --client-ca): as Open, but
+//    only for calls that came over TLS; a call on a plaintext port (the
+//    health-only port) is UNAUTHENTICATED.
+//  - Mutual TLS: every check first needs a peer with certificate names
+//    (UNAUTHENTICATED otherwise: a plaintext port, or, in defence in depth,
+//    a TLS connection without a client certificate, which the handshake
+//    already refuses). Then:
+//      * acting as a client: the client id must belong to one of the peer's
+//        names (the client-id rule);
+//      * without a policy, every authenticated peer may use every lock and
+//        list locks, and nobody is an admin;
+//      * with a policy, a lock is usable iff one of the peer's names is
+//        granted a prefix of it, and the peer is an admin iff one of its
+//        names is marked admin.
+//
+// Which check each RPC makes (in this order; the first failure answers):
+//   Acquire, Renew, Release   CheckActAs(client_id), CheckUseLock(lock)
+//   Session (open)            CheckActAs(client_id)
+//   Write, Read               CheckUseLock(lock)
+//   Inspect                   CheckObserveLock(lock)     grant or admin
+//   Status                    CheckObserveClient(id)     own client or admin
+//   ListLocks                 CheckListLocks(prefix)     admin, or a granted
+//                                                        prefix of `prefix`
+//   ForceRelease              CheckAdmin("ForceRelease") admin only (Open
+//                             mode: allowed, see above; it is logged with
+//                             the caller's address)
+//   grpc.health.v1.Health     none (probes carry no certificate)
+//
+// Every outcome of every Check*: OK; UNAUTHENTICATED (a plaintext call to a
+// TLS server, or no certificate names under mutual TLS); PERMISSION_DENIED
+// with a message naming the peer's identity and what it lacked.
+//
+// Thread-safety: immutable after construction; any number of threads may
+// call the checks concurrently.
+#ifndef LEASEKEEPER_SECURITY_AUTHORIZER_H_
+#define LEASEKEEPER_SECURITY_AUTHORIZER_H_
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "security/peer_identity.h"
+#include "security/policy.h"
+
+namespace leasekeeper::security {
+
+class Authorizer {
+ public:
+  // Open mode: every check passes.
+  static Authorizer Open();
+  // Server-TLS mode: every check passes for calls over TLS.
+  static Authorizer ServerTls();
+  // Mutual-TLS mode, with or without a policy.
+  static Authorizer MutualTls(std::optional<Policy> policy);
+
+  bool requires_identity() const { return mode_ == Mode::kMutualTls; }
+  bool has_policy() const { return policy_.has_value(); }
+
+  absl::Status CheckActAs(const PeerIdentity& peer,
+                          absl::string_view client_id) const;
+  // Cost: O(names * prefixes granted to them).
+  absl::Status CheckUseLock(const PeerIdentity& peer,
+                            absl::string_view lock) const;
+  absl::Status CheckObserveLock(const PeerIdentity& peer,
+                                absl::string_view lock) const;
+  absl::Status CheckObserveClient(const PeerIdentity& peer,
+                                  absl::string_view client_id) const;
+  absl::Status CheckListLocks(const PeerIdentity& peer,
+                              absl::string_view prefix) const;
+  // `operation` names the refused operation in the message.
+  absl::Status CheckAdmin(const PeerIdentity& peer,
+                          absl::string_view operation) const;
+
+ private:
+  enum class Mode { kOpen, kServerTls, kMutualTls };
+  Authorizer(Mode mode, std::optional<Policy> policy);
+
+  // OK to go on with the mode's rules; UNAUTHENTICATED if the transport
+  // does not meet the mode. Sets *done when nothing else is to be checked.
+  absl::Status CheckTransport(const PeerIdentity& peer, bool* done) const;
+  bool IsAdmin(const PeerIdentity& peer) const;
+  bool Granted(const PeerIdentity& peer, absl::string_view name) const;
+
+  Mode mode_;
+  std::optional<Policy> policy_;
+};
+
+}  // namespace leasekeeper::security
+
+#endif  // LEASEKEEPER_SECURITY_AUTHORIZER_H_

@@ -1,0 +1,49 @@
+// PeerIdentity: who is on the other end of a call, as the transport proved
+// it: the names in the client certificate of a mutual-TLS connection.
+//
+// The names are the certificate subject's Common Name followed by its
+// Subject Alternative Name entries (DNS names, URIs such as SPIFFE ids,
+// e-mail addresses, IP addresses), in certificate order, without
+// duplicates. The CA vouched for every one of them, so each is an identity
+// of the peer: a client id may belong to any of them (client_id_rule.h)
+// and the policy's grants of all of them apply (authorizer.h).
+//
+// Plaintext connections and TLS without client certificates authenticate
+// nobody: the names are empty.
+//
+// Thread-safety: a plain value; PeerIdentityFromAuthContext is a pure
+// function of its argument.
+#ifndef LEASEKEEPER_SECURITY_PEER_IDENTITY_H_
+#define LEASEKEEPER_SECURITY_PEER_IDENTITY_H_
+
+#include <string>
+#include <vector>
+
+namespace grpc {
+class AuthContext;
+}  // namespace grpc
+
+namespace leasekeeper::security {
+
+struct PeerIdentity {
+  // Empty when the transport authenticated nobody.
+  std::vector<std::string> names;
+  // True iff the call came over TLS (transport_security_type "ssl"); false
+  // on a plaintext port, such as the health-only port.
+  bool over_tls = false;
+
+  bool authenticated() const { return !names.empty(); }
+  // For logs and error messages: "a" or "a, b"; "(unauthenticated)" when
+  // empty.
+  std::string ToString() const;
+};
+
+// The identity of a call's peer (`context` from
+// grpc::ServerContext::auth_context() or
+// grpc::CallbackServerContext::auth_context()); empty if `context` is null
+// or the peer is not authenticated.
+PeerIdentity PeerIdentityFromAuthContext(const grpc::AuthContext* context);
+
+}  // namespace leasekeeper::security
+
+#endif  // LEASEKEEPER_SECURITY_PEER_IDENTITY_H_
