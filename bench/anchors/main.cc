@@ -1,0 +1,157 @@
+// leasekeeper-bench: runs one workload against one lock service and prints
+// its figures as one JSON object on stdout. bench/run-anchors drives it
+// (every workload, every system, three runs) and writes the report; the
+// method is in bench/README.md, "Leasekeeper against Redis and etcd".
+//
+//   leasekeeper-bench --system=redis --target=127.0.0.1:6390 --workload=w1
+//       --clients=64 --server_pid=1234
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "crash_holder.h"
+#include "leasekeeper_memory.h"
+#include "loop.h"
+#include "workloads.h"
+
+ABSL_FLAG(std::string, system, "leasekeeper", "leasekeeper, redis or etcd");
+ABSL_FLAG(std::string, target, "", "host:port of the server (loopback)");
+ABSL_FLAG(
+    std::string, workload, "w1",
+    "w1, w2, w3, w4_expiry, w4_crash (leasekeeper), mem_held, mem_waiters "
+    "(leasekeeper); session_holder is internal (w4_crash's child)");
+ABSL_FLAG(std::string, label, "",
+          "echoed in the output (e.g. the durability setting)");
+ABSL_FLAG(int, run, 0, "echoed in the output (which of the repeated runs)");
+ABSL_FLAG(int, server_pid, 0, "the server's pid, to read its CPU time and RSS");
+ABSL_FLAG(
+    std::string, prefix, "",
+    "prefix of every lock and client name (default: lkbench/<pid>-<time>)");
+ABSL_FLAG(int, clients, 1, "W1: concurrent clients");
+ABSL_FLAG(int, threads, 1, "event-loop threads the clients run on");
+ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1),
+          "W1, W2: unmeasured time first");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "W1, W2: measured time");
+ABSL_FLAG(int, samples, 0,
+          "W3 (default 1000), W4 (default 20), W4 crash (default 10)");
+ABSL_FLAG(absl::Duration, stagger, absl::Milliseconds(50),
+          "W4: between the samples' starts");
+ABSL_FLAG(int64_t, count, 0,
+          "mem_held (default 1,000,000 locks), mem_waiters (default 100,000 "
+          "waiters)");
+// session_holder (internal).
+ABSL_FLAG(std::string, client_id, "", "session_holder: the client");
+ABSL_FLAG(std::string, lock, "", "session_holder: the lock");
+ABSL_FLAG(int64_t, ttl_ms, 30'000, "session_holder: the lease");
+
+namespace leasekeeper::bench {
+namespace {
+
+// The machine's 1-minute load average: a busy machine makes every figure
+// worse, so each result carries it.
+double LoadAverage() {
+  double load = -1;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
+int Main() {
+  std::string workload = absl::GetFlag(FLAGS_workload);
+  Target target;
+  target.address = absl::GetFlag(FLAGS_target);
+  if (target.address.empty()) {
+    std::fprintf(stderr, "--target is required\n");
+    return 2;
+  }
+  if (workload == "session_holder") {
+    return RunSessionHolder(target.address, absl::GetFlag(FLAGS_client_id),
+                            absl::GetFlag(FLAGS_lock),
+                            absl::GetFlag(FLAGS_ttl_ms));
+  }
+  auto system = ParseSystem(absl::GetFlag(FLAGS_system));
+  if (!system.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 std::string(system.status().message()).c_str());
+    return 2;
+  }
+  target.system = *system;
+  target.server_pid = absl::GetFlag(FLAGS_server_pid);
+  target.prefix = absl::GetFlag(FLAGS_prefix);
+  if (target.prefix.empty()) {
+    target.prefix =
+        absl::StrCat("lkbench/", getpid(), "-", NowNs() / 1'000'000);
+  }
+  WorkloadOptions options;
+  options.clients = absl::GetFlag(FLAGS_clients);
+  options.threads = absl::GetFlag(FLAGS_threads);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
+  options.duration = absl::GetFlag(FLAGS_duration);
+  options.stagger = absl::GetFlag(FLAGS_stagger);
+  int samples = absl::GetFlag(FLAGS_samples);
+  int64_t count = absl::GetFlag(FLAGS_count);
+  bool leasekeeper_only =
+      workload == "w4_crash" || workload.rfind("mem_", 0) == 0;
+  if (leasekeeper_only && target.system != System::kLeasekeeper) {
+    std::fprintf(stderr, "--workload=%s is for leasekeeper only\n",
+                 workload.c_str());
+    return 2;
+  }
+
+  double load_before = LoadAverage();
+  nlohmann::json out;
+  if (workload == "w1") {
+    out = RunW1(target, options);
+  } else if (workload == "w2") {
+    out = RunW2(target, options);
+  } else if (workload == "w3") {
+    options.samples = samples > 0 ? samples : 1000;
+    out = RunW3(target, options);
+  } else if (workload == "w4_expiry") {
+    options.samples = samples > 0 ? samples : 20;
+    out = RunW4Expiry(target, options);
+  } else if (workload == "w4_crash") {
+    options.samples = samples > 0 ? samples : 10;
+    out = RunW4Crash(target, options);
+  } else if (workload == "mem_held") {
+    out = RunMemoryHeld(target, count > 0 ? count : 1'000'000);
+  } else if (workload == "mem_waiters") {
+    out = RunMemoryWaiters(target, count > 0 ? count : 100'000);
+  } else {
+    std::fprintf(stderr, "unknown --workload=%s\n", workload.c_str());
+    return 2;
+  }
+  out["label"] = absl::GetFlag(FLAGS_label);
+  out["run"] = absl::GetFlag(FLAGS_run);
+  out["unix_time"] = absl::ToUnixSeconds(absl::Now());
+  out["loadavg_1m_before"] = load_before;
+  std::cout << out.dump() << std::endl;
+  return out.value("errors", 0) == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace leasekeeper::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "leasekeeper-bench --system=leasekeeper|redis|etcd --target=HOST:PORT "
+      "--workload=W");
+  absl::ParseCommandLine(argc, argv);
+  // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's deadlock
+  // detection on: a global graph update on every lock, in this process's
+  // gRPC (gpr_mu is an absl::Mutex) as much as in its own loops. A load
+  // generator should not pay for it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return leasekeeper::bench::Main();
+}
