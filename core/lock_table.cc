@@ -67,8 +67,8 @@ void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
   UpdateActive(lock);
 }
 
-void LockTable::RemoveHolder(LockState& lock,
-                             std::map<FencingToken, Holder>::iterator it) {
+void LockTable::RemoveHolder(
+    LockState& lock, absl::btree_map<FencingToken, Holder>::iterator it) {
   const Holder& holder = it->second;
   expiry_.erase(
       ExpiryKey{holder.expires_at, holder.sequence, &lock, it->first});

@@ -43,11 +43,11 @@
 
 #include <cstdint>
 #include <list>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
@@ -246,8 +246,8 @@ class LockTable {
   struct LockState {
     absl::string_view name;  // the key in locks_
     FencingToken last_token = 0;
-    std::map<FencingToken, Holder> holders;  // by token, lowest first
-    std::list<Waiter> queue;                 // oldest first
+    absl::btree_map<FencingToken, Holder> holders;  // by token, lowest first
+    std::list<Waiter> queue;                        // oldest first
   };
   struct Hold {
     LockState* lock;
@@ -256,8 +256,10 @@ class LockTable {
   struct ClientState {
     absl::string_view name;  // the key in clients_
     uint64_t age = 0;        // registration number, >= 1
-    // Locks held, by name (ascending: status and abort order).
-    std::map<absl::string_view, Hold> holds;
+    // Locks held, by name (ascending: status and abort order). B-tree maps
+    // here and for holders: a map of one entry costs one small node, where
+    // std::map costs a node per entry (memory per held lock, issue 6).
+    absl::btree_map<absl::string_view, Hold> holds;
     LockState* waiting = nullptr;
     std::list<Waiter>::iterator waiting_entry;
     // Marks of the cycle search (CycleThrough): equal to the search's epoch
@@ -281,7 +283,8 @@ class LockTable {
   bool Compatible(const LockState& lock, LockMode mode) const;
   void AddHolder(LockState& lock, ClientState& client, LockMode mode, Tick at,
                  int64_t ttl);
-  void RemoveHolder(LockState& lock, std::map<FencingToken, Holder>::iterator);
+  void RemoveHolder(LockState& lock,
+                    absl::btree_map<FencingToken, Holder>::iterator);
   void RemoveWaiter(ClientState& client);
   void GrantFromQueue(LockState& lock, Tick at);
   void UpdateActive(LockState& lock);
