@@ -16,6 +16,7 @@
 #ifndef LEASEKEEPER_SERVER_CLOCK_H_
 #define LEASEKEEPER_SERVER_CLOCK_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
@@ -79,6 +80,35 @@ class FakeClock final : public Clock {
   std::condition_variable cv_;
   Tick now_;                  // guarded by mu_
   bool interrupted_ = false;  // guarded by mu_
+};
+
+// Another clock shifted by a constant, so that a restarted leasekeeperd
+// continues the ticks of the one before it: durability recovers the last
+// tick it logged and the server sets the offset once, before serving, so
+// that its first tick is the one after it (storage/durable_store.h, "Time
+// across restarts"). Downtime thus does not count against leases.
+class OffsetClock final : public Clock {
+ public:
+  explicit OffsetClock(Clock& base) : base_(base) {}
+  OffsetClock(const OffsetClock&) = delete;
+  OffsetClock& operator=(const OffsetClock&) = delete;
+
+  // From now on Now() starts at `first_tick`. REQUIRES: nobody else uses
+  // the clock yet (called once, at start).
+  void ContinueFrom(Tick first_tick) {
+    offset_.store(first_tick - base_.Now());
+  }
+
+  Tick Now() override { return base_.Now() + offset_.load(); }
+  void SleepUntil(Tick deadline) override {
+    base_.SleepUntil(deadline >= kMaxTick ? kMaxTick
+                                          : deadline - offset_.load());
+  }
+  void Interrupt() override { base_.Interrupt(); }
+
+ private:
+  Clock& base_;
+  std::atomic<Tick> offset_{0};
 };
 
 }  // namespace leasekeeper::server

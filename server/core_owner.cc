@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <utility>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/errors.h"
 #include "server/server_errors.h"
+#include "spdlog/spdlog.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -56,6 +58,11 @@ struct CoreOwner::Effects {
       stream_ends;
   std::vector<LogRecord> logs;
   bool wake_timer = false;
+
+  bool empty() const {
+    return completions.empty() && notices.empty() && stream_ends.empty() &&
+           logs.empty();
+  }
 };
 
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
@@ -125,6 +132,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
           it == sessions_.end() ? std::string() : it->second.client;
       const int released =
           EndSessionLocked(session_id, next, now, std::nullopt, fx);
+      ++counters_.sessions_lost;
       if (ShouldLog(LogEvent::kReleasedBySessionLoss)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kReleasedBySessionLoss,
                                     .client = client,
@@ -144,16 +152,149 @@ void CoreOwner::ScheduleLocked(Effects& fx) {
 }
 
 absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
-  return state_.Apply(op);
+  if (store_ == nullptr) return CountLocked(op, state_.Apply(op));
+  // A failed store refuses mutations before they reach the core. The
+  // passage of time still applies (a lapse loop must make progress); its
+  // effects are never acknowledged (AfterDurable answers UNAVAILABLE).
+  if (!std::holds_alternative<op::Advance>(op.body)) {
+    if (absl::Status health = store_->health(); !health.ok()) return health;
+  }
+  absl::StatusOr<Reply> reply = CountLocked(op, state_.Apply(op));
+  if (!reply.ok()) return reply;  // refused: changed nothing but time
+  absl::StatusOr<storage::LogPosition> position = store_->Append(op);
+  if (!position.ok()) return reply;  // the store failed: see AfterDurable
+  if (store_->SnapshotDue()) {
+    // Under the mutex, so the snapshot is exactly records 1..position; the
+    // file is written on the store's thread.
+    store_->SubmitSnapshot(state_.Snapshot(), *position);
+  }
+  return reply;
 }
 
 void CoreOwner::Perform(Effects& fx) {
+  if (fx.wake_timer) clock_.Interrupt();
+  fx.wake_timer = false;
+  if (store_ == nullptr || fx.empty()) {
+    PerformNow(fx);
+    return;
+  }
+  // Everything the caller applied is at or before last_position().
+  store_->OnDurable(store_->last_position(),
+                    [this, fx = std::move(fx)](absl::Status durable) mutable {
+                      if (!durable.ok()) {
+                        ReportStorageFailure(durable);
+                        // Nothing not durable is told: waiting calls fail,
+                        // notices are dropped, streams still end.
+                        for (auto& [call, reply] : fx.completions) {
+                          reply = AcquireReply{durable};
+                        }
+                        fx.notices.clear();
+                      }
+                      PerformNow(fx);
+                    });
+}
+
+void CoreOwner::PerformNow(Effects& fx) {
   // Answers first: they are what waiting clients measure.
   for (auto& [call, reply] : fx.completions) call->Complete(std::move(reply));
   for (auto& [sink, notice] : fx.notices) sink->Notify(notice);
   for (auto& [sink, status] : fx.stream_ends) sink->End(status);
   for (const LogRecord& record : fx.logs) WriteLog(record);
   if (fx.wake_timer) clock_.Interrupt();
+}
+
+void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
+  if (store_ == nullptr) {
+    std::move(done)(absl::OkStatus());
+    return;
+  }
+  if (absl::Status health = store_->health(); !health.ok()) {
+    ReportStorageFailure(health);
+    std::move(done)(std::move(health));
+    return;
+  }
+  const storage::LogPosition position = store_->last_position();
+  if (store_->durable_position() >= position) {
+    std::move(done)(absl::OkStatus());
+    return;
+  }
+  store_->OnDurable(position, [this, done = std::move(done)](
+                                  absl::Status durable) mutable {
+    if (!durable.ok()) ReportStorageFailure(durable);
+    std::move(done)(std::move(durable));
+  });
+}
+
+void CoreOwner::ReportStorageFailure(const absl::Status& status) {
+  if (storage_failure_reported_.exchange(true)) return;
+  spdlog::error(
+      "event=storage_failed error=\"{}\" (every mutation is refused with "
+      "UNAVAILABLE until leasekeeperd is restarted on a healthy disk)",
+      std::string(status.message()));
+}
+
+absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
+  absl::MutexLock lock(&mu_);
+  const DurabilityConfig& durability = config_.durability;
+  if (durability.data_dir.empty()) return storage::RecoveryReport{};
+  storage::DurableStoreOptions options;
+  options.fsync = durability.fsync;
+  options.snapshot_every_records = durability.snapshot_every_records;
+  options.restart_grace_ticks = durability.restart_grace_ms;
+  options.recover_truncate = durability.recover_truncate;
+  absl::StatusOr<std::unique_ptr<storage::DurableStore>> store =
+      storage::DurableStore::Open(durability.data_dir, options, state_);
+  if (!store.ok()) return store.status();
+  store_ = *std::move(store);
+  last_tick_ = std::max(last_tick_, state_.table().now());
+  return store_->recovery();
+}
+
+absl::Status CoreOwner::SettleRecoveredState() {
+  if (store_ == nullptr) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&mu_);
+    if (state_.table().waiter_count() > 0) {
+      const Tick now = NowLocked();
+      const CoreSnapshot snapshot = state_.Snapshot();
+      for (const CoreSnapshot::Lock& lock_state : snapshot.locks) {
+        for (auto it = lock_state.queue.rbegin();
+             it != lock_state.queue.rend(); ++it) {
+          (void)ApplyLocked(
+              Operation{now, op::Withdraw{it->client, lock_state.name}});
+        }
+      }
+    }
+    // Nobody waits for the events of recovery and of these withdrawals.
+    (void)state_.table().TakeEvents();
+  }
+  return store_->WaitDurable(store_->last_position());
+}
+
+std::optional<storage::DurableStoreStats> CoreOwner::StorageStats() {
+  if (store_ == nullptr) return std::nullopt;
+  return store_->stats();
+}
+
+void CoreOwner::CloseStorage() {
+  if (store_ == nullptr) return;
+  const absl::Status closed = store_->Close();
+  const storage::DurableStoreStats stats = store_->stats();
+  // Group commit at a glance: how many records shared an fsync, and what
+  // an fsync cost.
+  spdlog::info(
+      "event=storage_closed records={} groups={} fsyncs={} "
+      "mean_group_records={:.1f} mean_fsync_us={:.0f} max_fsync_us={} "
+      "snapshots={} last_position={} health=\"{}\"",
+      stats.records_appended, stats.groups, stats.fsyncs,
+      stats.groups == 0 ? 0.0
+                        : static_cast<double>(stats.group_records_sum) /
+                              static_cast<double>(stats.groups),
+      stats.fsyncs == 0 ? 0.0
+                        : static_cast<double>(stats.fsync_micros_sum) /
+                              static_cast<double>(stats.fsyncs),
+      stats.fsync_micros_max, stats.snapshots_written, stats.last_position,
+      closed.ok() ? "ok" : std::string(closed.message()));
 }
 
 Tick CoreOwner::RunDueTimers() {
@@ -176,6 +317,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
                                    const std::vector<std::string>& victims,
                                    Effects& fx) {
   for (Event& e : state_.table().TakeEvents()) {
+    CountEventLocked(e);
     switch (e.kind) {
       case Event::Kind::kLapsed: {
         labels_.erase(WaiterKey(e.client, e.lock));
@@ -448,6 +590,9 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         count->second >= config_.limits.max_waiters_per_lock) {
       return AcquireReply{LimitExceeded("max-waiters-per-lock",
                                         config_.limits.max_waiters_per_lock)};
+    }
+    if (absl::Status s = CheckLocksPerClientLocked(args.client, now); !s.ok()) {
+      return AcquireReply{std::move(s)};
     }
   }
 
@@ -1140,6 +1285,48 @@ absl::Status CoreOwner::CheckConsistency() {
     return absl::InternalError("grace deadlines do not match sessions");
   }
   return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Operators.
+
+absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> CoreOwner::ForceRelease(
+    const std::string& lock, const std::string& client) {
+  Effects fx;
+  absl::StatusOr<std::vector<ForcedRelease>> result;
+  {
+    absl::MutexLock guard(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    absl::StatusOr<LockView> view = state_.Inspect(now, lock);
+    DigestEventsLocked(now, {}, fx);
+    if (!view.ok()) {
+      result = view.status();
+    } else {
+      std::vector<ForcedRelease> released;
+      // The holders as they are now, lowest token first: a waiter granted
+      // by one of these releases is not released in turn.
+      for (const HolderView& holder : view->holders) {
+        if (!client.empty() && holder.client != client) continue;
+        absl::StatusOr<ReleaseOutcome> outcome = ReleaseLocked(
+            ReleaseArgs{.client = holder.client, .lock = lock}, now, fx);
+        if (outcome.ok() && *outcome == ReleaseOutcome::kReleased) {
+          released.push_back(ForcedRelease{.client = holder.client,
+                                           .token = holder.token,
+                                           .mode = holder.mode});
+        }
+      }
+      if (released.empty()) {
+        result = MakeError(ErrorCode::kNotHolder);
+      } else {
+        counters_.forced_releases += released.size();
+        result = std::move(released);
+      }
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
 }
 
 }  // namespace leasekeeper::server

@@ -21,6 +21,18 @@
 // the mutex is held and performed after it is released, before the public
 // method returns. Nothing is logged, sent or called back under the mutex.
 //
+// Durability (when config.durability.data_dir is set): every operation the
+// core accepts is appended to the storage::DurableStore under the mutex, so
+// the log's order is the apply order. Nothing that depends on it is told to
+// anyone before it is durable: the effects of a call are performed from
+// the store's flusher thread once the last record appended so far is
+// durable (still after the mutex is released), and the gRPC layer sends a
+// call's own answer through AfterDurable. If the store fails (a write or
+// fsync error, a full disk), every answer from then on is UNAVAILABLE with
+// the reason, and mutations are refused before they reach the core. An
+// operation the core refused is not logged: it changed nothing but time,
+// which the next logged operation carries.
+//
 // Thread-safety: every public method is thread-safe. REQUIRES of every
 // caller: hold no lock that a PendingAcquire or SessionSink callback takes
 // (callbacks run on the calling thread after the core mutex is released).
@@ -36,6 +48,7 @@
 #ifndef LEASEKEEPER_SERVER_CORE_OWNER_H_
 #define LEASEKEEPER_SERVER_CORE_OWNER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,6 +60,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -58,6 +72,7 @@
 #include "server/event_log.h"
 #include "server/retry_cache.h"
 #include "server/server_config.h"
+#include "storage/durable_store.h"
 
 namespace leasekeeper::server {
 
@@ -128,6 +143,19 @@ class CoreOwner {
   // lock is completed as withdrawn); core errors; SessionEnded;
   // RequestIdReused.
   absl::StatusOr<ReleaseOutcome> Release(const ReleaseArgs& args);
+  // An operator's forced release (server/core_owner_admin.cc): ends the
+  // lease `client` holds on `lock`, or every lease on `lock` when `client`
+  // is empty, each as one Release operation (so the log replays it). Waits,
+  // sessions and the retry cache are untouched. Outcomes: the leases ended,
+  // by token; NOT_HOLDER (core error) if no lease matched: nothing changed.
+  // Cost: O(holders of the lock).
+  struct ForcedRelease {
+    std::string client;
+    FencingToken token = 0;
+    LockMode mode = LockMode::kExclusive;
+  };
+  absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
+      const std::string& lock, const std::string& client);
   // Outcomes: OK; core errors (a stale token is logged).
   absl::Status Write(const WriteArgs& args);
   absl::StatusOr<std::optional<std::string>> Read(const std::string& lock,
@@ -166,6 +194,34 @@ class CoreOwner {
   // next deadline (kMaxTick if none). For the timer thread.
   Tick RunDueTimers();
 
+  // Opens config.durability.data_dir and recovers the core from it (see
+  // storage::DurableStore::Open). Without a data dir: a fresh report.
+  // REQUIRES: called once, before any other call. Outcomes: the recovery
+  // report; the store's error (a locked data dir, corruption before the
+  // tail of the log, a version mismatch, I/O).
+  absl::StatusOr<storage::RecoveryReport> OpenStorage();
+
+  // After OpenStorage, once the clock continues from the report's
+  // resume_tick: withdraws every wait recovered from the log (its call died
+  // with the previous process; the client retries), last in line first so
+  // that no withdrawal grants anything, and waits until that is durable.
+  // Outcomes: OK, or the store's error.
+  absl::Status SettleRecoveredState();
+
+  // Calls `done` once everything applied so far is durable: OK, or
+  // UNAVAILABLE (with the reason) if the store failed. Inline when nothing
+  // is persisted or it is durable already; otherwise on the store's flusher
+  // thread. The gRPC layer sends every answer through it.
+  void AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done);
+
+  // The store's counters (fsync batch sizes and latencies, ...); nullopt
+  // without a data dir.
+  std::optional<storage::DurableStoreStats> StorageStats();
+
+  // Writes and syncs everything appended, runs the pending answers and
+  // closes the store. For shutdown, after gRPC stopped. Idempotent.
+  void CloseStorage();
+
   // Stops taking waits: every parked call is withdrawn and completed with
   // ShuttingDown, every session stream ended with ShuttingDown (sessions are
   // not released), and later waiting Acquires and session opens are
@@ -181,6 +237,27 @@ class CoreOwner {
     size_t labels = 0;
   };
   Stats GetStats();
+
+  // Cumulative counts since the process started, for metrics
+  // (server/server_metrics.h); kept under the core mutex by
+  // server/core_owner_admin.cc. Every operation the core applied is
+  // counted once: a retry answered from the retry cache is not.
+  struct Counters {
+    uint64_t acquired_at_once = 0;    // Acquire granted at once
+    uint64_t acquired_queued = 0;     // Acquire queued
+    uint64_t acquired_deadlock = 0;   // Acquire whose caller was the victim
+    uint64_t granted_from_queue = 0;  // waiters granted later
+    uint64_t lapses = 0;              // leases that reached their end
+    uint64_t renewals = 0;            // successful Renews (not keepalives)
+    uint64_t releases = 0;            // leases ended by Release (any cause)
+    uint64_t withdrawals = 0;         // waits withdrawn (any cause)
+    uint64_t deadlock_victims = 0;    // clients aborted to break cycles
+    uint64_t stale_writes_refused = 0;
+    uint64_t sessions_lost = 0;    // ended by their grace running out
+    uint64_t forced_releases = 0;  // leases ended by ForceRelease
+    uint64_t locks_per_client_refused = 0;
+  };
+  Counters GetCounters();
 
   // Checks the server's indexes against the core (invariants 1, 3, 4, and
   // that every label belongs to a lease or wait) and the core's own
@@ -253,8 +330,12 @@ class CoreOwner {
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Performs effects. REQUIRES: mu_ not held.
+  // Performs effects, once durable (see Durability above). REQUIRES: mu_
+  // not held.
   void Perform(Effects& fx);
+  void PerformNow(Effects& fx);
+  // Logs the store's failure once.
+  void ReportStorageFailure(const absl::Status& status);
 
   const ServerConfig config_;
   Clock& clock_;
@@ -288,6 +369,24 @@ class CoreOwner {
   absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
 
   RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
+
+  // Metrics and limits kept next to the core (server/core_owner_admin.cc).
+  // Counts `op` and the core's `reply` to it; returns `reply`.
+  absl::StatusOr<Reply> CountLocked(const Operation& op,
+                                    absl::StatusOr<Reply> reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CountEventLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK, or LimitExceeded("max-locks-per-client") if `client` already holds
+  // that many leases. Cost: O(leases of the client).
+  absl::Status CheckLocksPerClientLocked(const std::string& client, Tick now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Counters counters_ ABSL_GUARDED_BY(mu_);
+
+  std::atomic<bool> storage_failure_reported_{false};
+  // Null without a data dir. Set once by OpenStorage before any other call;
+  // Append under mu_, the rest is the store's own thread-safe API. Last
+  // member: destroyed (closed, pending answers run) before the rest.
+  std::unique_ptr<storage::DurableStore> store_;
 };
 
 }  // namespace leasekeeper::server

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,34 @@ absl::StatusOr<int64_t> ParseDurationMs(absl::string_view flag,
   return ms;
 }
 
+// Flags that only make sense together. Files are read later, at Start.
+absl::Status CheckFlagCombinations(const ServerConfig& config) {
+  const SecurityConfig& security = config.security;
+  if (security.tls_cert_file.empty() != security.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(security.tls_cert_file.empty()
+                                          ? "--tls-key needs --tls-cert"
+                                          : "--tls-cert needs --tls-key");
+  }
+  if (!security.client_ca_file.empty() && security.tls_cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)");
+  }
+  if (!security.policy_file.empty() && security.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--policy needs --client-ca: grants are for client certificate "
+        "identities");
+  }
+  const size_t max_request = config.limits.max_request_bytes;
+  if (max_request != 0 &&
+      max_request < config.limits.max_value_bytes + (64 << 10)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-request-bytes=", max_request,
+                     " must be at least --max-value-bytes + 64 KiB (",
+                     config.limits.max_value_bytes + (64 << 10), ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string DaemonUsage() {
@@ -73,10 +102,46 @@ reflection, grpc.health.v1.Health). Stops on SIGTERM/SIGINT.
   --max-request-id-bytes N    (default 128)
   --max-waiters-per-lock N    (default 10000)
   --max-sessions N            (default 100000)
+  --max-locks-per-client N    leases one client may hold (default 1000)
+  --max-request-bytes N       largest request message (default 0: the
+                              larger of 4 MiB and max-value-bytes + 64 KiB)
   --retry-cache-entries N     (default 100000)
   --retry-cache-ttl DUR       (default 10m)
   --shutdown-grace DUR        how long SIGTERM waits for in-flight calls
                               (default 2s, at most 4s)
+  --data-dir DIR              where the operation log and snapshots live
+                              (default ./data, under the working directory;
+                              one daemon per dir). --data-dir= (empty) keeps
+                              nothing: a restart forgets every lock and
+                              fencing counter (tests only)
+  --fsync always|batch|never  when a mutation is durable enough to answer:
+                              fsync per record, one fsync per group of
+                              concurrent records (default), or on write to
+                              the OS (survives a crash of leasekeeperd, not
+                              of the machine)
+  --snapshot-every N          snapshot the state after N logged operations,
+                              bounding the replay at start (default 200000,
+                              0 = never)
+  --restart-grace DUR         after a restart every held lease lasts at
+                              least this long, so a living holder can renew
+                              (default 10s)
+  --recover-truncate          start even if the log is corrupt before its
+                              tail, cutting it at the first bad record
+                              (loses what follows; read the error first)
+  --metrics-listen ADDR       serve Prometheus metrics at http://ADDR/metrics
+                              (plain HTTP; default off; e.g. 127.0.0.1:9464)
+  --health-listen ADDR        an extra plaintext gRPC port for health probes
+                              that carry no client certificate (default
+                              off); LockService refuses calls on it when TLS
+                              is on
+  --tls-cert FILE             PEM server certificate (chain): serve TLS
+  --tls-key FILE              PEM private key of --tls-cert
+  --client-ca FILE            PEM CA(s) that sign client certificates: serve
+                              mutual TLS; a request's client id must be the
+                              certificate's identity (CN or a SAN) or
+                              identity/suffix
+  --policy FILE               JSON lock-name grants and admin identities
+                              (needs --client-ca; deploy/policy.example.json)
   --help
 
 Durations are like 2s, 500ms, 1m30s. Flags take --name=value or --name value.
@@ -88,6 +153,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
   DaemonOptions options;
   ServerConfig& config = options.config;
   Limits& limits = config.limits;
+  config.durability.data_dir = "./data";
 
   using Setter = std::function<absl::Status(absl::string_view flag,
                                             absl::string_view value)>;
@@ -96,6 +162,12 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
       absl::StatusOr<int64_t> n = ParseCount(flag, value, 1, max);
       if (!n.ok()) return n.status();
       *target = static_cast<size_t>(*n);
+      return absl::OkStatus();
+    };
+  };
+  auto path_flag = [](std::string* target) -> Setter {
+    return [target](absl::string_view, absl::string_view value) {
+      *target = std::string(value);
       return absl::OkStatus();
     };
   };
@@ -134,6 +206,36 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
       {"max-label-bytes", size_flag(&limits.max_label_bytes, 65536)},
       {"max-request-id-bytes", size_flag(&limits.max_request_id_bytes, 65536)},
       {"max-sessions", size_flag(&limits.max_sessions, 100'000'000)},
+      {"max-locks-per-client",
+       size_flag(&limits.max_locks_per_client, 100'000'000)},
+      {"max-request-bytes",
+       [&](absl::string_view flag, absl::string_view value) {
+         absl::StatusOr<int64_t> n =
+             ParseCount(flag, value, 0, kMaxValueBytes + (1 << 20));
+         if (!n.ok()) return n.status();
+         limits.max_request_bytes = static_cast<size_t>(*n);
+         return absl::OkStatus();
+       }},
+      {"metrics-listen",
+       [&](absl::string_view flag, absl::string_view value) {
+         if (!value.empty() && value.find(':') == absl::string_view::npos) {
+           return BadValue(flag, value, "expected host:port");
+         }
+         config.metrics_listen = std::string(value);
+         return absl::OkStatus();
+       }},
+      {"health-listen",
+       [&](absl::string_view flag, absl::string_view value) {
+         if (!value.empty() && value.find(':') == absl::string_view::npos) {
+           return BadValue(flag, value, "expected host:port");
+         }
+         config.health_listen = std::string(value);
+         return absl::OkStatus();
+       }},
+      {"tls-cert", path_flag(&config.security.tls_cert_file)},
+      {"tls-key", path_flag(&config.security.tls_key_file)},
+      {"client-ca", path_flag(&config.security.client_ca_file)},
+      {"policy", path_flag(&config.security.policy_file)},
       {"retry-cache-entries",
        size_flag(&config.retry_cache.max_entries, 100'000'000)},
       {"max-waiters-per-lock",
@@ -158,6 +260,44 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
          config.shutdown_grace_ms = *ms;
          return absl::OkStatus();
        }},
+      {"data-dir",
+       [&](absl::string_view, absl::string_view value) {
+         config.durability.data_dir = std::string(value);
+         return absl::OkStatus();
+       }},
+      {"fsync",
+       [&](absl::string_view flag, absl::string_view value) {
+         std::optional<storage::FsyncPolicy> policy =
+             storage::ParseFsyncPolicy(value);
+         if (!policy.has_value()) {
+           return BadValue(flag, value, "expected always|batch|never");
+         }
+         config.durability.fsync = *policy;
+         return absl::OkStatus();
+       }},
+      {"snapshot-every",
+       [&](absl::string_view flag, absl::string_view value) {
+         absl::StatusOr<int64_t> n =
+             ParseCount(flag, value, 0, 1'000'000'000'000);
+         if (!n.ok()) return n.status();
+         config.durability.snapshot_every_records = static_cast<uint64_t>(*n);
+         return absl::OkStatus();
+       }},
+      {"recover-truncate",
+       [&](absl::string_view flag, absl::string_view value) {
+         if (value != "true" && value != "false") {
+           return BadValue(flag, value, "expected true|false (or no value)");
+         }
+         config.durability.recover_truncate = value == "true";
+         return absl::OkStatus();
+       }},
+      {"restart-grace",
+       [&](absl::string_view flag, absl::string_view value) {
+         absl::StatusOr<int64_t> ms = ParseDurationMs(flag, value, kMaxTtlMs);
+         if (!ms.ok()) return ms.status();
+         config.durability.restart_grace_ms = *ms;
+         return absl::OkStatus();
+       }},
   };
 
   for (int i = 1; i < argc; ++i) {
@@ -171,6 +311,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
     absl::StrReplaceAll({{"_", "-"}}, &name);
     if (name == "help") {
       options.help = true;
+      continue;
+    }
+    if (name == "recover-truncate" && arg.find('=') == absl::string_view::npos) {
+      config.durability.recover_truncate = true;
       continue;
     }
     auto setter = setters.find(name);
@@ -188,6 +332,7 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
     }
     if (absl::Status s = setter->second(name, value); !s.ok()) return s;
   }
+  if (absl::Status s = CheckFlagCombinations(config); !s.ok()) return s;
   return options;
 }
 

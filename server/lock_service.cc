@@ -8,11 +8,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/errors.h"
 #include "server/convert.h"
 #include "server/grpc_status.h"
 #include "server/server_errors.h"
+#include "spdlog/spdlog.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -30,10 +33,30 @@ grpc::Status PrepareFinish(grpc::CallbackServerContext* context,
   return error.status;
 }
 
+// The peer of a call, as its transport proved it.
+security::PeerIdentity PeerOf(grpc::CallbackServerContext* context) {
+  return security::PeerIdentityFromAuthContext(context->auth_context().get());
+}
+
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
                                     const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(PrepareFinish(context, status));
+  return reactor;
+}
+
+// Finishes with `status` (the response already filled in) once everything
+// the call applied, or observed, is durable; with UNAVAILABLE if it cannot
+// become durable. No thread waits for the disk: the finish runs on the
+// store's flusher thread (or right here when nothing is pending).
+grpc::ServerUnaryReactor* FinishWhenDurable(CoreOwner& owner,
+                                            grpc::CallbackServerContext* context,
+                                            absl::Status status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner.AfterDurable([reactor, context, status = std::move(status)](
+                         absl::Status durable) {
+    reactor->Finish(PrepareFinish(context, durable.ok() ? status : durable));
+  });
   return reactor;
 }
 
@@ -57,7 +80,13 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
     // After this call another thread may complete (and so finish) us; touch
     // nothing but the returned value.
     std::optional<AcquireReply> reply = owner_.Acquire(args_, this);
-    if (reply.has_value()) FinishWith(*std::move(reply));
+    if (!reply.has_value()) return;
+    // Answered at once: the answer waits until it is durable.
+    owner_.AfterDurable(
+        [this, reply = *std::move(reply)](absl::Status durable) mutable {
+          if (!durable.ok()) reply.result = durable;
+          FinishWith(std::move(reply));
+        });
   }
 
   void Complete(AcquireReply reply) override { FinishWith(std::move(reply)); }
@@ -109,9 +138,10 @@ class SessionReactor final
   static constexpr size_t kMaxOutbox = 4096;
 
   static SessionReactor* Start(CoreOwner& owner, const Limits& limits,
+                               const security::Authorizer& authorizer,
                                grpc::CallbackServerContext* context) {
     std::shared_ptr<SessionReactor> reactor(
-        new SessionReactor(owner, limits, context));
+        new SessionReactor(owner, limits, authorizer, context));
     reactor->self_ = reactor;
     reactor->StartRead(&reactor->request_);
     return reactor.get();
@@ -174,12 +204,22 @@ class SessionReactor final
 
  private:
   SessionReactor(CoreOwner& owner, const Limits& limits,
+                 const security::Authorizer& authorizer,
                  grpc::CallbackServerContext* context)
-      : owner_(owner), limits_(limits), context_(context) {}
+      : owner_(owner),
+        limits_(limits),
+        authorizer_(authorizer),
+        context_(context) {}
 
   void HandleOpen() {
     if (SessionId().has_value()) {
       EndStream(InvalidField(ErrorCode::kInvalidArguments, "open"));
+      return;
+    }
+    if (absl::Status denied = authorizer_.CheckActAs(
+            PeerOf(context_), request_.open().client_id());
+        !denied.ok()) {
+      FinishOnce(denied);
       return;
     }
     absl::StatusOr<OpenArgs> args = ParseOpen(request_.open(), limits_);
@@ -202,8 +242,7 @@ class SessionReactor final
     proto->set_session_id(opened->session_id);
     proto->set_grace_ms(opened->grace_ms);
     proto->set_resumed(opened->resumed);
-    Send(std::move(message), /*droppable=*/false);
-    ContinueReading();
+    SendWhenDurable(std::move(message));
   }
 
   void HandleKeepalive() {
@@ -221,15 +260,31 @@ class SessionReactor final
     pb::SessionResponse message;
     message.mutable_keepalive_ack()->set_sequence(sequence);
     message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
-    Send(std::move(message), /*droppable=*/false);
-    ContinueReading();
+    SendWhenDurable(std::move(message));
   }
 
   void HandleClose() {
     if (std::optional<std::string> id = SessionId()) {
       owner_.CloseSession(*id, this);
     }
-    FinishOnce(absl::OkStatus());
+    owner_.AfterDurable([self = shared_from_this()](absl::Status durable) {
+      self->FinishOnce(durable);
+    });
+  }
+
+  // Sends a reply (and reads the next request) once what it reports is
+  // durable; ends the stream with UNAVAILABLE if it cannot become durable.
+  void SendWhenDurable(pb::SessionResponse message) {
+    owner_.AfterDurable([self = shared_from_this(),
+                         message = std::move(message)](
+                            absl::Status durable) mutable {
+      if (!durable.ok()) {
+        self->FinishOnce(durable);
+        return;
+      }
+      self->Send(std::move(message), /*droppable=*/false);
+      self->ContinueReading();
+    });
   }
 
   // Reads the next message unless the stream is already finishing.
@@ -288,6 +343,7 @@ class SessionReactor final
 
   CoreOwner& owner_;
   const Limits& limits_;
+  const security::Authorizer& authorizer_;
   grpc::CallbackServerContext* const context_;
   pb::SessionRequest request_;  // owned by the read chain
   std::shared_ptr<SessionReactor> self_;
@@ -304,46 +360,121 @@ class SessionReactor final
 
 }  // namespace
 
-LockServiceImpl::LockServiceImpl(CoreOwner& owner, const Limits& limits)
-    : owner_(owner), limits_(limits) {}
+namespace {
+
+// Acquire, Renew, Release: the caller acts as its own client and is granted
+// the lock (security/authorizer.h). Checked before validation, so a caller
+// without access learns nothing about the request's shape.
+absl::Status AuthorizeLockCall(const security::Authorizer& authorizer,
+                               grpc::CallbackServerContext* context,
+                               const std::string& client,
+                               const std::string& lock) {
+  const security::PeerIdentity peer = PeerOf(context);
+  if (absl::Status s = authorizer.CheckActAs(peer, client); !s.ok()) return s;
+  return authorizer.CheckUseLock(peer, lock);
+}
+
+absl::Status ValidateForceRelease(const pb::ForceReleaseRequest& request,
+                                  const Limits& limits) {
+  if (request.lock().empty()) {
+    return InvalidField(ErrorCode::kInvalidArguments, "lock");
+  }
+  if (request.lock().size() > limits.max_lock_name_bytes) {
+    return LimitExceeded("max-lock-name-bytes",
+                         static_cast<int64_t>(limits.max_lock_name_bytes));
+  }
+  if (request.client_id().size() > limits.max_client_id_bytes) {
+    return LimitExceeded("max-client-id-bytes",
+                         static_cast<int64_t>(limits.max_client_id_bytes));
+  }
+  if (request.reason().size() > limits.max_label_bytes) {
+    return LimitExceeded("max-label-bytes",
+                         static_cast<int64_t>(limits.max_label_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// A value for a logfmt line: quoted, with quotes and control bytes escaped.
+std::string LogValue(absl::string_view text) {
+  return absl::StrCat("\"", absl::CHexEscape(text), "\"");
+}
+
+const security::Authorizer& OpenAuthorizer() {
+  static const security::Authorizer* const open =
+      new security::Authorizer(security::Authorizer::Open());
+  return *open;
+}
+
+}  // namespace
+
+LockServiceImpl::LockServiceImpl(CoreOwner& owner, const Limits& limits,
+                                 const security::Authorizer* authorizer)
+    : owner_(owner),
+      limits_(limits),
+      authorizer_(authorizer != nullptr ? *authorizer : OpenAuthorizer()) {}
 
 grpc::ServerUnaryReactor* LockServiceImpl::Acquire(
     grpc::CallbackServerContext* context, const pb::AcquireRequest* request,
     pb::AcquireResponse* response) {
+  if (absl::Status denied = AuthorizeLockCall(
+          authorizer_, context, request->client_id(), request->lock());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   return new AcquireReactor(owner_, limits_, context, request, response);
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Renew(
     grpc::CallbackServerContext* context, const pb::RenewRequest* request,
     pb::RenewResponse* response) {
+  if (absl::Status denied = AuthorizeLockCall(
+          authorizer_, context, request->client_id(), request->lock());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   absl::StatusOr<RenewArgs> args = ParseRenew(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
   absl::StatusOr<RenewAnswer> answer = owner_.Renew(*args);
   if (answer.ok()) ToProto(*answer, response);
-  return FinishNow(context, answer.status());
+  return FinishWhenDurable(owner_, context, answer.status());
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Release(
     grpc::CallbackServerContext* context, const pb::ReleaseRequest* request,
     pb::ReleaseResponse* response) {
+  if (absl::Status denied = AuthorizeLockCall(
+          authorizer_, context, request->client_id(), request->lock());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   absl::StatusOr<ReleaseArgs> args = ParseRelease(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
   absl::StatusOr<ReleaseOutcome> outcome = owner_.Release(*args);
   if (outcome.ok()) response->set_result(ToProto(*outcome));
-  return FinishNow(context, outcome.status());
+  return FinishWhenDurable(owner_, context, outcome.status());
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Write(
     grpc::CallbackServerContext* context, const pb::WriteRequest* request,
     pb::WriteResponse* /*response*/) {
+  if (absl::Status denied =
+          authorizer_.CheckUseLock(PeerOf(context), request->lock());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   absl::StatusOr<WriteArgs> args = ParseWrite(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
-  return FinishNow(context, owner_.Write(*args));
+  return FinishWhenDurable(owner_, context, owner_.Write(*args));
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Read(
     grpc::CallbackServerContext* context, const pb::ReadRequest* request,
     pb::ReadResponse* response) {
+  if (absl::Status denied =
+          authorizer_.CheckUseLock(PeerOf(context), request->lock());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   if (absl::Status s = ValidateRead(*request, limits_); !s.ok()) {
     return FinishNow(context, s);
   }
@@ -353,45 +484,107 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
     response->set_found(true);
     response->set_value(**value);
   }
-  return FinishNow(context, value.status());
+  // A read may show what a write not yet durable wrote: it waits too.
+  return FinishWhenDurable(owner_, context, value.status());
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
     grpc::CallbackServerContext* context, const pb::InspectRequest* request,
     pb::InspectResponse* response) {
+  if (absl::Status denied =
+          authorizer_.CheckObserveLock(PeerOf(context), request->lock());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   if (absl::Status s = ValidateInspect(*request, limits_); !s.ok()) {
     return FinishNow(context, s);
   }
   absl::StatusOr<InspectAnswer> answer = owner_.Inspect(request->lock());
   if (answer.ok()) ToProto(*answer, absl::Now(), response);
-  return FinishNow(context, answer.status());
+  return FinishWhenDurable(owner_, context, answer.status());
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Status(
     grpc::CallbackServerContext* context, const pb::StatusRequest* request,
     pb::StatusResponse* response) {
+  if (absl::Status denied =
+          authorizer_.CheckObserveClient(PeerOf(context), request->client_id());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   if (absl::Status s = ValidateStatus(*request, limits_); !s.ok()) {
     return FinishNow(context, s);
   }
   absl::StatusOr<StatusAnswer> answer = owner_.Status(request->client_id());
   if (answer.ok()) ToProto(*answer, absl::Now(), response);
-  return FinishNow(context, answer.status());
+  return FinishWhenDurable(owner_, context, answer.status());
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
     grpc::CallbackServerContext* context, const pb::ListLocksRequest* request,
     pb::ListLocksResponse* response) {
+  if (absl::Status denied =
+          authorizer_.CheckListLocks(PeerOf(context), request->prefix());
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
   absl::StatusOr<ListLocksQuery> query = ParseListLocks(*request, limits_);
   if (!query.ok()) return FinishNow(context, query.status());
   ListLocksAnswer answer =
       owner_.ListLocks(query->prefix, query->after, query->limit);
   ToProto(answer, absl::Now(), response);
-  return FinishNow(context, absl::OkStatus());
+  return FinishWhenDurable(owner_, context, absl::OkStatus());
 }
 
 grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>*
 LockServiceImpl::Session(grpc::CallbackServerContext* context) {
-  return SessionReactor::Start(owner_, limits_, context);
+  return SessionReactor::Start(owner_, limits_, authorizer_, context);
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
+    grpc::CallbackServerContext* context,
+    const pb::ForceReleaseRequest* request,
+    pb::ForceReleaseResponse* response) {
+  const security::PeerIdentity peer = PeerOf(context);
+  if (absl::Status denied = authorizer_.CheckAdmin(peer, "ForceRelease");
+      !denied.ok()) {
+    spdlog::warn(
+        "event=forced_release_refused by={} peer={} lock={} client={} "
+        "error={}",
+        LogValue(peer.ToString()), LogValue(context->peer()),
+        LogValue(request->lock()), LogValue(request->client_id()),
+        LogValue(denied.message()));
+    return FinishNow(context, denied);
+  }
+  if (absl::Status s = ValidateForceRelease(*request, limits_); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> released =
+      owner_.ForceRelease(request->lock(), request->client_id());
+  if (!released.ok()) {
+    spdlog::warn(
+        "event=forced_release_failed by={} peer={} lock={} client={} "
+        "reason={} error={}",
+        LogValue(peer.ToString()), LogValue(context->peer()),
+        LogValue(request->lock()), LogValue(request->client_id()),
+        LogValue(request->reason()), LogValue(released.status().message()));
+    return FinishNow(context, released.status());
+  }
+  for (const CoreOwner::ForcedRelease& lease : *released) {
+    // Who did it, from where, to whom, and why: the audit trail.
+    spdlog::warn(
+        "event=forced_release by={} peer={} lock={} client={} token={} "
+        "reason={}",
+        LogValue(peer.ToString()), LogValue(context->peer()),
+        LogValue(request->lock()), LogValue(lease.client), lease.token,
+        LogValue(request->reason()));
+    pb::ReleasedLease* proto = response->add_released();
+    proto->set_client_id(lease.client);
+    proto->set_token(lease.token);
+    proto->set_mode(lease.mode == LockMode::kShared ? pb::LOCK_MODE_SHARED
+                                                    : pb::LOCK_MODE_EXCLUSIVE);
+  }
+  return FinishWhenDurable(owner_, context, absl::OkStatus());
 }
 
 }  // namespace leasekeeper::server

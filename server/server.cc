@@ -30,25 +30,36 @@ LeasekeeperServer::LeasekeeperServer(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
       owner_(config_, clock_),
-      service_(owner_, config_.limits),
+      service_(owner_, config_.limits, &authorizer_),
       ticker_(owner_, clock_) {}
 
 LeasekeeperServer::~LeasekeeperServer() { Shutdown(); }
 
 absl::Status LeasekeeperServer::Start() {
-  if (server_ != nullptr) {
+  if (server_ != nullptr || started_) {
     return absl::FailedPreconditionError("server already started");
   }
+  started_ = true;
+  // Configuration errors first, before the data dir is touched.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      PrepareSecurity();
+  if (!credentials.ok()) return credentials.status();
+  if (absl::Status s = RecoverStorage(); !s.ok()) return s;
+  if (absl::Status s = PrepareMetrics(); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(),
-                           &port_);
+  builder.AddListeningPort(config_.listen, *credentials, &port_);
+  ConfigureOperatorFeatures(builder);
   builder.RegisterService(&service_);
-  // Room for the largest value plus the rest of a WriteRequest.
+  // Room for the largest value plus the rest of a WriteRequest, unless
+  // --max-request-bytes says otherwise (flags.cc keeps it above that).
   const size_t max_message =
-      std::max<size_t>(4 << 20, config_.limits.max_value_bytes + (64 << 10));
+      config_.limits.max_request_bytes != 0
+          ? config_.limits.max_request_bytes
+          : std::max<size_t>(4 << 20,
+                             config_.limits.max_value_bytes + (64 << 10));
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
@@ -58,10 +69,13 @@ absl::Status LeasekeeperServer::Start() {
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
       kMinClientPingIntervalMs);
   server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port_ == 0) {
+  if (server_ == nullptr || port_ == 0 ||
+      (!config_.health_listen.empty() && health_port_ == 0)) {
+    if (server_ != nullptr) server_->Shutdown();
     server_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", config_.listen));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", config_.listen,
+        config_.health_listen.empty() ? "" : " and ", config_.health_listen));
   }
   address_ = absl::StrCat(HostPart(config_.listen), ":", port_);
   if (grpc::HealthCheckServiceInterface* health =
@@ -70,6 +84,30 @@ absl::Status LeasekeeperServer::Start() {
   }
   ticker_.Start();
   return absl::OkStatus();
+}
+
+absl::Status LeasekeeperServer::RecoverStorage() {
+  const DurabilityConfig& durability = config_.durability;
+  if (durability.data_dir.empty()) return absl::OkStatus();
+  absl::StatusOr<storage::RecoveryReport> report = owner_.OpenStorage();
+  if (!report.ok()) return report.status();
+  for (const std::string& warning : report->warnings) {
+    spdlog::warn("event=storage_recovery_warning data_dir={} warning=\"{}\"",
+                 durability.data_dir, warning);
+  }
+  if (!report->fresh) clock_.ContinueFrom(report->resume_tick);
+  spdlog::info(
+      "event=storage_recovered data_dir={} fsync={} fresh={} locks={} "
+      "held_leases={} waiters_withdrawn={} clients={} snapshot_position={} "
+      "records_replayed={} last_position={} resume_tick={} "
+      "leases_graced={} tail_dropped={} elapsed_ms={} summary=\"{}\"",
+      durability.data_dir,
+      std::string(storage::FsyncPolicyName(durability.fsync)),
+      report->fresh, report->locks, report->held_leases, report->waiters,
+      report->clients, report->snapshot_position, report->records_replayed,
+      report->last_position, report->resume_tick, report->leases_graced,
+      report->tail_dropped, report->elapsed_us / 1000, report->Summary());
+  return owner_.SettleRecoveredState();
 }
 
 void LeasekeeperServer::Shutdown() {
@@ -86,6 +124,8 @@ void LeasekeeperServer::Shutdown() {
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(config_.shutdown_grace_ms));
   ticker_.Stop();
+  owner_.CloseStorage();
+  metrics_http_.reset();  // frees the /metrics port
 }
 
 }  // namespace leasekeeper::server

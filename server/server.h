@@ -5,10 +5,15 @@
 // main() runs it with a SteadyClock; tests run it in-process on
 // 127.0.0.1:0 with a FakeClock.
 //
-// Lifecycle: construct, Start (binds and serves), Shutdown (answers parked
-// waiters with UNAVAILABLE, ends session streams, reports NOT_SERVING, stops
-// gRPC waiting at most config.shutdown_grace_ms for in-flight calls, stops
-// the timer). The destructor shuts down if needed.
+// Lifecycle: construct, Start (recovers the data dir if one is configured,
+// binds and serves), Shutdown (answers parked waiters with UNAVAILABLE, ends
+// session streams, reports NOT_SERVING, stops gRPC waiting at most
+// config.shutdown_grace_ms for in-flight calls, stops the timer, flushes and
+// closes the data dir). The destructor shuts down if needed.
+//
+// Time: the server reads `clock` through an OffsetClock. After recovering a
+// data dir it continues the ticks of the previous process (first tick =
+// the recovery's resume_tick); otherwise the offset is 0.
 //
 // Thread-safety: Start and Shutdown from one controlling thread; owner() may
 // be used from any thread.
@@ -20,10 +25,14 @@
 
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
+#include "metrics/http_server.h"
+#include "metrics/registry.h"
+#include "security/authorizer.h"
 #include "server/clock.h"
 #include "server/core_owner.h"
 #include "server/expiry_ticker.h"
 #include "server/lock_service.h"
+#include "server/rpc_metrics.h"
 #include "server/server_config.h"
 
 namespace leasekeeper::server {
@@ -36,8 +45,15 @@ class LeasekeeperServer {
   LeasekeeperServer& operator=(const LeasekeeperServer&) = delete;
   ~LeasekeeperServer();
 
-  // Binds config.listen and starts serving. Outcomes: OK; UNAVAILABLE if the
-  // address cannot be bound; FAILED_PRECONDITION if already started.
+  // Recovers config.durability.data_dir (logging what it found at info),
+  // binds config.listen and starts serving. Outcomes: OK; UNAVAILABLE if the
+  // address cannot be bound; FAILED_PRECONDITION if already started; the
+  // data dir's error (see storage::DurableStore::Open: another daemon holds
+  // it, corruption before the tail of the log naming file and offset, a
+  // format version mismatch, I/O); the TLS files' or the policy's error
+  // (security/tls_config.h, security/policy.h: INVALID_ARGUMENT, NOT_FOUND,
+  // FAILED_PRECONDITION naming the flag); UNAVAILABLE if
+  // config.metrics_listen or config.health_listen cannot be bound.
   absl::Status Start();
 
   // The bound address, with the actual port (useful with port 0), e.g.
@@ -50,15 +66,44 @@ class LeasekeeperServer {
 
   CoreOwner& owner() { return owner_; }
 
+  // The plaintext health-only port (config.health_listen) and the /metrics
+  // port (config.metrics_listen) actually bound; 0 when off. Valid after
+  // Start.
+  int health_port() const { return health_port_; }
+  int metrics_port() const {
+    return metrics_http_ != nullptr ? metrics_http_->port() : 0;
+  }
+  // Every metric the server exposes (also without --metrics-listen).
+  const metrics::Registry& metrics_registry() const { return registry_; }
+
  private:
   const ServerConfig config_;
-  Clock& clock_;
+  OffsetClock clock_;
   CoreOwner owner_;
+  // Set by Start from config_.security (server/server_operations.cc);
+  // read by the handlers only after Start.
+  security::Authorizer authorizer_ = security::Authorizer::Open();
   LockServiceImpl service_;
   ExpiryTicker ticker_;
+  // Metrics (server/server_operations.cc); declared before server_ so that
+  // gRPC, whose interceptors use them, is destroyed first.
+  metrics::Registry registry_;
+  std::unique_ptr<RpcMetrics> rpc_metrics_;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
+  int health_port_ = 0;
   std::unique_ptr<grpc::Server> server_;
+  // server/server_operations.cc. Loads the TLS files and the policy,
+  // setting authorizer_; returns the listening port's credentials.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> PrepareSecurity();
+  // Registers the metrics and starts /metrics if configured.
+  absl::Status PrepareMetrics();
+  // Adds the health-only port and the metrics interceptor.
+  void ConfigureOperatorFeatures(grpc::ServerBuilder& builder);
+  absl::Status RecoverStorage();
+
   std::string address_;
   int port_ = 0;
+  bool started_ = false;
   bool shut_down_ = false;
 };
 

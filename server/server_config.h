@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string>
 
+#include "storage/durable_store.h"
+
 namespace leasekeeper::server {
 
 // The default listening address: loopback only, so a fresh daemon is never
@@ -34,8 +36,15 @@ struct Limits {
   size_t max_request_id_bytes = 128;      // --max-request-id-bytes
   int64_t max_waiters_per_lock = 10'000;  // --max-waiters-per-lock
   size_t max_sessions = 100'000;          // --max-sessions
-  int32_t default_page_size = 100;        // ListLocks page_size 0
-  int32_t max_page_size = 1'000;          // ListLocks page_size cap
+  // Leases one client may hold at once; an Acquire beyond it is refused
+  // (--max-locks-per-client).
+  size_t max_locks_per_client = 1'000;
+  // Largest request message gRPC accepts, in bytes; a larger one is refused
+  // by gRPC with RESOURCE_EXHAUSTED before any handler runs
+  // (--max-request-bytes). 0: max(4 MiB, max_value_bytes + 64 KiB).
+  size_t max_request_bytes = 0;
+  int32_t default_page_size = 100;  // ListLocks page_size 0
+  int32_t max_page_size = 1'000;    // ListLocks page_size cap
 };
 
 struct RetryCacheConfig {
@@ -46,8 +55,46 @@ struct RetryCacheConfig {
   size_t max_entries = 100'000;
 };
 
+// Durability (storage/durable_store.h): the write-ahead log and snapshots
+// of the core's operation stream in a data directory.
+struct DurabilityConfig {
+  // --data-dir. leasekeeperd's default is ./data (under the working
+  // directory; scripts/run runs from the repository root). Empty: nothing
+  // is persisted, a restart forgets everything (in-process tests only).
+  std::string data_dir;
+  // --fsync always|batch|never: when a mutation counts as durable and may
+  // be answered (see storage/durable_store.h).
+  storage::FsyncPolicy fsync = storage::FsyncPolicy::kBatch;
+  // --snapshot-every N: take a snapshot after N logged operations (0:
+  // never), bounding the replay at the next start.
+  uint64_t snapshot_every_records = 200'000;
+  // --restart-grace DUR: after a restart every held lease lasts at least
+  // this much longer, so a living holder can renew (storage/restart_grace.h).
+  int64_t restart_grace_ms = 10'000;
+  // --recover-truncate: start even with a corrupt log, cutting it at the
+  // first bad record (storage/log.h explains what that risks).
+  bool recover_truncate = false;
+};
+
+// Transport security and authorization (security/tls_config.h,
+// security/policy.h). All empty: plaintext, every caller may do anything.
+struct SecurityConfig {
+  std::string tls_cert_file;   // --tls-cert: PEM server certificate (chain)
+  std::string tls_key_file;    // --tls-key: its PEM private key
+  std::string client_ca_file;  // --client-ca: CA(s) of client certs; mTLS
+  std::string policy_file;     // --policy: JSON grants; needs --client-ca
+};
+
 struct ServerConfig {
   std::string listen = kDefaultListenAddress;  // --listen
+  // host:port of the Prometheus /metrics endpoint (plain HTTP); empty: off
+  // (--metrics-listen).
+  std::string metrics_listen;
+  // host:port of an extra plaintext gRPC port for health probes that cannot
+  // present a client certificate; LockService refuses every call on it when
+  // TLS is on. Empty: none (--health-listen).
+  std::string health_listen;
+  SecurityConfig security;
   // How long a session whose stream ended may be resumed before the server
   // releases the client's leases and withdraws its wait (--session-grace).
   int64_t session_grace_ms = 2'000;
@@ -55,6 +102,7 @@ struct ServerConfig {
   RetryCacheConfig retry_cache;
   // How long SIGTERM waits for in-flight calls before cancelling them.
   int64_t shutdown_grace_ms = 2'000;
+  DurabilityConfig durability;
 };
 
 }  // namespace leasekeeper::server

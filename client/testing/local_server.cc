@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +109,14 @@ absl::StatusOr<std::unique_ptr<LocalServer>> LocalServer::Start(
                    absl::ToInt64Milliseconds(options.session_grace), "ms"),
       absl::StrCat("--log-level=", options.log_level),
   };
+  // leasekeeperd persists to ./data by default; a test server keeps
+  // nothing (and shares no directory) unless the caller names a --data-dir.
+  if (std::none_of(options.extra_flags.begin(), options.extra_flags.end(),
+                   [](const std::string& flag) {
+                     return absl::StartsWith(flag, "--data-dir");
+                   })) {
+    args.push_back("--data-dir=");
+  }
   args.insert(args.end(), options.extra_flags.begin(),
               options.extra_flags.end());
   std::vector<char*> argv;

@@ -138,7 +138,8 @@ TEST_F(OperatorsTest, ReflectionDescribesTheLockService) {
   }
   EXPECT_EQ(methods, (std::vector<std::string>{
                          "Acquire", "Renew", "Release", "Write", "Read",
-                         "Inspect", "Status", "ListLocks", "Session"}));
+                         "Inspect", "Status", "ListLocks", "Session",
+                         "ForceRelease"}));
 }
 
 TEST_F(OperatorsTest, HealthAnswersServing) {

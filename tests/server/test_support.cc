@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -323,6 +325,26 @@ Daemon StartDaemon(const std::vector<std::string>& extra_args) {
   std::vector<std::string> args = {"--listen=127.0.0.1:0", "--log-level=warn"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   Daemon daemon;
+  const bool has_data_dir =
+      std::any_of(extra_args.begin(), extra_args.end(), [](const auto& arg) {
+        return absl::StartsWith(arg, "--data-dir");
+      });
+  if (!has_data_dir) {
+    const char* base = std::getenv("TEST_TMPDIR");
+    std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp",
+                                       "/leasekeeperd-test-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      ADD_FAILURE() << "mkdtemp " << pattern;
+      return daemon;
+    }
+    daemon.data_dir = std::shared_ptr<const std::string>(
+        new std::string(pattern), [](const std::string* dir) {
+          std::error_code ignored;
+          std::filesystem::remove_all(*dir, ignored);
+          delete dir;
+        });
+    args.push_back("--data-dir=" + pattern);
+  }
   daemon.process = std::make_unique<ChildProcess>(LEASEKEEPERD_PATH, args);
   if (!daemon.process->running()) {
     ADD_FAILURE() << "cannot start " << LEASEKEEPERD_PATH;

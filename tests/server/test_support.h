@@ -187,10 +187,13 @@ class ChildProcess {
 };
 
 // Starts build/bin/leasekeeperd on 127.0.0.1:0 with `extra_args` and
-// returns it with its address, or nullptr (and a test failure).
+// returns it with its address, or nullptr (and a test failure). Unless
+// `extra_args` names a --data-dir, the daemon gets a fresh one of its own
+// under $TEST_TMPDIR (or /tmp), removed with the last copy of `data_dir`.
 struct Daemon {
   std::unique_ptr<ChildProcess> process;
   std::string address;
+  std::shared_ptr<const std::string> data_dir;
 };
 Daemon StartDaemon(const std::vector<std::string>& extra_args = {});
 

@@ -1,0 +1,100 @@
+// LeasekeeperServer's operator-facing parts: TLS and authorization from
+// config.security, the metrics registry with its /metrics endpoint and RPC
+// interceptor, and the plaintext health-only port. Start (server.cc) calls
+// them in this order: PrepareSecurity, PrepareMetrics, then
+// ConfigureOperatorFeatures on the builder.
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "security/policy.h"
+#include "security/tls_config.h"
+#include "server/server.h"
+#include "server/server_metrics.h"
+#include "spdlog/spdlog.h"
+
+namespace leasekeeper::server {
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+LeasekeeperServer::PrepareSecurity() {
+  const SecurityConfig& security = config_.security;
+  absl::StatusOr<security::ServerTls> tls = security::LoadServerTls(
+      security::TlsFiles{.cert_file = security.tls_cert_file,
+                         .key_file = security.tls_key_file,
+                         .client_ca_file = security.client_ca_file});
+  if (!tls.ok()) return tls.status();
+  std::optional<security::Policy> policy;
+  if (!security.policy_file.empty()) {
+    if (tls->mode != security::TransportSecurity::kMutualTls) {
+      return absl::InvalidArgumentError(
+          "--policy needs --client-ca: grants are for client certificate "
+          "identities");
+    }
+    absl::StatusOr<security::Policy> loaded =
+        security::Policy::Load(security.policy_file);
+    if (!loaded.ok()) return loaded.status();
+    policy = *std::move(loaded);
+  }
+  switch (tls->mode) {
+    case security::TransportSecurity::kPlaintext:
+      authorizer_ = security::Authorizer::Open();
+      break;
+    case security::TransportSecurity::kTls:
+      authorizer_ = security::Authorizer::ServerTls();
+      break;
+    case security::TransportSecurity::kMutualTls:
+      authorizer_ = security::Authorizer::MutualTls(policy);
+      break;
+  }
+  spdlog::info("event=transport_security mode={} detail=\"{}\" policy={}",
+               security::TransportSecurityName(tls->mode), tls->summary,
+               policy.has_value()
+                   ? absl::StrCat(security.policy_file, " (",
+                                  policy->identity_count(), " identities)")
+                   : std::string("none"));
+  return tls->credentials;
+}
+
+absl::Status LeasekeeperServer::PrepareMetrics() {
+  absl::StatusOr<std::unique_ptr<RpcMetrics>> rpc =
+      RpcMetrics::Create(registry_);
+  if (!rpc.ok()) return rpc.status();
+  rpc_metrics_ = *std::move(rpc);
+  if (absl::Status status = RegisterServerMetrics(
+          registry_, owner_, !config_.durability.data_dir.empty());
+      !status.ok()) {
+    return status;
+  }
+  if (config_.metrics_listen.empty()) return absl::OkStatus();
+  metrics::HttpServerOptions options;
+  options.error_log = [](absl::string_view message) {
+    spdlog::warn("event=metrics_http_error error=\"{}\"", std::string(message));
+  };
+  absl::StatusOr<std::unique_ptr<metrics::MetricsHttpServer>> http =
+      metrics::MetricsHttpServer::Start(config_.metrics_listen, registry_,
+                                        std::move(options));
+  if (!http.ok()) return http.status();
+  metrics_http_ = *std::move(http);
+  spdlog::info("event=metrics_listening address={} path=/metrics",
+               metrics_http_->address());
+  return absl::OkStatus();
+}
+
+void LeasekeeperServer::ConfigureOperatorFeatures(
+    grpc::ServerBuilder& builder) {
+  if (!config_.health_listen.empty()) {
+    // Plaintext on purpose: the kubelet's gRPC probe presents no client
+    // certificate. Every LockService call on it is refused by the
+    // Authorizer when TLS is on (the call is not over TLS).
+    builder.AddListeningPort(config_.health_listen,
+                             grpc::InsecureServerCredentials(), &health_port_);
+  }
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(rpc_metrics_->MakeInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+}
+
+}  // namespace leasekeeper::server

@@ -1,0 +1,607 @@
+#include "storage/durable_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "storage/operation_codec.h"
+#include "storage/restart_grace.h"
+#include "storage/snapshot_file.h"
+
+namespace leasekeeper::storage {
+namespace {
+
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+template <size_t N>
+void Count(std::array<uint64_t, N + 1>& buckets,
+           const std::array<uint64_t, N>& bounds, uint64_t value) {
+  size_t i = 0;
+  while (i < N && value > bounds[i]) ++i;
+  ++buckets[i];
+}
+
+// Snapshot files in `names`, as (covered position, name), newest first.
+std::vector<std::pair<LogPosition, std::string>> SnapshotFiles(
+    const std::vector<std::string>& names) {
+  std::vector<std::pair<LogPosition, std::string>> found;
+  for (const std::string& name : names) {
+    absl::string_view digits = name;
+    LogPosition covered = 0;
+    if (absl::ConsumePrefix(&digits, "snap-") &&
+        absl::ConsumeSuffix(&digits, ".snap") && digits.size() == 20 &&
+        absl::SimpleAtoi(digits, &covered)) {
+      found.emplace_back(covered, name);
+    }
+  }
+  std::sort(found.rbegin(), found.rend());
+  return found;
+}
+
+size_t CountHolders(const CoreSnapshot& snapshot) {
+  size_t n = 0;
+  for (const CoreSnapshot::Lock& lock : snapshot.locks) n += lock.holders.size();
+  return n;
+}
+
+}  // namespace
+
+absl::string_view FsyncPolicyName(FsyncPolicy policy) {
+  switch (policy) {
+    case FsyncPolicy::kAlways:
+      return "always";
+    case FsyncPolicy::kBatch:
+      return "batch";
+    case FsyncPolicy::kNever:
+      return "never";
+  }
+  return "?";
+}
+
+std::optional<FsyncPolicy> ParseFsyncPolicy(absl::string_view name) {
+  if (name == "always") return FsyncPolicy::kAlways;
+  if (name == "batch") return FsyncPolicy::kBatch;
+  if (name == "never") return FsyncPolicy::kNever;
+  return std::nullopt;
+}
+
+std::string RecoveryReport::Summary() const {
+  if (fresh) {
+    return absl::StrCat("new data dir, nothing to recover; ",
+                        elapsed_us / 1000, " ms");
+  }
+  std::string s = absl::StrCat(
+      "recovered ", locks, " locks (", held_leases, " leases held, ", waiters,
+      " waiting), ", clients, " clients: snapshot at position ",
+      snapshot_position, " (", snapshot_bytes, " bytes, read ",
+      snapshot_read_us / 1000, " ms, restored ", restore_us / 1000,
+      " ms) + ", records_replayed, " log records replayed (",
+      replay_us / 1000, " ms); last position ",
+      last_position, ", last tick ", last_tick, ", resuming at tick ",
+      resume_tick, "; restart grace raised ", leases_graced, " leases; ",
+      elapsed_us / 1000, " ms in all");
+  if (tail_dropped) absl::StrAppend(&s, "; torn log tail dropped");
+  if (!warnings.empty()) {
+    absl::StrAppend(&s, "; warnings: ", absl::StrJoin(warnings, "; "));
+  }
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
+    const std::string& dir, DurableStoreOptions options,
+    StateMachine& machine) {
+  std::unique_ptr<DurableStore> store(
+      new DurableStore(dir, std::move(options)));
+  if (absl::Status s = store->Recover(machine); !s.ok()) return s;
+  store->flusher_ = std::thread([s = store.get()] { s->FlusherLoop(); });
+  store->snapshotter_ = std::thread([s = store.get()] { s->SnapshotLoop(); });
+  return store;
+}
+
+absl::Status DurableStore::Recover(StateMachine& machine) {
+  const auto start = std::chrono::steady_clock::now();
+  RecoveryReport& report = recovery_;
+  if (absl::Status s = CreateDirectories(dir_); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<DirLock>> dir_lock = DirLock::Acquire(dir_);
+  if (!dir_lock.ok()) return dir_lock.status();
+  dir_lock_ = *std::move(dir_lock);
+
+  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir_);
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) {
+    if (absl::StartsWith(name, "snap-") && absl::EndsWith(name, ".tmp")) {
+      // A snapshot write that a crash interrupted; never renamed, never used.
+      if (absl::Status s = RemoveFile(dir_ + "/" + name); !s.ok()) return s;
+    }
+  }
+
+  // The newest snapshot that checks out; a damaged one falls back to the
+  // next older (the log is kept back to the older of the two newest).
+  const auto snapshot_start = std::chrono::steady_clock::now();
+  CoreSnapshot loaded;
+  bool have_snapshot = false;
+  LogPosition snapshot_position = 0;
+  std::string damaged;
+  const auto snapshots = SnapshotFiles(*names);
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    const std::string path = dir_ + "/" + snapshots[i].second;
+    absl::StatusOr<SnapshotFileInfo> info = ReadSnapshotFile(path, &loaded);
+    if (info.ok() && info->covered == snapshots[i].first) {
+      have_snapshot = true;
+      snapshot_position = info->covered;
+      report.snapshot_bytes = info->bytes;
+      break;
+    }
+    if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
+      return info.status();
+    }
+    damaged = info.ok() ? absl::StrCat(path, ": header names position ",
+                                       info->covered)
+                        : std::string(info.status().message());
+    report.warnings.push_back(absl::StrCat(
+        "snapshot unusable, falling back to an older one: ", damaged));
+    loaded = CoreSnapshot{};
+  }
+  report.snapshot_position = snapshot_position;
+  report.snapshot_read_us = MicrosSince(snapshot_start);
+
+  FileLogOptions log_options;
+  log_options.segment_bytes = options_.segment_bytes;
+  log_options.truncate_at_corruption = options_.recover_truncate;
+  log_options.min_next_position = snapshot_position + 1;
+  log_options.open_file = options_.open_file;
+  LogOpenReport log_report;
+  absl::StatusOr<std::unique_ptr<FileLog>> log =
+      FileLog::Open(dir_, log_options, &log_report);
+  if (!log.ok()) return log.status();
+  log_ = *std::move(log);
+  report.tail_dropped = log_report.tail_dropped;
+  for (std::string& w : log_report.warnings) {
+    report.warnings.push_back(std::move(w));
+  }
+
+  // Replay. Until the first operation the snapshot stays plain data, so
+  // RestartGrace entries right after it (the common case after a restart)
+  // are applied to the data and the core is restored once.
+  bool restored = !have_snapshot;
+  auto restore = [&]() -> absl::Status {
+    if (restored) return absl::OkStatus();
+    restored = true;
+    const auto restore_start = std::chrono::steady_clock::now();
+    absl::Status s = machine.Restore(loaded);
+    report.restore_us = MicrosSince(restore_start);
+    {
+      absl::MutexLock lock(&mu_);
+      recovery_leftovers_ = std::move(loaded);
+    }
+    loaded = CoreSnapshot{};
+    if (!s.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "the snapshot at position ", snapshot_position, " in ", dir_,
+          " is inconsistent: ", s.message()));
+    }
+    return absl::OkStatus();
+  };
+  const auto replay_start = std::chrono::steady_clock::now();
+  LogPosition expected = snapshot_position + 1;
+  absl::Status replayed = log_->ReadFrom(
+      snapshot_position + 1,
+      [&](LogPosition position, absl::string_view record) -> absl::Status {
+        if (position != expected) {
+          return absl::DataLossError(absl::StrCat(
+              "log position ", position, " read where ", expected,
+              " was expected"));
+        }
+        ++expected;
+        absl::StatusOr<LogEntry> entry = DecodeLogEntry(record);
+        if (!entry.ok()) {
+          return absl::Status(
+              entry.status().code(),
+              absl::StrCat("log record at position ", position, " in ", dir_,
+                           ": ", entry.status().message()));
+        }
+        if (const auto* grace = std::get_if<RestartGrace>(&*entry)) {
+          ++report.graces_replayed;
+          if (!restored && grace->at == loaded.now) {
+            ApplyRestartGrace(*grace, loaded);
+            return absl::OkStatus();
+          }
+          if (absl::Status s = restore(); !s.ok()) return s;
+          absl::StatusOr<size_t> raised = ApplyRestartGrace(*grace, machine);
+          if (!raised.ok()) {
+            return absl::DataLossError(absl::StrCat(
+                "restart grace at position ", position,
+                " failed: ", raised.status().message()));
+          }
+          return absl::OkStatus();
+        }
+        if (absl::Status s = restore(); !s.ok()) return s;
+        // Contract errors are replayed as they happened the first time.
+        machine.Apply(std::get<Operation>(*entry)).status().IgnoreError();
+        ++report.records_replayed;
+        return absl::OkStatus();
+      });
+  if (absl::IsOutOfRange(replayed)) {
+    return absl::DataLossError(absl::StrCat(
+        "log records are missing in ", dir_, ": the newest usable snapshot "
+        "covers positions up to ", snapshot_position, " but ",
+        replayed.message(),
+        damaged.empty() ? "" : absl::StrCat(" (damaged snapshot: ", damaged,
+                                            ")"),
+        ". Restore the data dir from a backup"));
+  }
+  if (!replayed.ok()) return replayed;
+  report.replay_us = MicrosSince(replay_start) - report.restore_us;
+
+  // This restart's grace, logged (and synced) before anything can depend
+  // on it.
+  const Tick last_tick = restored ? machine.table().now() : loaded.now;
+  const size_t held =
+      restored ? machine.table().held_lease_count() : CountHolders(loaded);
+  bool graced = false;
+  if (options_.restart_grace_ticks > 0 && held > 0) {
+    const RestartGrace grace{last_tick, options_.restart_grace_ticks};
+    std::string record;
+    EncodeRestartGrace(grace, record);
+    if (absl::Status s = log_->Append({record}); !s.ok()) return s;
+    if (absl::Status s = log_->Sync(); !s.ok()) return s;
+    graced = true;
+    if (!restored) {
+      report.leases_graced = ApplyRestartGrace(grace, loaded);
+    } else {
+      absl::StatusOr<size_t> raised = ApplyRestartGrace(grace, machine);
+      if (!raised.ok()) return raised.status();
+      report.leases_graced = *raised;
+    }
+  }
+  // The snapshot stayed plain data through replay (nothing but grace
+  // entries followed it): it is now exactly the state at the last record.
+  const bool state_in_hand = !restored;
+  if (absl::Status s = restore(); !s.ok()) return s;
+  machine.table().TakeEvents();  // replay's events were answered long ago
+
+  const LogPosition next = log_->next_position();
+  report.last_position = next - 1;
+  report.last_tick = machine.table().now();
+  report.resume_tick = report.last_tick == kMinTick ? 0 : report.last_tick + 1;
+  report.fresh = snapshot_position == 0 && next == 1;
+  report.held_leases = machine.table().held_lease_count();
+  report.waiters = machine.table().waiter_count();
+  report.locks = machine.table().lock_count();
+  report.clients = machine.table().registered_client_count();
+  report.elapsed_us = MicrosSince(start);
+
+  absl::MutexLock lock(&mu_);
+  next_position_ = next;
+  durable_ = next - 1;
+  snapshot_position_ = snapshot_position;
+  records_since_snapshot_ = next - 1 - snapshot_position;
+  graces_since_snapshot_ = report.graces_replayed + (graced ? 1 : 0);
+  stats_.last_position = next - 1;
+  stats_.durable_position = next - 1;
+  if (state_in_hand && graces_since_snapshot_ > 0 && next - 1 > snapshot_position &&
+      options_.snapshot_every_records > 0 && recovery_leftovers_.has_value()) {
+    // Fold the grace into a new snapshot from the data recovery already
+    // holds, on the snapshot thread: the next start need not replay it, and
+    // the owner need not export its state under its lock to get there.
+    snapshot_job_ = SnapshotJob{*std::move(recovery_leftovers_), next - 1};
+    recovery_leftovers_.reset();
+    snapshot_busy_ = true;
+    records_since_snapshot_ = 0;
+    graces_since_snapshot_ = 0;
+  }
+  return absl::OkStatus();
+}
+
+DurableStore::~DurableStore() { Close().IgnoreError(); }
+
+absl::StatusOr<LogPosition> DurableStore::Append(const Operation& operation) {
+  std::string record;
+  EncodeOperation(operation, record);
+  if (record.size() >= kMaxLogRecordBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("operation of ", record.size(),
+                     " bytes is too large for the log"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (!failed_.ok()) return failed_;
+  if (closing_) return absl::FailedPreconditionError("durable store closed");
+  const LogPosition position = next_position_++;
+  stats_.bytes_appended += record.size();
+  ++stats_.records_appended;
+  stats_.last_position = position;
+  ++records_since_snapshot_;
+  pending_.push_back(std::move(record));
+  return position;
+}
+
+void DurableStore::OnDurable(LogPosition position, DurableCallback done) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (position > durable_) {
+      if (failed_.ok() && !flusher_done_) {
+        waiting_[position].push_back(std::move(done));
+        return;
+      }
+      status = failed_.ok() ? absl::FailedPreconditionError(
+                                  "durable store closed before the record "
+                                  "was written")
+                            : failed_;
+    }
+    if (!flusher_done_) {
+      ready_.push_back(ReadyCallback{std::move(done), status});
+      return;
+    }
+  }
+  std::move(done)(status);  // after Close: no flusher to run it
+}
+
+absl::Status DurableStore::WaitDurable(LogPosition position) {
+  absl::MutexLock lock(&mu_);
+  auto done = [this, position]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return durable_ >= position || !failed_.ok() || flusher_done_;
+  };
+  mu_.Await(absl::Condition(&done));
+  if (durable_ >= position) return absl::OkStatus();
+  if (!failed_.ok()) return failed_;
+  return absl::FailedPreconditionError("durable store closed");
+}
+
+LogPosition DurableStore::last_position() const {
+  absl::MutexLock lock(&mu_);
+  return next_position_ - 1;
+}
+
+LogPosition DurableStore::durable_position() const {
+  absl::MutexLock lock(&mu_);
+  return durable_;
+}
+
+absl::Status DurableStore::health() const {
+  absl::MutexLock lock(&mu_);
+  return failed_;
+}
+
+DurableStoreStats DurableStore::stats() const {
+  absl::MutexLock lock(&mu_);
+  DurableStoreStats stats = stats_;
+  stats.health = failed_;
+  stats.durable_position = durable_;
+  return stats;
+}
+
+void DurableStore::FlusherLoop() {
+  for (;;) {
+    std::vector<std::string> group;
+    LogPosition first = 0;
+    std::vector<ReadyCallback> ready;
+    bool exit = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return closing_ || !pending_.empty() || !ready_.empty();
+      };
+      mu_.Await(absl::Condition(&has_work));
+      ready.swap(ready_);
+      if (!pending_.empty()) {
+        first = next_position_ - pending_.size();
+        group.swap(pending_);
+      }
+      exit = closing_ && group.empty() && ready.empty();
+      // Decided under the lock, so no OnDurable can slip in after it.
+      if (exit) flusher_done_ = true;
+    }
+    RunReady(ready);
+    if (!group.empty()) {
+      const absl::Span<const std::string> all(group);
+      switch (options_.fsync) {
+        case FsyncPolicy::kAlways:
+          for (size_t i = 0; i < group.size(); ++i) {
+            absl::Status s = log_->Append(all.subspan(i, 1));
+            const auto sync_start = std::chrono::steady_clock::now();
+            if (s.ok()) s = log_->Sync();
+            if (!s.ok()) {
+              Fail(s);
+              break;
+            }
+            MarkDurable(first + i, 1, MicrosSince(sync_start));
+          }
+          break;
+        case FsyncPolicy::kBatch: {
+          absl::Status s = log_->Append(all);
+          const auto sync_start = std::chrono::steady_clock::now();
+          if (s.ok()) s = log_->Sync();
+          if (!s.ok()) {
+            Fail(s);
+            break;
+          }
+          MarkDurable(first + group.size() - 1, group.size(),
+                      MicrosSince(sync_start));
+          break;
+        }
+        case FsyncPolicy::kNever: {
+          absl::Status s = log_->Append(all);
+          if (!s.ok()) {
+            Fail(s);
+            break;
+          }
+          MarkDurable(first + group.size() - 1, group.size(), -1);
+          break;
+        }
+      }
+    }
+    if (exit) break;
+  }
+}
+
+void DurableStore::MarkDurable(LogPosition position, size_t group_records,
+                               int64_t fsync_us) {
+  std::vector<DurableCallback> done;
+  {
+    absl::MutexLock lock(&mu_);
+    durable_ = position;
+    ++stats_.groups;
+    stats_.group_records_sum += group_records;
+    Count(stats_.group_records, DurableStoreStats::kBatchBounds, group_records);
+    if (fsync_us >= 0) {
+      const auto us = static_cast<uint64_t>(fsync_us);
+      ++stats_.fsyncs;
+      stats_.fsync_micros_sum += us;
+      stats_.fsync_micros_max = std::max(stats_.fsync_micros_max, us);
+      Count(stats_.fsync_micros, DurableStoreStats::kSyncMicrosBounds, us);
+    }
+    auto end = waiting_.upper_bound(position);
+    for (auto it = waiting_.begin(); it != end; ++it) {
+      for (DurableCallback& cb : it->second) done.push_back(std::move(cb));
+    }
+    waiting_.erase(waiting_.begin(), end);
+  }
+  for (DurableCallback& cb : done) std::move(cb)(absl::OkStatus());
+}
+
+void DurableStore::Fail(const absl::Status& status) {
+  std::vector<DurableCallback> doomed;
+  absl::Status reason;
+  {
+    absl::MutexLock lock(&mu_);
+    if (failed_.ok()) {
+      failed_ = absl::UnavailableError(absl::StrCat(
+          "durable store failed; mutations are refused until the disk is "
+          "fixed and leasekeeperd restarted: ",
+          status.message()));
+    }
+    reason = failed_;
+    for (auto& [position, callbacks] : waiting_) {
+      for (DurableCallback& cb : callbacks) doomed.push_back(std::move(cb));
+    }
+    waiting_.clear();
+    pending_.clear();
+  }
+  for (DurableCallback& cb : doomed) std::move(cb)(reason);
+}
+
+void DurableStore::RunReady(std::vector<ReadyCallback>& ready) {
+  for (ReadyCallback& r : ready) std::move(r.done)(r.status);
+  ready.clear();
+}
+
+bool DurableStore::SnapshotDue() const {
+  absl::MutexLock lock(&mu_);
+  if (options_.snapshot_every_records == 0 || !failed_.ok() ||
+      snapshot_busy_ || closing_) {
+    return false;
+  }
+  return records_since_snapshot_ >= options_.snapshot_every_records ||
+         graces_since_snapshot_ > 0;
+}
+
+bool DurableStore::SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered) {
+  absl::MutexLock lock(&mu_);
+  if (snapshot_busy_ || closing_ || !failed_.ok() ||
+      covered <= snapshot_position_ || covered >= next_position_) {
+    return false;
+  }
+  snapshot_busy_ = true;
+  records_since_snapshot_ = next_position_ - 1 - covered;
+  graces_since_snapshot_ = 0;
+  snapshot_job_ = SnapshotJob{std::move(snapshot), covered};
+  return true;
+}
+
+absl::Status DurableStore::WaitForSnapshot() {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return !snapshot_busy_;
+  };
+  mu_.Await(absl::Condition(&idle));
+  return stats_.last_snapshot_error;
+}
+
+void DurableStore::SnapshotLoop() {
+  std::optional<CoreSnapshot> leftovers;
+  {
+    absl::MutexLock lock(&mu_);
+    leftovers.swap(recovery_leftovers_);
+  }
+  leftovers.reset();
+  for (;;) {
+    SnapshotJob job;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return snapshot_job_.has_value() || closing_;
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (!snapshot_job_.has_value()) return;  // closing
+      job = std::move(*snapshot_job_);
+      snapshot_job_.reset();
+    }
+    absl::Status status = WriteSnapshot(job);
+    absl::MutexLock lock(&mu_);
+    stats_.last_snapshot_error = status;
+    snapshot_busy_ = false;
+    if (!status.ok()) {
+      // Try again after another interval; the log still has everything.
+      records_since_snapshot_ = options_.snapshot_every_records / 2;
+    }
+  }
+}
+
+absl::Status DurableStore::WriteSnapshot(SnapshotJob& job) {
+  if (absl::Status s = WaitDurable(job.covered); !s.ok()) return s;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<SnapshotFileInfo> info =
+      WriteSnapshotFile(dir_, job.snapshot, job.covered);
+  job.snapshot = CoreSnapshot{};
+  if (!info.ok()) return info.status();
+  LogPosition older = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    older = snapshot_position_;
+    snapshot_position_ = job.covered;
+    ++stats_.snapshots_written;
+    stats_.last_snapshot_position = job.covered;
+    stats_.last_snapshot_bytes = info->bytes;
+    stats_.last_snapshot_write_us = MicrosSince(start);
+  }
+  // Keep the newest two snapshots; the log back to the older one, so a
+  // damaged newest snapshot can be replaced by the older plus more replay.
+  absl::Status cleanup;
+  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir_);
+  if (!names.ok()) return names.status();
+  for (const auto& [covered, name] : SnapshotFiles(*names)) {
+    if (covered != job.covered && covered != older) {
+      cleanup.Update(RemoveFile(dir_ + "/" + name));
+    }
+  }
+  if (older > 0) cleanup.Update(log_->DiscardBefore(older + 1));
+  return cleanup;
+}
+
+absl::Status DurableStore::Close() {
+  absl::MutexLock close_lock(&close_mu_);
+  if (!closed_) {
+    closed_ = true;
+    {
+      absl::MutexLock lock(&mu_);
+      closing_ = true;
+    }
+    if (flusher_.joinable()) flusher_.join();
+    if (snapshotter_.joinable()) snapshotter_.join();
+    absl::MutexLock lock(&mu_);
+    flusher_done_ = true;
+  }
+  return health();
+}
+
+}  // namespace leasekeeper::storage

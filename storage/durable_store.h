@@ -1,0 +1,323 @@
+// DurableStore: makes the core's ordered operation stream durable. It
+// recovers a StateMachine from a data directory (latest snapshot + replay of
+// the log after it), appends every later operation to the write-ahead log
+// (log.h) with group commit, tells the caller when each record is durable,
+// and writes snapshots off-thread so the log can be cut.
+//
+// Data directory: LOCK (flock, one process at a time), wal-*.log segments
+// (log.h), snap-*.snap snapshots (snapshot_file.h). The latest two
+// snapshots are kept (if the newest is damaged, recovery falls back to the
+// older one and replays more) and log segments are deleted once the older
+// kept snapshot covers them.
+//
+// How the owner of the core uses it (leasekeeperd, REQUIRES for safety):
+//  - Apply an operation to the core, then Append it, both under the core's
+//    lock, so log order == apply order. Append is cheap (encode, enqueue);
+//    it never waits for the disk.
+//  - Send the operation's reply, and every waiter notification it caused,
+//    only from OnDurable(position, callback): the callback runs on the
+//    flusher thread once the record is durable (status OK), or with
+//    Unavailable if the store failed first. Nothing that is not durable is
+//    ever acknowledged, and no gRPC thread waits for an fsync.
+//  - Time passing is an operation too: a lapse that grants a waiter is only
+//    visible through op::Advance (or a later operation) being appended.
+//  - When SnapshotDue(), hand the core's CoreSnapshot, taken under the same
+//    lock, with the position of the last appended record, to
+//    SubmitSnapshot; the file is written on the snapshot thread.
+//  - Renewals are not batched more loosely than other mutations: a lost
+//    renewal would let the recovered lease end before the holder believes,
+//    and the restart grace only covers a holder that renews within it.
+//
+// Fsync policy (--fsync):
+//  - kAlways: every record is written and fsynced on its own.
+//  - kBatch (default): the flusher takes every record pending when it wakes
+//    (one group), writes them with one write(2) and one fsync, then
+//    acknowledges the group. Concurrent callers share an fsync.
+//  - kNever: records are acknowledged once written to the OS (they survive
+//    a crash of the process, not of the machine).
+//
+// Failure: if a write or fsync fails (ENOSPC, EIO) the store is FAILED for
+// good: pending callbacks get Unavailable with the reason, every later
+// Append returns it, and nothing more is written. (After a failed fsync
+// the kernel may have dropped the dirty pages, so a retry cannot make them
+// durable.) The operator fixes the disk and restarts; recovery keeps every
+// record that was acknowledged.
+//
+// Time across restarts. Ticks are the core's clock (leasekeeperd: monotonic
+// milliseconds). Recovery reports last_tick, the core's now after replay,
+// and resume_tick = last_tick + 1: the owner must make its clock continue
+// from resume_tick (leasekeeperd picks its clock origin at start so that
+// its first tick is resume_tick), so time never runs backwards across a
+// restart and every lease keeps the remaining time it had when the last
+// record was written. Downtime does not count against leases.
+//
+// Restart grace (DurableStoreOptions::restart_grace_ticks > 0): after
+// replay, every lease that is held gets expires_at = max(expires_at,
+// last_tick + grace), so a living holder can renew instead of losing its
+// lock to the restart. It is recorded in the log as a RestartGrace entry
+// (restart_grace.h explains why it is needed there and why it is safe: in
+// short, counters are recovered at least as high as any token handed out
+// because every grant is logged before it is acknowledged, and the grace
+// only extends leases that were held). Replaying such an entry costs an
+// export and a restore of the whole state, so it is folded into a snapshot
+// soon: by Open itself (off-thread, from the data it restored) when the
+// entries directly follow the newest snapshot, else through SnapshotDue.
+//
+// Thread-safety: all public methods are thread-safe. Callbacks run on the
+// flusher thread, never under the store's mutex: those of records that
+// become durable together in position order, one registered for a record
+// that is already durable on the flusher's next wake-up. A callback must
+// not block for long (it delays later acknowledgements) and must not call
+// WaitDurable or Close; it may call Append and OnDurable.
+//
+// Invariants:
+//  1. Positions are 1, 2, 3, ... in Append order; a recovered store goes on
+//     from the last recovered position.
+//  2. durable_position() never falls; OnDurable(p) reports OK only if
+//     p <= durable_position(), i.e. record p (and all before it) survives a
+//     crash under the fsync policy.
+//  3. Once failed, always failed: no record appended after the failure is
+//     written, and no callback for a record that was not durable says OK.
+//  4. Recovery of a directory written by this class, after a crash at any
+//     point, yields the state of the core after some prefix of the Appended
+//     operations that includes every durable one (plus the restart grace).
+#ifndef LEASEKEEPER_STORAGE_DURABLE_STORE_H_
+#define LEASEKEEPER_STORAGE_DURABLE_STORE_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "core/snapshot.h"
+#include "core/state_machine.h"
+#include "storage/file.h"
+#include "storage/log.h"
+
+namespace leasekeeper::storage {
+
+enum class FsyncPolicy { kAlways, kBatch, kNever };
+
+// "always" / "batch" / "never", and back (nullopt for anything else).
+absl::string_view FsyncPolicyName(FsyncPolicy policy);
+std::optional<FsyncPolicy> ParseFsyncPolicy(absl::string_view name);
+
+struct DurableStoreOptions {
+  FsyncPolicy fsync = FsyncPolicy::kBatch;
+  // SnapshotDue() turns true once this many records were appended since the
+  // last snapshot (0: never). It bounds the replay at the next start.
+  uint64_t snapshot_every_records = 200'000;
+  // See restart_grace.h; in the core's ticks. 0: no grace.
+  int64_t restart_grace_ticks = 0;
+  // --recover-truncate (log.h): cut the log at the first bad record.
+  bool recover_truncate = false;
+  // Log segment size (log.h).
+  uint64_t segment_bytes = uint64_t{8} << 20;
+  // How log segments are opened for writing; tests inject faults here.
+  WritableFileFactory open_file = OpenPosixWritableFile;
+};
+
+// What Open found and did; Summary() is one line for the server's log.
+struct RecoveryReport {
+  bool fresh = true;                 // nothing to recover: a new data dir
+  LogPosition snapshot_position = 0;  // 0: no snapshot used
+  uint64_t snapshot_bytes = 0;
+  uint64_t records_replayed = 0;     // operations applied after the snapshot
+  uint64_t graces_replayed = 0;      // RestartGrace entries among them
+  LogPosition last_position = 0;     // the last record in the log
+  Tick last_tick = kMinTick;         // the core's now after replay
+  Tick resume_tick = 0;              // the first tick the owner may use
+  size_t leases_graced = 0;          // raised by this restart's grace
+  size_t held_leases = 0;
+  size_t waiters = 0;
+  size_t locks = 0;
+  size_t clients = 0;
+  bool tail_dropped = false;
+  std::vector<std::string> warnings;  // torn tail, damaged snapshot, ...
+  int64_t elapsed_us = 0;
+  int64_t snapshot_read_us = 0;      // read, check and decode the file
+  int64_t restore_us = 0;            // StateMachine::Restore
+  int64_t replay_us = 0;             // log records (restore excluded)
+
+  std::string Summary() const;
+};
+
+// Counters for metrics. Histograms are per-bucket counts (not cumulative):
+// bucket i counts values <= kBounds[i] and > kBounds[i-1]; the last bucket
+// is everything above the last bound.
+struct DurableStoreStats {
+  static constexpr std::array<uint64_t, 12> kBatchBounds = {
+      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
+  static constexpr std::array<uint64_t, 14> kSyncMicrosBounds = {
+      50,    100,   250,    500,    1000,   2500,   5000,
+      10000, 25000, 50000, 100000, 250000, 500000, 1000000};
+
+  uint64_t records_appended = 0;  // since Open
+  uint64_t bytes_appended = 0;    // encoded entries, without framing
+  LogPosition last_position = 0;
+  LogPosition durable_position = 0;
+  uint64_t groups = 0;            // writes to the log
+  uint64_t fsyncs = 0;
+  std::array<uint64_t, kBatchBounds.size() + 1> group_records{};
+  uint64_t group_records_sum = 0;
+  std::array<uint64_t, kSyncMicrosBounds.size() + 1> fsync_micros{};
+  uint64_t fsync_micros_sum = 0;
+  uint64_t fsync_micros_max = 0;
+  uint64_t snapshots_written = 0;
+  LogPosition last_snapshot_position = 0;
+  uint64_t last_snapshot_bytes = 0;
+  int64_t last_snapshot_write_us = 0;
+  absl::Status last_snapshot_error;  // OK if the last attempt succeeded
+  absl::Status health;               // OK, or why the store failed
+};
+
+class DurableStore {
+ public:
+  // Runs once the record is durable (OK) or can never be (Unavailable).
+  using DurableCallback = absl::AnyInvocable<void(absl::Status) &&>;
+
+  // Locks `dir` (creating it if needed), recovers `machine` from it and
+  // starts the flusher and snapshot threads.
+  // REQUIRES: `machine` is freshly constructed (empty), with the CoreConfig
+  // the records were applied with.
+  // Outcomes: the store, with recovery() describing what happened;
+  //  - FailedPrecondition: the dir is locked by another process (message
+  //    names its pid), or a log/snapshot format version this build does not
+  //    read;
+  //  - DataLoss: corruption before the tail of the log (file and byte
+  //    offset; see log.h for the ways forward), records missing between
+  //    the snapshot and the log, a record that does not decode, or a
+  //    snapshot the core refuses;
+  //  - another error for I/O (permissions, ...).
+  // Cost: reads the newest snapshot and every log segment; replays the
+  // records after the snapshot.
+  static absl::StatusOr<std::unique_ptr<DurableStore>> Open(
+      const std::string& dir, DurableStoreOptions options,
+      StateMachine& machine);
+
+  // Close().
+  ~DurableStore();
+  DurableStore(const DurableStore&) = delete;
+  DurableStore& operator=(const DurableStore&) = delete;
+
+  const RecoveryReport& recovery() const { return recovery_; }
+
+  // Enqueues `operation` for the log and returns its position.
+  // Outcomes: the position; Unavailable (with the reason) once the store
+  // failed; FailedPrecondition after Close(); InvalidArgument if the
+  // encoded entry is too large for the log (kMaxLogRecordBytes).
+  // Cost: O(size of the operation); never waits for I/O.
+  absl::StatusOr<LogPosition> Append(const Operation& operation);
+
+  // Calls `done` on the flusher thread once record `position` is durable
+  // (OK), or with Unavailable if the store failed before that. Also when
+  // the record is already durable (then as soon as the flusher wakes).
+  // REQUIRES: position <= last_position().
+  void OnDurable(LogPosition position, DurableCallback done);
+
+  // Blocks until record `position` is durable. OK, or Unavailable if the
+  // store failed first. Not for gRPC threads; for tools, tests, shutdown.
+  absl::Status WaitDurable(LogPosition position);
+
+  LogPosition last_position() const;     // last appended (or recovered)
+  LogPosition durable_position() const;  // see invariant 2
+
+  // True when a snapshot should be submitted: enough records since the
+  // last one (options), or a RestartGrace entry is waiting to be folded into
+  // a snapshot (replaying one costs a full export/restore). False while a
+  // snapshot is being written or when the store failed.
+  bool SnapshotDue() const;
+
+  // Writes `snapshot` (the state after records 1..covered) on the snapshot
+  // thread, after record `covered` is durable; then deletes snapshots but
+  // the newest two and the log segments the older of them covers.
+  // Returns false (and drops it) if a snapshot is still being written or
+  // `covered` is not in (last snapshot, last_position()].
+  bool SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered);
+
+  // Blocks until no snapshot is being written; returns the result of the
+  // last one (OK if none was attempted). For tests and shutdown.
+  absl::Status WaitForSnapshot();
+
+  // OK, or the Unavailable error that failed the store.
+  absl::Status health() const;
+
+  DurableStoreStats stats() const;
+
+  // Writes and syncs everything appended (callbacks run), waits for the
+  // snapshot being written, stops the threads. Later Appends fail. Returns
+  // health(). Idempotent.
+  absl::Status Close();
+
+ private:
+  struct SnapshotJob {
+    CoreSnapshot snapshot;
+    LogPosition covered = 0;
+  };
+  struct ReadyCallback {
+    DurableCallback done;
+    absl::Status status;
+  };
+
+  DurableStore(std::string dir, DurableStoreOptions options)
+      : dir_(std::move(dir)), options_(std::move(options)) {}
+
+  absl::Status Recover(StateMachine& machine);
+  void FlusherLoop();
+  void SnapshotLoop();
+  // Marks records up to `position` durable and runs their callbacks.
+  void MarkDurable(LogPosition position, size_t group_records,
+                   int64_t fsync_us);
+  // Fails the store with `status` (first failure wins); runs the callbacks
+  // of every record that will now never be durable.
+  void Fail(const absl::Status& status);
+  void RunReady(std::vector<ReadyCallback>& ready);
+  absl::Status WriteSnapshot(SnapshotJob& job);
+
+  const std::string dir_;
+  const DurableStoreOptions options_;
+  std::unique_ptr<DirLock> dir_lock_;
+  std::unique_ptr<FileLog> log_;  // the flusher appends; the snapshot
+                                  // thread discards (FileLog is thread-safe)
+  RecoveryReport recovery_;
+
+  mutable absl::Mutex mu_;
+  LogPosition next_position_ ABSL_GUARDED_BY(mu_) = 1;
+  LogPosition durable_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> pending_ ABSL_GUARDED_BY(mu_);  // not yet written
+  LogPosition pending_first_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<LogPosition, std::vector<DurableCallback>> waiting_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<ReadyCallback> ready_ ABSL_GUARDED_BY(mu_);
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool flusher_done_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t graces_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  LogPosition snapshot_position_ ABSL_GUARDED_BY(mu_) = 0;  // newest kept
+  std::optional<SnapshotJob> snapshot_job_ ABSL_GUARDED_BY(mu_);
+  // The snapshot recovery restored from: freeing a million strings takes a
+  // while, so the snapshot thread does it instead of Open.
+  std::optional<CoreSnapshot> recovery_leftovers_ ABSL_GUARDED_BY(mu_);
+  bool snapshot_busy_ ABSL_GUARDED_BY(mu_) = false;
+  DurableStoreStats stats_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex close_mu_;  // serialises Close
+  bool closed_ ABSL_GUARDED_BY(close_mu_) = false;
+  std::thread flusher_;
+  std::thread snapshotter_;
+};
+
+}  // namespace leasekeeper::storage
+
+#endif  // LEASEKEEPER_STORAGE_DURABLE_STORE_H_

@@ -1,0 +1,219 @@
+// Log: the write-ahead log of the ordered operation stream, and FileLog, its
+// implementation as segment files in a data directory.
+//
+// The interface is deliberately narrow (append a batch, sync, read from a
+// position, discard what a snapshot covers) so that the same stream can
+// later be replicated through etcd behind it. A record is an opaque byte
+// string (an OperationCodec entry); its position is its 1-based index in the
+// log's whole history and never changes.
+//
+// On-disk format, version 1 (little-endian):
+//
+//   segment file  DIR/wal-<first position, 20 digits>.log
+//     header (28 bytes): "LKWALSEG" | u32 format version | u32 0 |
+//                        u64 first position | u32 crc32c(previous 24)
+//     then records, back to back, each framed as
+//       u32 length (low 24 bits, < 16 MiB) | check byte (high 8 bits) =
+//           crc32c of the 3 length bytes, low 8 bits
+//       u32 crc32c(the 4 length bytes + payload)
+//       payload (length bytes)
+//
+//   Positions are consecutive within a segment and across segments; the
+//   next segment's first position is the previous one's first + its record
+//   count. A segment is rolled (fsynced, closed, a new one started) when it
+//   passes FileLogOptions::segment_bytes, and every FileLog::Open starts a
+//   new segment, so a file is never appended to by two processes.
+//
+// Recovery rules (FileLog::Open):
+//  - The TAIL is the last record of the last segment: a frame cut short by
+//    the end of the file; a frame that reaches exactly to the end of the
+//    file but fails its checksum or length check; or a bad frame followed
+//    by nothing but zero bytes (a file system may extend a file with zeros
+//    before a crash). Damage to the 3 length bytes of the last record that
+//    makes it point elsewhere cannot be told from damage before the tail
+//    and is treated as such. A torn or corrupt tail was never
+//    acknowledged (a reply waits for its record to be synced, and a sync
+//    covers every byte before it), so it is dropped: the file is truncated
+//    to the last good record and the open reports a warning.
+//  - A last segment shorter than its header (a crash while it was created)
+//    is removed with a warning.
+//  - Anything else is CORRUPTION BEFORE THE TAIL: a bad frame with data
+//    after it, any bad frame in an earlier segment, a bad header, a gap in
+//    positions. Open fails with DataLoss naming the file and byte offset.
+//    Records after the bad one may have been acknowledged, so dropping them
+//    silently could lose acknowledged writes or, worse, re-issue a fencing
+//    token. The ways forward, named in the message:
+//      (a) if a snapshot covers the damaged range (or losing what follows
+//          is acceptable), restart with FileLogOptions::truncate_at_corruption
+//          (leasekeeperd --recover-truncate): the log is cut at the first
+//          bad record, later segments are deleted, and the report says how
+//          much was dropped; every fencing counter then comes from the
+//          snapshot and the records before the cut, so tokens handed out
+//          after the cut may be issued again: fence the store first (raise
+//          its high-water marks) or accept the risk knowingly;
+//      (b) restore the data dir from a backup.
+//  - A header with another format version fails with FailedPrecondition
+//    naming both versions: run the matching build (there is no converter).
+//
+// Thread-safety: every method of FileLog is thread-safe (one internal
+// mutex); Append and Sync are meant to be called by one writer thread, and
+// ReadFrom and DiscardBefore may run beside it.
+//
+// Invariants:
+//  1. The records on disk are exactly positions [first_position(),
+//     next_position()), in order, without gaps.
+//  2. After Sync() returns OK, every record appended before it survives a
+//     crash (power loss included) and is read back by the next Open.
+//  3. After a write or sync failed, the log is failed: every later Append
+//     and Sync returns that error (a failed fsync cannot be retried safely).
+#ifndef LEASEKEEPER_STORAGE_LOG_H_
+#define LEASEKEEPER_STORAGE_LOG_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "storage/file.h"
+
+namespace leasekeeper::storage {
+
+using LogPosition = uint64_t;
+
+inline constexpr uint32_t kLogFormatVersion = 1;
+inline constexpr size_t kLogSegmentHeaderBytes = 28;
+inline constexpr size_t kLogFrameHeaderBytes = 8;
+// A record's payload must be shorter than this (24 bits of length).
+inline constexpr size_t kMaxLogRecordBytes = (size_t{1} << 24) - 1;
+
+// Called for each record read; a non-OK return stops the read and is
+// returned by it.
+using LogVisitor =
+    std::function<absl::Status(LogPosition position, absl::string_view record)>;
+
+class Log {
+ public:
+  virtual ~Log() = default;
+
+  // Appends `records` at positions next_position(), next_position() + 1, ...
+  // and hands them to the OS; they are durable only after Sync().
+  // Outcomes: OK; InvalidArgument if a record is kMaxLogRecordBytes or
+  // longer (nothing appended); Unavailable if writing failed (the log is
+  // failed, invariant 3). Cost: O(bytes), one write(2).
+  virtual absl::Status Append(absl::Span<const std::string> records) = 0;
+
+  // Makes every appended record durable. OK or Unavailable (the log is
+  // failed). Cost: one fdatasync.
+  virtual absl::Status Sync() = 0;
+
+  // Calls visit for every record at position >= from, in order, up to the
+  // records appended when the call started. Outcomes: OK; OutOfRange if
+  // `from` < first_position() (discarded); DataLoss naming file and offset
+  // if a record no longer checks out; or the first non-OK of visit.
+  // REQUIRES: from >= 1. Cost: reads every segment from the one holding
+  // `from`.
+  virtual absl::Status ReadFrom(LogPosition from,
+                                const LogVisitor& visit) const = 0;
+
+  // Deletes whole segments whose records all lie before `position` (a
+  // snapshot covers them); the segment being written is kept. OK, or the
+  // error of deleting a file (the log stays usable).
+  virtual absl::Status DiscardBefore(LogPosition position) = 0;
+
+  // The oldest record kept; == next_position() when the log is empty.
+  virtual LogPosition first_position() const = 0;
+  // The position the next appended record gets.
+  virtual LogPosition next_position() const = 0;
+};
+
+struct FileLogOptions {
+  // A segment is rolled once it reaches this size.
+  uint64_t segment_bytes = uint64_t{8} << 20;
+  // --recover-truncate: cut the log at the first bad record instead of
+  // refusing to open (see the recovery rules above).
+  bool truncate_at_corruption = false;
+  // New records are numbered from at least here (the position after the
+  // latest snapshot). If the log ends before it, the log's old segments are
+  // all covered by that snapshot and are deleted, so positions stay
+  // gap-free.
+  LogPosition min_next_position = 1;
+  // How segment files are opened for writing; tests inject faults here.
+  WritableFileFactory open_file = OpenPosixWritableFile;
+};
+
+// What FileLog::Open found and did.
+struct LogOpenReport {
+  size_t segments = 0;           // segment files read
+  uint64_t bytes_scanned = 0;
+  LogPosition first_position = 1;
+  LogPosition next_position = 1;
+  bool tail_dropped = false;
+  uint64_t bytes_dropped = 0;    // torn tail, or everything cut
+  std::vector<std::string> warnings;  // human-readable, one per event
+};
+
+class FileLog final : public Log {
+ public:
+  // Scans every segment in `dir` (which must exist), applies the recovery
+  // rules above and starts a new segment for appends.
+  // Outcomes: the log (and *report filled in); DataLoss for corruption
+  // before the tail (file and offset in the message); FailedPrecondition
+  // for a format version this build does not read; another error for I/O.
+  // Cost: reads every segment once.
+  static absl::StatusOr<std::unique_ptr<FileLog>> Open(
+      const std::string& dir, FileLogOptions options, LogOpenReport* report);
+
+  ~FileLog() override;
+  FileLog(const FileLog&) = delete;
+  FileLog& operator=(const FileLog&) = delete;
+
+  absl::Status Append(absl::Span<const std::string> records) override;
+  absl::Status Sync() override;
+  absl::Status ReadFrom(LogPosition from,
+                        const LogVisitor& visit) const override;
+  absl::Status DiscardBefore(LogPosition position) override;
+  LogPosition first_position() const override;
+  LogPosition next_position() const override;
+
+  // The error that failed the log, OK while healthy.
+  absl::Status health() const;
+
+  // The segment file name for a first position ("wal-000...0001.log").
+  static std::string SegmentName(LogPosition first);
+
+ private:
+  struct Segment {
+    std::string path;
+    LogPosition first = 1;
+    uint64_t count = 0;
+    uint64_t bytes = 0;  // valid bytes, header included
+  };
+
+  FileLog(std::string dir, FileLogOptions options)
+      : dir_(std::move(dir)), options_(std::move(options)) {}
+
+  absl::Status StartSegment(LogPosition first)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string dir_;
+  const FileLogOptions options_;
+  mutable absl::Mutex mu_;
+  std::vector<Segment> segments_ ABSL_GUARDED_BY(mu_);  // oldest first
+  std::unique_ptr<WritableFile> file_ ABSL_GUARDED_BY(mu_);  // last segment
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+};
+
+// Frames one record (exposed for tests that build damaged logs).
+void AppendLogFrame(absl::string_view payload, std::string& out);
+
+}  // namespace leasekeeper::storage
+
+#endif  // LEASEKEEPER_STORAGE_LOG_H_

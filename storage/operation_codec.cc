@@ -1,0 +1,228 @@
+#include "storage/operation_codec.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "storage/coding.h"
+
+namespace leasekeeper::storage {
+namespace {
+
+enum Kind : uint8_t {
+  kAcquire = 1,
+  kRenew = 2,
+  kRelease = 3,
+  kWithdraw = 4,
+  kReleaseAll = 5,
+  kRenewAll = 6,
+  kWrite = 7,
+  kAdvance = 8,
+  kRestartGrace = 64,
+};
+
+// No field can be longer than the entry itself; the log bounds entries.
+constexpr uint64_t kAnyLength = ~uint64_t{0};
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+void PutHeader(std::string& out, Kind kind, Tick at) {
+  out.push_back(static_cast<char>(kOperationCodecVersion));
+  out.push_back(static_cast<char>(kind));
+  PutSignedVarint64(out, at);
+}
+
+uint8_t ModeByte(LockMode mode) { return mode == LockMode::kShared ? 1 : 0; }
+
+absl::Status Malformed(absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("malformed log entry: ", what));
+}
+
+}  // namespace
+
+void EncodeOperation(const Operation& operation, std::string& out) {
+  std::visit(
+      Overloaded{
+          [&](const op::Acquire& a) {
+            PutHeader(out, kAcquire, operation.at);
+            PutLengthPrefixed(out, a.client);
+            PutLengthPrefixed(out, a.lock);
+            PutSignedVarint64(out, a.ttl);
+            out.push_back(static_cast<char>(ModeByte(a.mode)));
+          },
+          [&](const op::Renew& r) {
+            PutHeader(out, kRenew, operation.at);
+            PutLengthPrefixed(out, r.client);
+            PutLengthPrefixed(out, r.lock);
+            PutSignedVarint64(out, r.ttl);
+          },
+          [&](const op::Release& r) {
+            PutHeader(out, kRelease, operation.at);
+            PutLengthPrefixed(out, r.client);
+            PutLengthPrefixed(out, r.lock);
+          },
+          [&](const op::Withdraw& w) {
+            PutHeader(out, kWithdraw, operation.at);
+            PutLengthPrefixed(out, w.client);
+            PutLengthPrefixed(out, w.lock);
+          },
+          [&](const op::ReleaseAll& r) {
+            PutHeader(out, kReleaseAll, operation.at);
+            PutLengthPrefixed(out, r.client);
+          },
+          [&](const op::RenewAll& r) {
+            PutHeader(out, kRenewAll, operation.at);
+            PutLengthPrefixed(out, r.client);
+          },
+          [&](const op::Write& w) {
+            PutHeader(out, kWrite, operation.at);
+            PutLengthPrefixed(out, w.lock);
+            PutLengthPrefixed(out, w.key);
+            PutLengthPrefixed(out, w.value);
+            PutVarint64(out, w.token);
+          },
+          [&](const op::Advance&) { PutHeader(out, kAdvance, operation.at); },
+      },
+      operation.body);
+}
+
+void EncodeRestartGrace(const RestartGrace& grace, std::string& out) {
+  PutHeader(out, kRestartGrace, grace.at);
+  PutSignedVarint64(out, grace.grace_ticks);
+}
+
+absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
+  ByteReader in(bytes);
+  uint8_t version = 0;
+  uint8_t kind = 0;
+  Tick at = 0;
+  if (!in.GetByte(version)) return Malformed("empty");
+  if (version != kOperationCodecVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "log entry has codec version ", version, "; this build reads version ",
+        kOperationCodecVersion));
+  }
+  if (!in.GetByte(kind)) return Malformed("no kind");
+  if (!in.GetSignedVarint64(at)) return Malformed("bad tick");
+  if (at < kMinTick || at > kMaxTick) return Malformed("tick out of range");
+
+  bool ok = true;
+  auto mode_of = [&](uint8_t b) {
+    if (b > 1) ok = false;
+    return b == 1 ? LockMode::kShared : LockMode::kExclusive;
+  };
+  LogEntry entry;
+  Operation operation;
+  operation.at = at;
+  switch (kind) {
+    case kAcquire: {
+      op::Acquire a;
+      uint8_t mode = 0;
+      ok = in.GetString(a.client, kAnyLength) &&
+           in.GetString(a.lock, kAnyLength) && in.GetSignedVarint64(a.ttl) &&
+           in.GetByte(mode);
+      a.mode = mode_of(mode);
+      operation.body = std::move(a);
+      break;
+    }
+    case kRenew: {
+      op::Renew r;
+      ok = in.GetString(r.client, kAnyLength) &&
+           in.GetString(r.lock, kAnyLength) && in.GetSignedVarint64(r.ttl);
+      operation.body = std::move(r);
+      break;
+    }
+    case kRelease: {
+      op::Release r;
+      ok = in.GetString(r.client, kAnyLength) &&
+           in.GetString(r.lock, kAnyLength);
+      operation.body = std::move(r);
+      break;
+    }
+    case kWithdraw: {
+      op::Withdraw w;
+      ok = in.GetString(w.client, kAnyLength) &&
+           in.GetString(w.lock, kAnyLength);
+      operation.body = std::move(w);
+      break;
+    }
+    case kReleaseAll: {
+      op::ReleaseAll r;
+      ok = in.GetString(r.client, kAnyLength);
+      operation.body = std::move(r);
+      break;
+    }
+    case kRenewAll: {
+      op::RenewAll r;
+      ok = in.GetString(r.client, kAnyLength);
+      operation.body = std::move(r);
+      break;
+    }
+    case kWrite: {
+      op::Write w;
+      ok = in.GetString(w.lock, kAnyLength) && in.GetString(w.key, kAnyLength) &&
+           in.GetString(w.value, kAnyLength) && in.GetVarint64(w.token);
+      operation.body = std::move(w);
+      break;
+    }
+    case kAdvance:
+      operation.body = op::Advance{};
+      break;
+    case kRestartGrace: {
+      RestartGrace grace;
+      grace.at = at;
+      ok = in.GetSignedVarint64(grace.grace_ticks) && grace.grace_ticks >= 0;
+      if (!ok) return Malformed("bad restart grace");
+      if (!in.empty()) return Malformed("trailing bytes");
+      return LogEntry(grace);
+    }
+    default:
+      return Malformed(absl::StrCat("unknown kind ", kind));
+  }
+  if (!ok) return Malformed("truncated or invalid field");
+  if (!in.empty()) return Malformed("trailing bytes");
+  return LogEntry(std::move(operation));
+}
+
+bool SameOperation(const Operation& a, const Operation& b) {
+  if (a.at != b.at || a.body.index() != b.body.index()) return false;
+  return std::visit(
+      Overloaded{
+          [&](const op::Acquire& x) {
+            const auto& y = std::get<op::Acquire>(b.body);
+            return x.client == y.client && x.lock == y.lock && x.ttl == y.ttl &&
+                   x.mode == y.mode;
+          },
+          [&](const op::Renew& x) {
+            const auto& y = std::get<op::Renew>(b.body);
+            return x.client == y.client && x.lock == y.lock && x.ttl == y.ttl;
+          },
+          [&](const op::Release& x) {
+            const auto& y = std::get<op::Release>(b.body);
+            return x.client == y.client && x.lock == y.lock;
+          },
+          [&](const op::Withdraw& x) {
+            const auto& y = std::get<op::Withdraw>(b.body);
+            return x.client == y.client && x.lock == y.lock;
+          },
+          [&](const op::ReleaseAll& x) {
+            return x.client == std::get<op::ReleaseAll>(b.body).client;
+          },
+          [&](const op::RenewAll& x) {
+            return x.client == std::get<op::RenewAll>(b.body).client;
+          },
+          [&](const op::Write& x) {
+            const auto& y = std::get<op::Write>(b.body);
+            return x.lock == y.lock && x.key == y.key && x.value == y.value &&
+                   x.token == y.token;
+          },
+          [&](const op::Advance&) { return true; },
+      },
+      a.body);
+}
+
+}  // namespace leasekeeper::storage

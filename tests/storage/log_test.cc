@@ -1,0 +1,357 @@
+#include "storage/log.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "storage/coding.h"
+#include "storage_test_util.h"
+
+namespace leasekeeper::storage {
+namespace {
+
+using testing::Slurp;
+using testing::Spit;
+using testing::TempDir;
+
+std::string Record(int i) {
+  return absl::StrCat("record-", i, std::string(i % 7, '#'));
+}
+
+std::unique_ptr<FileLog> OpenLog(const std::string& dir,
+                                 LogOpenReport* report = nullptr,
+                                 FileLogOptions options = {}) {
+  absl::StatusOr<std::unique_ptr<FileLog>> log =
+      FileLog::Open(dir, std::move(options), report);
+  EXPECT_TRUE(log.ok()) << log.status();
+  return log.ok() ? *std::move(log) : nullptr;
+}
+
+// Writes records 1..n (in batches of 3) and closes the log.
+void WriteRecords(const std::string& dir, int n, FileLogOptions options = {}) {
+  std::unique_ptr<FileLog> log = OpenLog(dir, nullptr, options);
+  ASSERT_NE(log, nullptr);
+  std::vector<std::string> batch;
+  for (int i = 1; i <= n; ++i) {
+    batch.push_back(Record(i));
+    if (batch.size() == 3 || i == n) {
+      ASSERT_TRUE(log->Append(batch).ok());
+      ASSERT_TRUE(log->Sync().ok());
+      batch.clear();
+    }
+  }
+}
+
+std::vector<std::string> ReadAll(const Log& log, LogPosition from = 1) {
+  std::vector<std::string> records;
+  absl::Status status =
+      log.ReadFrom(from, [&](LogPosition position, absl::string_view record) {
+        EXPECT_EQ(position, from + records.size());
+        records.emplace_back(record);
+        return absl::OkStatus();
+      });
+  EXPECT_TRUE(status.ok()) << status;
+  return records;
+}
+
+// Segment files of `dir` with records, oldest first.
+std::vector<std::string> Segments(const std::string& dir) {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename();
+    if (name.rfind("wal-", 0) == 0 &&
+        e.file_size() > kLogSegmentHeaderBytes) {
+      paths.push_back(e.path());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// Byte offsets at which each record frame of a segment starts.
+std::vector<size_t> FrameOffsets(const std::string& data) {
+  std::vector<size_t> offsets;
+  size_t at = kLogSegmentHeaderBytes;
+  while (at + kLogFrameHeaderBytes <= data.size()) {
+    offsets.push_back(at);
+    at += kLogFrameHeaderBytes + (DecodeFixed32(data.data() + at) & 0xFFFFFF);
+  }
+  return offsets;
+}
+
+TEST(FileLog, AppendedRecordsReadBackAfterReopenAcrossSegments) {
+  TempDir dir;
+  FileLogOptions small;
+  small.segment_bytes = 200;
+  WriteRecords(dir.path(), 100, small);
+  EXPECT_GT(Segments(dir.path()).size(), 5u);
+
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report, small);
+  EXPECT_FALSE(report.tail_dropped);
+  EXPECT_TRUE(report.warnings.empty());
+  EXPECT_EQ(log->first_position(), 1u);
+  EXPECT_EQ(log->next_position(), 101u);
+  std::vector<std::string> all = ReadAll(*log);
+  ASSERT_EQ(all.size(), 100u);
+  for (int i = 1; i <= 100; ++i) EXPECT_EQ(all[i - 1], Record(i));
+  EXPECT_EQ(ReadAll(*log, 57).front(), Record(57));
+
+  // Appending continues the numbering.
+  ASSERT_TRUE(log->Append({"after"}).ok());
+  ASSERT_TRUE(log->Sync().ok());
+  EXPECT_EQ(ReadAll(*log, 101), std::vector<std::string>{"after"});
+}
+
+TEST(FileLog, TornTailAtEveryByteOffsetIsDroppedWithAWarning) {
+  TempDir dir;
+  WriteRecords(dir.path(), 10);
+  const std::string path = Segments(dir.path()).back();
+  const std::string intact = Slurp(path);
+  const size_t last = FrameOffsets(intact).back();
+  for (size_t cut = last + 1; cut < intact.size(); ++cut) {
+    SCOPED_TRACE(absl::StrCat("cut at ", cut));
+    Spit(path, intact.substr(0, cut));
+    LogOpenReport report;
+    std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
+    ASSERT_NE(log, nullptr);
+    EXPECT_TRUE(report.tail_dropped);
+    ASSERT_EQ(report.warnings.size(), 1u);
+    EXPECT_NE(report.warnings[0].find(path), std::string::npos);
+    EXPECT_EQ(report.bytes_dropped, cut - last);
+    EXPECT_EQ(ReadAll(*log).size(), 9u);
+    EXPECT_EQ(log->next_position(), 10u);
+    EXPECT_EQ(Slurp(path).size(), last);  // truncated away
+    log.reset();
+    // Start the next round from the intact file again.
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+      if (e.path() != path) std::filesystem::remove(e.path());
+    }
+  }
+}
+
+TEST(FileLog, TailCutBeforeItsFrameHeaderEndsIsDroppedToo) {
+  TempDir dir;
+  WriteRecords(dir.path(), 4);
+  const std::string path = Segments(dir.path()).back();
+  const std::string intact = Slurp(path);
+  Spit(path, intact + std::string("\x05\x00\x00", 3));
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
+  EXPECT_TRUE(report.tail_dropped);
+  EXPECT_EQ(ReadAll(*log).size(), 4u);
+}
+
+TEST(FileLog, ZeroFilledTailIsDropped) {
+  TempDir dir;
+  WriteRecords(dir.path(), 4);
+  const std::string path = Segments(dir.path()).back();
+  Spit(path, Slurp(path) + std::string(4096, '\0'));
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
+  EXPECT_TRUE(report.tail_dropped);
+  EXPECT_EQ(ReadAll(*log).size(), 4u);
+}
+
+TEST(FileLog, BitFlipInTheTailRecordIsDropped) {
+  TempDir dir;
+  WriteRecords(dir.path(), 10);
+  const std::string path = Segments(dir.path()).back();
+  const std::string intact = Slurp(path);
+  const size_t last = FrameOffsets(intact).back();
+  // Every byte but the 3 length bytes (see log.h: a damaged length of the
+  // last record cannot be told from damage before it).
+  for (size_t byte = last + 3; byte < intact.size(); ++byte) {
+    SCOPED_TRACE(absl::StrCat("byte ", byte));
+    std::string damaged = intact;
+    damaged[byte] ^= 0x10;
+    Spit(path, damaged);
+    LogOpenReport report;
+    std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
+    ASSERT_NE(log, nullptr);
+    EXPECT_TRUE(report.tail_dropped);
+    EXPECT_EQ(ReadAll(*log).size(), 9u);
+    log.reset();
+    for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+      if (e.path() != path) std::filesystem::remove(e.path());
+    }
+  }
+}
+
+TEST(FileLog, BitFlipBeforeTheTailIsAnErrorNamingFileAndOffset) {
+  TempDir dir;
+  WriteRecords(dir.path(), 10);
+  const std::string path = Segments(dir.path()).back();
+  const std::string intact = Slurp(path);
+  const std::vector<size_t> frames = FrameOffsets(intact);
+  const size_t victim = frames[4];  // record 5 of 10
+  for (size_t bit = victim * 8; bit < frames[5] * 8; ++bit) {
+    SCOPED_TRACE(absl::StrCat("bit ", bit));
+    std::string damaged = intact;
+    damaged[bit / 8] ^= static_cast<char>(1 << (bit % 8));
+    Spit(path, damaged);
+    absl::StatusOr<std::unique_ptr<FileLog>> log =
+        FileLog::Open(dir.path(), {}, nullptr);
+    ASSERT_FALSE(log.ok());
+    EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(log.status().message().find(path), std::string::npos);
+    EXPECT_NE(log.status().message().find(
+                  absl::StrCat("byte offset ", victim)),
+              std::string::npos)
+        << log.status();
+    EXPECT_NE(log.status().message().find("--recover-truncate"),
+              std::string::npos);
+  }
+  Spit(path, intact);
+}
+
+TEST(FileLog, DamageInAnEarlierSegmentIsAnErrorEvenAtItsEnd) {
+  TempDir dir;
+  FileLogOptions small;
+  small.segment_bytes = 100;
+  WriteRecords(dir.path(), 30, small);
+  const std::string first = Segments(dir.path()).front();
+  const std::string data = Slurp(first);
+  Spit(first, data.substr(0, data.size() - 1));  // torn, but not the tail
+  absl::StatusOr<std::unique_ptr<FileLog>> log =
+      FileLog::Open(dir.path(), small, nullptr);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(log.status().message().find(first), std::string::npos);
+}
+
+TEST(FileLog, RecoverTruncateCutsAtTheFirstBadRecord) {
+  TempDir dir;
+  FileLogOptions small;
+  small.segment_bytes = 100;
+  WriteRecords(dir.path(), 30, small);
+  const std::vector<std::string> segments = Segments(dir.path());
+  ASSERT_GE(segments.size(), 3u);
+  std::string data = Slurp(segments[1]);
+  const std::vector<size_t> frames = FrameOffsets(data);
+  data[frames[1] + kLogFrameHeaderBytes] ^= 1;  // second record's payload
+  Spit(segments[1], data);
+
+  FileLogOptions truncate = small;
+  truncate.truncate_at_corruption = true;
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report, truncate);
+  ASSERT_NE(log, nullptr);
+  EXPECT_FALSE(report.warnings.empty());
+  // Everything before the bad record survives; nothing after it does.
+  const std::vector<std::string> all = ReadAll(*log);
+  const size_t kept = all.size();
+  for (size_t i = 0; i < kept; ++i) EXPECT_EQ(all[i], Record(i + 1));
+  EXPECT_EQ(log->next_position(), kept + 1);
+  EXPECT_LT(kept, 30u);
+  for (size_t i = 2; i < segments.size(); ++i) {
+    EXPECT_FALSE(std::filesystem::exists(segments[i])) << segments[i];
+  }
+}
+
+TEST(FileLog, FormatVersionMismatchIsAClearError) {
+  TempDir dir;
+  WriteRecords(dir.path(), 3);
+  const std::string path = Segments(dir.path()).back();
+  std::string data = Slurp(path);
+  data[8] = 2;  // format version field
+  Spit(path, data);
+  absl::StatusOr<std::unique_ptr<FileLog>> log =
+      FileLog::Open(dir.path(), {}, nullptr);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(log.status().message().find("format version 2"),
+            std::string::npos);
+  EXPECT_NE(log.status().message().find("reads version 1"),
+            std::string::npos);
+}
+
+TEST(FileLog, TornSegmentHeaderOfTheLastSegmentIsRemoved) {
+  TempDir dir;
+  WriteRecords(dir.path(), 3);
+  const std::string torn = dir.path() + "/" + FileLog::SegmentName(4);
+  Spit(torn, "LKWAL");
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
+  EXPECT_TRUE(report.tail_dropped);
+  EXPECT_EQ(ReadAll(*log).size(), 3u);
+}
+
+TEST(FileLog, DiscardBeforeDeletesCoveredSegmentsOnly) {
+  TempDir dir;
+  FileLogOptions small;
+  small.segment_bytes = 100;
+  WriteRecords(dir.path(), 40, small);
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), nullptr, small);
+  ASSERT_TRUE(log->DiscardBefore(20).ok());
+  EXPECT_GT(log->first_position(), 1u);
+  EXPECT_LE(log->first_position(), 20u);
+  const absl::Status discarded =
+      log->ReadFrom(1, [](LogPosition, absl::string_view) {
+        return absl::OkStatus();
+      });
+  EXPECT_EQ(discarded.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(ReadAll(*log, 20).size(), 21u);
+  log.reset();
+  // Reopening finds the same range.
+  log = OpenLog(dir.path(), nullptr, small);
+  EXPECT_EQ(ReadAll(*log, 20).size(), 21u);
+}
+
+TEST(FileLog, SnapshotBeyondTheEndOfTheLogRestartsNumbering) {
+  TempDir dir;
+  WriteRecords(dir.path(), 5);
+  FileLogOptions options;
+  options.min_next_position = 9;  // a snapshot covers 1..8
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report, options);
+  EXPECT_EQ(log->first_position(), 9u);
+  EXPECT_EQ(log->next_position(), 9u);
+  ASSERT_TRUE(log->Append({"nine"}).ok());
+  EXPECT_EQ(ReadAll(*log, 9), std::vector<std::string>{"nine"});
+}
+
+TEST(FileLog, FailedWriteOrSyncFailsTheLogForGood) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  FileLogOptions options;
+  options.open_file = testing::FaultyFactory(plan);
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), nullptr, options);
+  plan->syncs_ok = plan->syncs;  // the next sync fails
+  ASSERT_TRUE(log->Append({"a"}).ok());
+  const absl::Status failed = log->Sync();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(failed.message().find("No space left on device"),
+            std::string::npos);
+  EXPECT_EQ(log->Append({"b"}).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(log->Sync().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(log->health().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(FileLog, OversizedRecordIsRefusedAndAppendsNothing) {
+  TempDir dir;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path());
+  EXPECT_EQ(log->Append({"ok", std::string(kMaxLogRecordBytes, 'x')}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(log->next_position(), 1u);
+}
+
+TEST(DirLock, SecondLockerIsRefusedWithTheHoldersPid) {
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<DirLock>> first = DirLock::Acquire(dir.path());
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::unique_ptr<DirLock>> second =
+      DirLock::Acquire(dir.path());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find(absl::StrCat("pid ", ::getpid())),
+            std::string::npos)
+      << second.status();
+  first->reset();
+  EXPECT_TRUE(DirLock::Acquire(dir.path()).ok());
+}
+
+}  // namespace
+}  // namespace leasekeeper::storage
