@@ -9,15 +9,10 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "replay/replay.h"
+#include "tests/core/expect_run.h"
 
 namespace leasekeeper {
 namespace {
-
-void ExpectRunGives(std::string_view operations, std::string_view expected) {
-  const nlohmann::ordered_json result =
-      RunOperations(nlohmann::json::parse(operations));
-  EXPECT_EQ(result.dump(), nlohmann::ordered_json::parse(expected).dump());
-}
 
 // Part 1: the incident review's audit log and what the rules require.
 TEST(ContractExamples, IncidentReviewInc5127) {

@@ -8,21 +8,10 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "replay/replay.h"
+#include "tests/core/expect_run.h"
 
 namespace leasekeeper {
 namespace {
-
-void ExpectRunGives(std::string_view operations, std::string_view expected) {
-  const nlohmann::json ops = nlohmann::json::parse(operations);
-  const nlohmann::ordered_json want = nlohmann::ordered_json::parse(expected);
-  const nlohmann::ordered_json got = RunOperations(ops);
-  ASSERT_TRUE(got.is_array());
-  ASSERT_EQ(got.size(), want.size()) << got.dump();
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i].dump(), want[i].dump())
-        << "result " << i << " of " << ops[i].dump();
-  }
-}
 
 // Runs each operation alone on a fresh service and expects `result`.
 void ExpectEachAloneGives(const std::vector<std::string>& operations,
