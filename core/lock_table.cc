@@ -544,6 +544,8 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
     last_sequence_ = 0;
     return absl::InvalidArgumentError(absl::StrCat("bad snapshot: ", why));
   };
+  clients_.reserve(snapshot.clients.size());
+  locks_.reserve(snapshot.locks.size());
   for (const CoreSnapshot::Client& in : snapshot.clients) {
     auto [it, inserted] = clients_.try_emplace(in.name);
     if (!inserted || in.name.empty() || in.age < 1 || in.age > last_age_) {
