@@ -183,7 +183,12 @@ TEST_F(ServerMetricsTest, LostSessionIsCountedWhenItsGraceRunsOut) {
     context.TryCancel();  // the stream drops without `close`
     stream->Finish().IgnoreError();
   }
-  // The grace (2 s) starts when the server notices the drop, at tick 0.
+  // The grace (2 s) starts when the server notices the drop; wait for that
+  // (at tick 0) before moving the clock, or the grace would start later.
+  ASSERT_TRUE(Eventually([&] {
+    return client_->Status("s").response.session() ==
+           pb::SESSION_STATE_GRACE;
+  }));
   ASSERT_TRUE(Eventually([&] {
     At(2'000);
     return owner().GetCounters().sessions_lost == 1;
