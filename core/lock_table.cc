@@ -304,25 +304,35 @@ void LockTable::AppendSuccessors(const ClientState& client,
   }
 }
 
-void LockTable::Abort(ClientState& victim, Tick at) {
-  if (victim.waiting != nullptr) {
-    LockState& lock = *victim.waiting;
-    const LockMode mode = victim.waiting_entry->mode;
-    RemoveWaiter(victim);
-    Emit(Event::Kind::kAbortedWaiter, at, victim, lock, mode, 0, 0);
+int LockTable::LetGoOfEverything(ClientState& client, Tick at,
+                                 Event::Kind wait_event,
+                                 Event::Kind lease_event) {
+  if (client.waiting != nullptr) {
+    LockState& lock = *client.waiting;
+    const LockMode mode = client.waiting_entry->mode;
+    RemoveWaiter(client);
+    Emit(wait_event, at, client, lock, mode, 0, 0);
     GrantFromQueue(lock, at);
   }
-  // Ascending lock-name order; each release may grant others but never the
-  // victim, which no longer waits.
-  while (!victim.holds.empty()) {
-    const auto [lock_ptr, token] = victim.holds.begin()->second;
+  // Ascending lock-name order; each release may grant others but never this
+  // client, which no longer waits.
+  int released = 0;
+  while (!client.holds.empty()) {
+    const auto [lock_ptr, token] = client.holds.begin()->second;
     LockState& lock = *lock_ptr;
     auto it = lock.holders.find(token);
-    Emit(Event::Kind::kAbortedHolder, at, victim, lock, it->second.mode, token,
+    Emit(lease_event, at, client, lock, it->second.mode, token,
          it->second.expires_at);
     RemoveHolder(lock, it);
     GrantFromQueue(lock, at);
+    ++released;
   }
+  return released;
+}
+
+void LockTable::Abort(ClientState& victim, Tick at) {
+  LetGoOfEverything(victim, at, Event::Kind::kAbortedWaiter,
+                    Event::Kind::kAbortedHolder);
   clients_.erase(victim.name);
 }
 
@@ -343,11 +353,8 @@ absl::StatusOr<RenewOutcome> LockTable::Renew(Tick now,
   LockState& lock = *held->second.lock;
   const FencingToken token = held->second.token;
   Holder& holder = lock.holders.at(token);
-  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
-  holder.expires_at = now + ttl;
   holder.ttl = ttl;
-  holder.sequence = ++last_sequence_;
-  expiry_.insert(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+  ExtendLease(lock, token, holder, now + ttl);
   return RenewOutcome{token, holder.expires_at};
 }
 
@@ -394,43 +401,27 @@ int LockTable::ReleaseAll(Tick now, absl::string_view client_name) {
   AdvanceTo(now);
   ClientState* client = FindClient(client_name);
   if (client == nullptr) return 0;
-  if (client->waiting != nullptr) {
-    LockState& lock = *client->waiting;
-    const LockMode mode = client->waiting_entry->mode;
-    RemoveWaiter(*client);
-    Emit(Event::Kind::kWithdrawnByOwner, now_, *client, lock, mode, 0, 0);
-    GrantFromQueue(lock, now_);
-  }
-  int released = 0;
-  while (!client->holds.empty()) {
-    const auto [lock_ptr, token] = client->holds.begin()->second;
-    LockState& lock = *lock_ptr;
-    auto it = lock.holders.find(token);
-    Emit(Event::Kind::kReleasedByOwner, now_, *client, lock, it->second.mode,
-         token, it->second.expires_at);
-    RemoveHolder(lock, it);
-    GrantFromQueue(lock, now_);
-    ++released;
-  }
-  return released;
+  return LetGoOfEverything(*client, now_, Event::Kind::kWithdrawnByOwner,
+                           Event::Kind::kReleasedByOwner);
 }
 
 int LockTable::RenewAll(Tick now, absl::string_view client_name) {
   AdvanceTo(now);
   ClientState* client = FindClient(client_name);
   if (client == nullptr) return 0;
-  int renewed = 0;
   for (const auto& [lock_name, hold] : client->holds) {
-    const auto [lock_ptr, token] = hold;
-    LockState& lock = *lock_ptr;
-    Holder& holder = lock.holders.at(token);
-    expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
-    holder.expires_at = now_ + holder.ttl;
-    holder.sequence = ++last_sequence_;
-    expiry_.insert(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
-    ++renewed;
+    Holder& holder = hold.lock->holders.at(hold.token);
+    ExtendLease(*hold.lock, hold.token, holder, now_ + holder.ttl);
   }
-  return renewed;
+  return static_cast<int>(client->holds.size());
+}
+
+void LockTable::ExtendLease(LockState& lock, FencingToken token, Holder& holder,
+                            Tick expires_at) {
+  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+  holder.expires_at = expires_at;
+  holder.sequence = ++last_sequence_;
+  expiry_.insert(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
 }
 
 HolderView LockTable::ViewOf(const LockState& lock, FencingToken token,

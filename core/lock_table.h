@@ -288,7 +288,18 @@ class LockTable {
   void RemoveWaiter(ClientState& client);
   void GrantFromQueue(LockState& lock, Tick at);
   void UpdateActive(LockState& lock);
+  // Withdraws the client's wait and ends every lease it holds, in ascending
+  // lock-name order, handing each lock on at `at`; emits `wait_event` and
+  // `lease_event`. Returns the number of leases ended. The client stays in
+  // clients_.
+  int LetGoOfEverything(ClientState& client, Tick at, Event::Kind wait_event,
+                        Event::Kind lease_event);
+  // Abort (Part 3 rule 8): LetGoOfEverything, then unregisters the victim.
   void Abort(ClientState& victim, Tick at);
+  // Moves a held lease's expiry to `expires_at` and re-keys it in expiry_
+  // (a fresh sequence, as for a new grant).
+  void ExtendLease(LockState& lock, FencingToken token, Holder& holder,
+                   Tick expires_at);
   // Appends the client's successors in the reachability-equivalent wait-for
   // graph (see CycleThrough): the waiter just ahead, or the holders if it is
   // at the head. Nothing for a client that does not wait.
