@@ -218,11 +218,11 @@ void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
     std::move(done)(absl::OkStatus());
     return;
   }
-  store_->OnDurable(position, [this, done = std::move(done)](
-                                  absl::Status durable) mutable {
-    if (!durable.ok()) ReportStorageFailure(durable);
-    std::move(done)(std::move(durable));
-  });
+  store_->OnDurable(
+      position, [this, done = std::move(done)](absl::Status durable) mutable {
+        if (!durable.ok()) ReportStorageFailure(durable);
+        std::move(done)(std::move(durable));
+      });
 }
 
 void CoreOwner::ReportStorageFailure(const absl::Status& status) {
@@ -258,8 +258,8 @@ absl::Status CoreOwner::SettleRecoveredState() {
       const Tick now = NowLocked();
       const CoreSnapshot snapshot = state_.Snapshot();
       for (const CoreSnapshot::Lock& lock_state : snapshot.locks) {
-        for (auto it = lock_state.queue.rbegin();
-             it != lock_state.queue.rend(); ++it) {
+        for (auto it = lock_state.queue.rbegin(); it != lock_state.queue.rend();
+             ++it) {
           (void)ApplyLocked(
               Operation{now, op::Withdraw{it->client, lock_state.name}});
         }
@@ -885,99 +885,79 @@ absl::Status CoreOwner::Write(const WriteArgs& args) {
   return result;
 }
 
-absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
-    const std::string& lock, const std::string& key) {
+template <typename Query>
+std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
   Effects fx;
-  absl::StatusOr<std::optional<std::string>> result;
+  std::invoke_result_t<Query&, Tick> result;
   {
     absl::MutexLock guard(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    result = state_.Read(now, lock, key);
+    result = query(now);
     DigestEventsLocked(now, NoVictims(), fx);
     ScheduleLocked(fx);
   }
   Perform(fx);
   return result;
+}
+
+absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
+    const std::string& lock, const std::string& key) {
+  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return state_.Read(now, lock, key);
+  });
 }
 
 absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
-  Effects fx;
-  absl::StatusOr<InspectAnswer> result;
-  {
-    absl::MutexLock guard(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
+  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                          mu_) -> absl::StatusOr<InspectAnswer> {
     absl::StatusOr<LockView> view = state_.Inspect(now, lock);
-    DigestEventsLocked(now, NoVictims(), fx);
-    if (!view.ok()) {
-      result = view.status();
-    } else {
-      InspectAnswer answer;
-      answer.holders.reserve(view->holders.size());
-      for (const HolderView& holder : view->holders) {
-        answer.holders.push_back(HolderInfoLocked(holder, now));
-      }
-      answer.queue.reserve(view->queue.size());
-      int64_t position = 0;
-      for (WaiterView& waiter : view->queue) {
-        std::string label = LabelLocked(waiter.client, lock);
-        answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
-                                          .position = ++position,
-                                          .label = std::move(label)});
-      }
-      result = std::move(answer);
+    if (!view.ok()) return view.status();
+    InspectAnswer answer;
+    answer.holders.reserve(view->holders.size());
+    for (const HolderView& holder : view->holders) {
+      answer.holders.push_back(HolderInfoLocked(holder, now));
     }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+    answer.queue.reserve(view->queue.size());
+    int64_t position = 0;
+    for (WaiterView& waiter : view->queue) {
+      std::string label = LabelLocked(waiter.client, lock);
+      answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
+                                        .position = ++position,
+                                        .label = std::move(label)});
+    }
+    return answer;
+  });
 }
 
 absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
-  Effects fx;
-  absl::StatusOr<StatusAnswer> result;
-  {
-    absl::MutexLock guard(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
+  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                          mu_) -> absl::StatusOr<StatusAnswer> {
     absl::StatusOr<ClientView> view = state_.Status(now, client);
-    DigestEventsLocked(now, NoVictims(), fx);
-    if (!view.ok()) {
-      result = view.status();
-    } else {
-      StatusAnswer answer;
-      answer.age = view->age;
-      answer.waiting = view->waiting;
-      for (const HolderView& hold : view->holds) {
-        answer.holds.push_back(HolderInfoLocked(hold, now));
-      }
-      auto id = session_of_client_.find(client);
-      if (id != session_of_client_.end()) {
-        auto session = sessions_.find(id->second);
-        if (session != sessions_.end()) {
-          answer.session = session->second.sink != nullptr
-                               ? SessionState::kOpen
-                               : SessionState::kGrace;
-        }
-      }
-      result = std::move(answer);
+    if (!view.ok()) return view.status();
+    StatusAnswer answer;
+    answer.age = view->age;
+    answer.waiting = view->waiting;
+    for (const HolderView& hold : view->holds) {
+      answer.holds.push_back(HolderInfoLocked(hold, now));
     }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+    auto id = session_of_client_.find(client);
+    if (id != session_of_client_.end()) {
+      auto session = sessions_.find(id->second);
+      if (session != sessions_.end()) {
+        answer.session = session->second.sink != nullptr ? SessionState::kOpen
+                                                         : SessionState::kGrace;
+      }
+    }
+    return answer;
+  });
 }
 
 ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
                                      const std::string& after, size_t limit) {
-  Effects fx;
-  ListLocksAnswer answer;
   limit = std::max<size_t>(limit, 1);
-  {
-    absl::MutexLock guard(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
+  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ListLocksAnswer answer;
     std::vector<std::string> names =
         state_.table().ActiveLocks(prefix, after, limit + 1);
     const size_t shown = std::min(limit, names.size());
@@ -993,11 +973,8 @@ ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
       answer.locks.push_back(std::move(summary));
     }
     if (names.size() > limit) answer.next_after = names[limit - 1];
-    DigestEventsLocked(now, NoVictims(), fx);
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return answer;
+    return answer;
+  });
 }
 
 // ---------------------------------------------------------------------------

@@ -53,6 +53,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -280,6 +281,11 @@ class CoreOwner {
     Tick grace_deadline = 0;              // valid while in grace
   };
 
+  // The shape of every query: under mu_, handles what is due by now, runs
+  // `query(now)`, and performs the resulting effects after unlocking.
+  template <typename Query>
+  std::invoke_result_t<Query&, Tick> QueryAsOfNow(Query&& query)
+      ABSL_LOCKS_EXCLUDED(mu_);
   Tick NowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Tick NextDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdvanceLocked(Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
