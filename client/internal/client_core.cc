@@ -1,10 +1,10 @@
 #include "client/internal/client_core.h"
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/support/client_callback.h>
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -52,6 +52,39 @@ absl::Status EndedError(const LeaseState& lease, LeaseEndReason reason) {
 }
 
 }  // namespace
+
+// Invariant 5: gRPC's ClientCallbackUnaryImpl drops its reference to the
+// call before OnDone and touches nothing after it, so once OnDone has retired
+// the call under mu_ a core thread may destroy it. (With the plain callback
+// form, the callback's captures outlive the callback and are destroyed by
+// gRPC, which would destroy a ClientContext, and maybe the last reference to
+// the channel, on a gRPC thread.)
+class ClientCore::AsyncCall : public grpc::ClientUnaryReactor {
+ public:
+  explicit AsyncCall(ClientCore& core) : core_(core) {}
+
+  grpc::ClientContext context;
+  // Runs with core.mu_ held, once, when the call has finished.
+  std::function<void(const grpc::Status&)> finish_locked;
+
+  void OnDone(const grpc::Status& status) override {
+    absl::MutexLock guard(&core_.mu_);
+    finish_locked(status);
+    core_.RetireCallLocked(*this);
+    core_.changed_.SignalAll();
+  }
+
+ private:
+  ClientCore& core_;
+};
+
+template <typename Request, typename Response>
+class ClientCore::UnaryCall final : public ClientCore::AsyncCall {
+ public:
+  using AsyncCall::AsyncCall;
+  Request request;
+  Response response;
+};
 
 ClientCore::ClientCore(std::shared_ptr<grpc::Channel> channel,
                        ClientOptions options)
@@ -109,17 +142,28 @@ void ClientCore::Shutdown() {
     }
   }
 
-  std::vector<InFlightCall> calls;
+  std::vector<AsyncCall*> outstanding;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& lease : live) EndLocked(*lease, LeaseEndReason::kReleased);
     pending_releases_.clear();
     keepalives_.clear();
-    calls = calls_;
+    for (const auto& [call, owned] : calls_) outstanding.push_back(call);
   }
-  // Invariant 5: wait until every callback has run to its very end.
-  for (const InFlightCall& call : calls) call.context->TryCancel();
-  for (const InFlightCall& call : calls) call.done.wait();
+  // Only this thread destroys calls now (the maintenance thread has ended),
+  // so the pointers stay valid even if the calls finish meanwhile.
+  for (AsyncCall* call : outstanding) call->context.TryCancel();
+  std::vector<std::unique_ptr<AsyncCall>> finished;
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](absl::flat_hash_map<AsyncCall*, std::unique_ptr<AsyncCall>>* calls) {
+          return calls->empty();
+        },
+        &calls_));
+    finished.swap(finished_calls_);
+  }
+  finished.clear();
   Deliver();
   session_.reset();
 }
@@ -540,8 +584,11 @@ void ClientCore::SuspendSessionForTesting(absl::Duration duration) {
 void ClientCore::MaintenanceLoop() {
   while (true) {
     Actions actions;
+    // Destroyed at the end of the round, outside mu_ (invariant 5).
+    std::vector<std::unique_ptr<AsyncCall>> finished;
     {
       absl::MutexLock guard(&mu_);
+      finished.swap(finished_calls_);
       if (shutting_down_) return;
       const absl::Duration sleep = PlanLocked(MonotonicNow(), actions);
       const bool idle =
@@ -673,20 +720,24 @@ void ClientCore::Perform(Actions& actions) {
 }
 
 void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
-  struct Call {
-    grpc::ClientContext context;
-    pb::RenewRequest request;
-    pb::RenewResponse response;
-    std::promise<void> done;
-  };
-  auto call = std::make_shared<Call>();
+  auto owned =
+      std::make_unique<UnaryCall<pb::RenewRequest, pb::RenewResponse>>(*this);
+  auto* call = owned.get();
   call->request.set_client_id(options_.client_id);
   call->request.set_lock(lease->lock);
   call->request.set_ttl_ms(absl::ToInt64Milliseconds(lease->ttl));
   call->request.set_request_id(NewRequestId());
   call->request.set_session_id(lease->session_id);
   const MonotonicTime sent_at = MonotonicNow();
-  std::shared_ptr<grpc::ClientContext> context(call, &call->context);
+  call->finish_locked = [this, call, lease, sent_at](const grpc::Status& status) {
+    const absl::StatusOr<RenewResult> result =
+        status.ok() ? absl::StatusOr<RenewResult>(RenewResult{
+                          call->response.token(),
+                          absl::Milliseconds(call->response.ttl_ms())})
+                    : absl::StatusOr<RenewResult>(
+                          FromGrpcStatus(call->context, status));
+    ApplyRenewResult(*lease, sent_at, result, /*background=*/true);
+  };
   {
     absl::MutexLock guard(&mu_);
     if (shutting_down_) {
@@ -697,25 +748,11 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
     call->context.set_deadline(TransportDeadline(
         std::clamp(lease->timer.deadline() - sent_at, absl::Milliseconds(1),
                    options_.call_timeout)));
-    calls_.push_back(InFlightCall{context, call->done.get_future().share()});
+    calls_.emplace(call, std::move(owned));
   }
-  rpc_.stub().async()->Renew(
-      &call->context, &call->request, &call->response,
-      [this, call, context, lease, sent_at](grpc::Status status) {
-        absl::StatusOr<RenewResult> result =
-            status.ok() ? absl::StatusOr<RenewResult>(RenewResult{
-                              call->response.token(),
-                              absl::Milliseconds(call->response.ttl_ms())})
-                        : absl::StatusOr<RenewResult>(
-                              FromGrpcStatus(call->context, status));
-        {
-          absl::MutexLock guard(&mu_);
-          ForgetCallLocked(context.get());
-          ApplyRenewResult(*lease, sent_at, result, /*background=*/true);
-          changed_.SignalAll();
-        }
-        call->done.set_value();  // the last touch of this core
-      });
+  rpc_.stub().async()->Renew(&call->context, &call->request, &call->response,
+                             call);
+  call->StartCall();
 }
 
 void ClientCore::ApplyRenewResult(LeaseState& lease, MonotonicTime sent_at,
@@ -748,14 +785,27 @@ void ClientCore::ApplyRenewResult(LeaseState& lease, MonotonicTime sent_at,
 }
 
 void ClientCore::StartBackgroundRelease(const std::string& lock) {
-  struct Call {
-    grpc::ClientContext context;
-    pb::ReleaseRequest request;
-    pb::ReleaseResponse response;
-    std::promise<void> done;
+  auto owned =
+      std::make_unique<UnaryCall<pb::ReleaseRequest, pb::ReleaseResponse>>(
+          *this);
+  auto* call = owned.get();
+  call->finish_locked = [this, call, lock](const grpc::Status& grpc_status) {
+    const absl::Status status = FromGrpcStatus(call->context, grpc_status);
+    auto it = pending_releases_.find(lock);
+    if (it == pending_releases_.end()) return;
+    PendingRelease& release = it->second;
+    if (status.ok() || !IsTransient(status)) {
+      // Released, withdrawn, or nothing left to release.
+      pending_releases_.erase(it);
+      return;
+    }
+    release.in_flight = false;
+    release.next_attempt_at = MonotonicNow() + release.retry_delay;
+    release.retry_delay =
+        std::min(release.retry_delay * 2, kMaxReleaseRetryDelay);
+    EmitLocked(ClientEvent{ClientEvent::Kind::kReleaseFailed, lock, 0,
+                           std::nullopt, status});
   };
-  auto call = std::make_shared<Call>();
-  std::shared_ptr<grpc::ClientContext> context(call, &call->context);
   {
     absl::MutexLock guard(&mu_);
     auto it = pending_releases_.find(lock);
@@ -769,34 +819,11 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
     call->request.set_request_id(it->second.request_id);
     call->request.set_session_id(it->second.session_id);
     call->context.set_deadline(TransportDeadline(options_.call_timeout));
-    calls_.push_back(InFlightCall{context, call->done.get_future().share()});
+    calls_.emplace(call, std::move(owned));
   }
-  rpc_.stub().async()->Release(
-      &call->context, &call->request, &call->response,
-      [this, call, context, lock](grpc::Status grpc_status) {
-        const absl::Status status = FromGrpcStatus(call->context, grpc_status);
-        {
-          absl::MutexLock guard(&mu_);
-          ForgetCallLocked(context.get());
-          auto it = pending_releases_.find(lock);
-          if (it != pending_releases_.end()) {
-            PendingRelease& release = it->second;
-            if (status.ok() || !IsTransient(status)) {
-              // Released, withdrawn, or nothing left to release.
-              pending_releases_.erase(it);
-            } else {
-              release.in_flight = false;
-              release.next_attempt_at = MonotonicNow() + release.retry_delay;
-              release.retry_delay =
-                  std::min(release.retry_delay * 2, kMaxReleaseRetryDelay);
-              EmitLocked(ClientEvent{ClientEvent::Kind::kReleaseFailed, lock, 0,
-                                     std::nullopt, status});
-            }
-          }
-          changed_.SignalAll();
-        }
-        call->done.set_value();  // the last touch of this core
-      });
+  rpc_.stub().async()->Release(&call->context, &call->request,
+                               &call->response, call);
+  call->StartCall();
 }
 
 void ClientCore::FailKeepaliveLocked(uint64_t sequence, MonotonicTime now,
@@ -998,13 +1025,10 @@ void ClientCore::QueueReleaseLocked(const std::string& lock,
   changed_.SignalAll();
 }
 
-void ClientCore::ForgetCallLocked(const grpc::ClientContext* context) {
-  for (auto it = calls_.begin(); it != calls_.end(); ++it) {
-    if (it->context.get() == context) {
-      calls_.erase(it);
-      return;
-    }
-  }
+void ClientCore::RetireCallLocked(AsyncCall& call) {
+  auto it = calls_.find(&call);
+  finished_calls_.push_back(std::move(it->second));
+  calls_.erase(it);
 }
 
 void ClientCore::EmitLocked(ClientEvent event) {

@@ -24,10 +24,12 @@
 //      first finishes any background release of that lock, so a late
 //      Release (which names only the client and the lock) can never end a
 //      newer lease of the same lock.
-//   5. Asynchronous calls start only before Shutdown, and Shutdown cancels
-//      them and waits until each callback has made its last use of the core,
-//      so callbacks need no owning reference and the core (with its channel)
-//      is never destroyed on a gRPC thread.
+//   5. The core owns each asynchronous call (its reactor and ClientContext)
+//      until a core thread destroys it after its OnDone. gRPC makes its last
+//      use of a call before OnDone, and a ClientContext holds a reference to
+//      the channel, so neither a context nor the channel is ever destroyed
+//      on a gRPC thread. Calls start only before Shutdown, and Shutdown
+//      cancels them and waits for every OnDone.
 //
 // Thread-safety: thread-safe.
 #ifndef LEASEKEEPER_CLIENT_INTERNAL_CLIENT_CORE_H_
@@ -35,7 +37,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <future>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -135,6 +137,12 @@ class ClientCore : private SessionListener {
   void SuspendSessionForTesting(absl::Duration duration);
 
  private:
+  // One asynchronous unary call (a background Renew or Release); defined in
+  // client_core.cc.
+  class AsyncCall;
+  template <typename Request, typename Response>
+  class UnaryCall;
+
   struct PendingRelease {
     std::string session_id;
     std::string request_id;
@@ -192,8 +200,8 @@ class ClientCore : private SessionListener {
                           const std::string& session_id,
                           const std::string& request_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ForgetCallLocked(const grpc::ClientContext* context)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves a call that has finished from calls_ to finished_calls_.
+  void RetireCallLocked(AsyncCall& call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EmitLocked(ClientEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Requests the stops and delivers the events queued under mu_.
   void Deliver() ABSL_LOCKS_EXCLUDED(mu_);
@@ -239,14 +247,11 @@ class ClientCore : private SessionListener {
   absl::flat_hash_map<uint64_t, KeepaliveInFlight> keepalives_
       ABSL_GUARDED_BY(mu_);
   MonotonicTime next_idle_keepalive_at_ ABSL_GUARDED_BY(mu_);
-  // Outstanding asynchronous calls, for Shutdown (invariant 5).
-  struct InFlightCall {
-    std::shared_ptr<grpc::ClientContext> context;
-    // Ready once the call's callback has returned from its last use of the
-    // core.
-    std::shared_future<void> done;
-  };
-  std::vector<InFlightCall> calls_ ABSL_GUARDED_BY(mu_);
+  // Asynchronous calls that have not finished, and finished ones a core
+  // thread has yet to destroy (invariant 5).
+  absl::flat_hash_map<AsyncCall*, std::unique_ptr<AsyncCall>> calls_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<AsyncCall>> finished_calls_ ABSL_GUARDED_BY(mu_);
   // Ended leases whose stop is still to be requested, and events to deliver.
   std::vector<std::shared_ptr<LeaseState>> to_stop_ ABSL_GUARDED_BY(mu_);
   std::vector<ClientEvent> events_ ABSL_GUARDED_BY(mu_);
