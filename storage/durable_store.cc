@@ -312,15 +312,36 @@ absl::StatusOr<LogPosition> DurableStore::Append(const Operation& operation) {
         absl::StrCat("operation of ", record.size(),
                      " bytes is too large for the log"));
   }
-  absl::MutexLock lock(&mu_);
-  if (!failed_.ok()) return failed_;
-  if (closing_) return absl::FailedPreconditionError("durable store closed");
-  const LogPosition position = next_position_++;
-  stats_.bytes_appended += record.size();
-  ++stats_.records_appended;
-  stats_.last_position = position;
-  ++records_since_snapshot_;
-  pending_.push_back(std::move(record));
+  std::vector<DurableCallback> callbacks;
+  LogPosition position;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!failed_.ok()) return failed_;
+    if (closing_) return absl::FailedPreconditionError("durable store closed");
+    position = next_position_++;
+    stats_.bytes_appended += record.size();
+    ++stats_.records_appended;
+    stats_.last_position = position;
+    ++records_since_snapshot_;
+    if (options_.fsync != FsyncPolicy::kNever) {
+      pending_.push_back(std::move(record));
+      return position;
+    }
+    // kNever: one write(2) here is all the durability the policy asks for
+    // (see the header). Under mu_, so nobody sees the record appended but
+    // not durable and parks a callback that this thread, which holds the
+    // core's lock, would then have to run. The flusher never writes in this
+    // mode, so the log keeps a single writer.
+    if (absl::Status written = log_->Append({record}); !written.ok()) {
+      callbacks = FailLocked(written);
+    } else {
+      callbacks = MarkDurableLocked(position, 1, -1);
+    }
+  }
+  // Empty (nothing waits in this mode), but never drop a callback.
+  for (DurableCallback& callback : callbacks) {
+    std::move(callback)(health());
+  }
   return position;
 }
 
@@ -429,15 +450,9 @@ void DurableStore::FlusherLoop() {
                       MicrosSince(sync_start));
           break;
         }
-        case FsyncPolicy::kNever: {
-          absl::Status s = log_->Append(all);
-          if (!s.ok()) {
-            Fail(s);
-            break;
-          }
-          MarkDurable(first + group.size() - 1, group.size(), -1);
-          break;
-        }
+        case FsyncPolicy::kNever:
+          break;  // Append wrote it: pending_ stays empty
+
       }
     }
     if (exit) break;
@@ -449,24 +464,31 @@ void DurableStore::MarkDurable(LogPosition position, size_t group_records,
   std::vector<DurableCallback> done;
   {
     absl::MutexLock lock(&mu_);
-    durable_ = position;
-    ++stats_.groups;
-    stats_.group_records_sum += group_records;
-    Count(stats_.group_records, DurableStoreStats::kBatchBounds, group_records);
-    if (fsync_us >= 0) {
-      const auto us = static_cast<uint64_t>(fsync_us);
-      ++stats_.fsyncs;
-      stats_.fsync_micros_sum += us;
-      stats_.fsync_micros_max = std::max(stats_.fsync_micros_max, us);
-      Count(stats_.fsync_micros, DurableStoreStats::kSyncMicrosBounds, us);
-    }
-    auto end = waiting_.upper_bound(position);
-    for (auto it = waiting_.begin(); it != end; ++it) {
-      for (DurableCallback& cb : it->second) done.push_back(std::move(cb));
-    }
-    waiting_.erase(waiting_.begin(), end);
+    done = MarkDurableLocked(position, group_records, fsync_us);
   }
   for (DurableCallback& cb : done) std::move(cb)(absl::OkStatus());
+}
+
+std::vector<DurableStore::DurableCallback> DurableStore::MarkDurableLocked(
+    LogPosition position, size_t group_records, int64_t fsync_us) {
+  durable_ = position;
+  ++stats_.groups;
+  stats_.group_records_sum += group_records;
+  Count(stats_.group_records, DurableStoreStats::kBatchBounds, group_records);
+  if (fsync_us >= 0) {
+    const auto us = static_cast<uint64_t>(fsync_us);
+    ++stats_.fsyncs;
+    stats_.fsync_micros_sum += us;
+    stats_.fsync_micros_max = std::max(stats_.fsync_micros_max, us);
+    Count(stats_.fsync_micros, DurableStoreStats::kSyncMicrosBounds, us);
+  }
+  std::vector<DurableCallback> done;
+  auto end = waiting_.upper_bound(position);
+  for (auto it = waiting_.begin(); it != end; ++it) {
+    for (DurableCallback& cb : it->second) done.push_back(std::move(cb));
+  }
+  waiting_.erase(waiting_.begin(), end);
+  return done;
 }
 
 void DurableStore::Fail(const absl::Status& status) {
@@ -474,20 +496,27 @@ void DurableStore::Fail(const absl::Status& status) {
   absl::Status reason;
   {
     absl::MutexLock lock(&mu_);
-    if (failed_.ok()) {
-      failed_ = absl::UnavailableError(absl::StrCat(
-          "durable store failed; mutations are refused until the disk is "
-          "fixed and leasekeeperd restarted: ",
-          status.message()));
-    }
+    doomed = FailLocked(status);
     reason = failed_;
-    for (auto& [position, callbacks] : waiting_) {
-      for (DurableCallback& cb : callbacks) doomed.push_back(std::move(cb));
-    }
-    waiting_.clear();
-    pending_.clear();
   }
   for (DurableCallback& cb : doomed) std::move(cb)(reason);
+}
+
+std::vector<DurableStore::DurableCallback> DurableStore::FailLocked(
+    const absl::Status& status) {
+  if (failed_.ok()) {
+    failed_ = absl::UnavailableError(absl::StrCat(
+        "durable store failed; mutations are refused until the disk is "
+        "fixed and leasekeeperd restarted: ",
+        status.message()));
+  }
+  std::vector<DurableCallback> doomed;
+  for (auto& [position, callbacks] : waiting_) {
+    for (DurableCallback& cb : callbacks) doomed.push_back(std::move(cb));
+  }
+  waiting_.clear();
+  pending_.clear();
+  return doomed;
 }
 
 void DurableStore::RunReady(std::vector<ReadyCallback>& ready) {

@@ -263,6 +263,27 @@ TEST(DurableStore, FailedFsyncRefusesEverythingAfterWithUnavailable) {
             StateAfter(ops, store->recovery().last_position));
 }
 
+TEST(DurableStore, InNeverModeARecordIsDurableWhenAppendReturns) {
+  TempDir dir;
+  DurableStoreOptions options;
+  options.fsync = FsyncPolicy::kNever;
+  StateMachine machine;
+  std::unique_ptr<DurableStore> store =
+      OpenStore(dir.path(), machine, options);
+  for (const Operation& op : OperationGenerator(7).Take(50)) {
+    absl::StatusOr<LogPosition> position = store->Append(op);
+    ASSERT_TRUE(position.ok());
+    EXPECT_EQ(store->durable_position(), *position);
+  }
+  const DurableStoreStats stats = store->stats();
+  EXPECT_EQ(stats.fsyncs, 0u);
+  EXPECT_EQ(stats.groups, 50u);
+  store.reset();
+  StateMachine recovered;
+  store = OpenStore(dir.path(), recovered);
+  EXPECT_EQ(store->recovery().last_position, 50u);
+}
+
 TEST(DurableStore, FailedWriteInNeverModeRefusesEverythingAfter) {
   TempDir dir;
   auto plan = std::make_shared<testing::FaultPlan>();
