@@ -59,18 +59,20 @@ GrpcError ToGrpcStatus(const absl::Status& status) {
   error.status =
       grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
 
-  const ErrorInfo info = ErrorInfoOf(status);
-  pb::ErrorDetail detail;
-  detail.set_reason(static_cast<pb::ErrorReason>(info.reason));
-  detail.set_field(info.field);
-  detail.set_limit(info.limit);
-  detail.set_limit_value(info.limit_value);
-  for (const std::string& victim : info.victims) detail.add_victims(victim);
-  error.trailing_metadata.emplace_back(kReasonMetadataKey,
-                                       std::string(ReasonName(info.reason)));
+  const pb::ErrorDetail detail = ToErrorDetail(ErrorInfoOf(status));
+  error.trailing_metadata.emplace_back(
+      kReasonMetadataKey,
+      std::string(ReasonName(static_cast<Reason>(detail.reason()))));
   error.trailing_metadata.emplace_back(kErrorDetailMetadataKey,
                                        detail.SerializeAsString());
   return error;
+}
+
+void ToSessionCallError(const absl::Status& status,
+                        pb::SessionCallError* error) {
+  error->set_code(static_cast<int>(ToGrpcCode(status.code())));
+  error->set_message(std::string(status.message()));
+  *error->mutable_detail() = ToErrorDetail(ErrorInfoOf(status));
 }
 
 }  // namespace leasekeeper::server

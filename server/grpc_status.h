@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "grpcpp/support/status.h"
+#include "leasekeeper/v1/lock_service.pb.h"
 
 namespace leasekeeper::server {
 
@@ -34,6 +35,12 @@ struct GrpcError {
 };
 
 GrpcError ToGrpcStatus(const absl::Status& status);
+
+// The same error as a Session stream's call result: the code, the message
+// and the ErrorDetail that ToGrpcStatus puts in the trailing metadata.
+// REQUIRES: !status.ok().
+void ToSessionCallError(const absl::Status& status,
+                        v1::SessionCallError* error);
 
 }  // namespace leasekeeper::server
 

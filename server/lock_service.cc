@@ -5,8 +5,10 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +38,18 @@ grpc::Status PrepareFinish(grpc::CallbackServerContext* context,
 // The peer of a call, as its transport proved it.
 security::PeerIdentity PeerOf(grpc::CallbackServerContext* context) {
   return security::PeerIdentityFromAuthContext(context->auth_context().get());
+}
+
+// Acquire, Renew, Release: the caller acts as its own client and is granted
+// the lock (security/authorizer.h). Checked before validation, so a caller
+// without access learns nothing about the request's shape.
+absl::Status AuthorizeLockCall(const security::Authorizer& authorizer,
+                               grpc::CallbackServerContext* context,
+                               const std::string& client,
+                               const std::string& lock) {
+  const security::PeerIdentity peer = PeerOf(context);
+  if (absl::Status s = authorizer.CheckActAs(peer, client); !s.ok()) return s;
+  return authorizer.CheckUseLock(peer, lock);
 }
 
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
@@ -123,11 +137,23 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
 // CoreOwner as the session's SessionSink, so a notice sent after the stream
 // ended finds a live object that drops it.
 //
-// Reads are sequential (one StartRead at a time, issued by the read chain);
-// writes go through an outbox so that at most one StartWrite is in flight;
-// Finish is called once, after the outbox drains. gRPC runs OnWriteDone and
-// OnDone on its own threads (never inline), so StartWrite and Finish may be
-// called with mu_ held. mu_ is never held while calling CoreOwner.
+// Reads: one StartRead at a time; the next read starts once a message has
+// been dispatched, unless kMaxCallsInFlight calls await their answers (then
+// it starts when one is answered: flow control, not an error). Writes go
+// through an outbox so that at most one StartWrite is in flight; Finish is
+// called once, after the outbox drains. gRPC runs OnReadDone, OnWriteDone
+// and OnDone on its own threads (never inline), so StartRead, StartWrite and
+// Finish may be called with mu_ held. mu_ is never held while calling
+// CoreOwner.
+//
+// Calls (SessionCall): the same parsing and CoreOwner methods as the unary
+// calls, after the request is bound to the session's client and id. A
+// waiting Acquire is parked in CoreOwner as a ParkedAcquire, which keeps the
+// reactor alive until CoreOwner completes it; when the stream ends, each is
+// withdrawn (CancelWait). A call's answer that cannot be sent because the
+// stream has finished is reported to CoreOwner::AcquireCallDone as not
+// delivered; one lost in a broken connection after it was queued is not,
+// and the session's grace, or the client's resume and retry, settles it.
 class SessionReactor final
     : public grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>,
       public SessionSink,
@@ -136,6 +162,8 @@ class SessionReactor final
   // Bounds the outbox of a client that does not read its stream; beyond it
   // notices are dropped.
   static constexpr size_t kMaxOutbox = 4096;
+  // Calls of one stream that may await their answers at once.
+  static constexpr size_t kMaxCallsInFlight = 256;
 
   static SessionReactor* Start(CoreOwner& owner, const Limits& limits,
                                const security::Authorizer& authorizer,
@@ -143,11 +171,15 @@ class SessionReactor final
     std::shared_ptr<SessionReactor> reactor(
         new SessionReactor(owner, limits, authorizer, context));
     reactor->self_ = reactor;
-    reactor->StartRead(&reactor->request_);
+    reactor->ContinueReading();
     return reactor.get();
   }
 
   void OnReadDone(bool ok) override {
+    {
+      absl::MutexLock lock(&mu_);
+      read_outstanding_ = false;
+    }
     if (!ok) {
       // The client half-closed, or the stream broke, without `close`.
       EndStream(absl::OkStatus());
@@ -162,6 +194,9 @@ class SessionReactor final
         return;
       case pb::SessionRequest::kClose:
         HandleClose();
+        return;
+      case pb::SessionRequest::kCall:
+        HandleCall();
         return;
       case pb::SessionRequest::KIND_NOT_SET:
         break;
@@ -190,6 +225,7 @@ class SessionReactor final
 
   void OnDone() override {
     ReportStreamEnded();
+    WithdrawParkedCalls();
     // Drops the self-reference last: CoreOwner may still hold the sink.
     std::shared_ptr<SessionReactor> keep = std::move(self_);
   }
@@ -210,6 +246,26 @@ class SessionReactor final
         limits_(limits),
         authorizer_(authorizer),
         context_(context) {}
+
+  // An Acquire sent on this stream that CoreOwner parked. Owned by parked_
+  // until CoreOwner completes it; keeps the reactor alive until then.
+  class ParkedAcquire final : public PendingAcquire {
+   public:
+    ParkedAcquire(std::shared_ptr<SessionReactor> stream, uint64_t call_id,
+                  AcquireArgs args)
+        : stream_(std::move(stream)), call_id_(call_id), args_(std::move(args)) {}
+    void Complete(AcquireReply reply) override {
+      // The last statement: it may destroy this object and the reactor.
+      stream_->AnswerParked(this, std::move(reply));
+    }
+    uint64_t call_id() const { return call_id_; }
+    const AcquireArgs& args() const { return args_; }
+
+   private:
+    const std::shared_ptr<SessionReactor> stream_;
+    const uint64_t call_id_;
+    const AcquireArgs args_;
+  };
 
   void HandleOpen() {
     if (SessionId().has_value()) {
@@ -236,6 +292,7 @@ class SessionReactor final
     {
       absl::MutexLock lock(&mu_);
       session_id_ = opened->session_id;
+      client_ = args->client;
     }
     pb::SessionResponse message;
     pb::SessionOpened* proto = message.mutable_opened();
@@ -243,6 +300,7 @@ class SessionReactor final
     proto->set_grace_ms(opened->grace_ms);
     proto->set_resumed(opened->resumed);
     SendWhenDurable(std::move(message));
+    ContinueReading();
   }
 
   void HandleKeepalive() {
@@ -261,6 +319,195 @@ class SessionReactor final
     message.mutable_keepalive_ack()->set_sequence(sequence);
     message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
     SendWhenDurable(std::move(message));
+    ContinueReading();
+  }
+
+  // A SessionCall: parsed and bound to the session here, so request_ is
+  // free for the next read before the call is answered.
+  void HandleCall() {
+    std::optional<std::string> id = SessionId();
+    if (!id.has_value()) {
+      EndStream(InvalidField(ErrorCode::kInvalidArguments, "open"));
+      return;
+    }
+    const pb::SessionCall& call = request_.call();
+    const uint64_t call_id = call.call_id();
+    {
+      absl::MutexLock lock(&mu_);
+      ++calls_in_flight_;
+    }
+    switch (call.request_case()) {
+      case pb::SessionCall::kAcquire: {
+        pb::AcquireRequest request = call.acquire();
+        ContinueReading();
+        return AcquireCall(call_id, std::move(request), *id);
+      }
+      case pb::SessionCall::kRenew: {
+        pb::RenewRequest request = call.renew();
+        ContinueReading();
+        return RenewCall(call_id, std::move(request), *id);
+      }
+      case pb::SessionCall::kRelease: {
+        pb::ReleaseRequest request = call.release();
+        ContinueReading();
+        return ReleaseCall(call_id, std::move(request), *id);
+      }
+      case pb::SessionCall::REQUEST_NOT_SET:
+        break;
+    }
+    ContinueReading();
+    AnswerWhenDurable(CallError(
+        call_id, InvalidField(ErrorCode::kInvalidArguments, "request")));
+  }
+
+  // The session's client and id stand in for empty fields; other values
+  // are refused, so a stream can act only for the client that opened it.
+  template <typename Request>
+  absl::Status BindToSession(Request& request, const std::string& session_id) {
+    std::string client;
+    {
+      absl::MutexLock lock(&mu_);
+      client = client_;
+    }
+    if (request.client_id().empty()) request.set_client_id(client);
+    if (request.client_id() != client) {
+      return InvalidField(ErrorCode::kInvalidArguments, "client_id");
+    }
+    if (request.session_id().empty()) request.set_session_id(session_id);
+    if (request.session_id() != session_id) {
+      return InvalidField(ErrorCode::kInvalidArguments, "session_id");
+    }
+    return authorizer_.CheckUseLock(PeerOf(context_), request.lock());
+  }
+
+  void AcquireCall(uint64_t call_id, pb::AcquireRequest request,
+                    const std::string& session_id) {
+    if (absl::Status s = BindToSession(request, session_id); !s.ok()) {
+      return AnswerWhenDurable(CallError(call_id, s));
+    }
+    absl::StatusOr<AcquireArgs> args = ParseAcquire(request, limits_);
+    if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
+    auto parked = std::make_unique<ParkedAcquire>(shared_from_this(), call_id,
+                                                  *std::move(args));
+    ParkedAcquire* call = parked.get();
+    {
+      absl::MutexLock lock(&mu_);
+      parked_.emplace(call, std::move(parked));
+    }
+    // From here CoreOwner may complete (and so destroy) `call` on another
+    // thread; touch nothing of it but through AnswerParked.
+    std::optional<AcquireReply> reply = owner_.Acquire(call->args(), call);
+    if (!reply.has_value()) return;
+    owner_.AfterDurable(
+        [call, reply = *std::move(reply)](absl::Status durable) mutable {
+          if (!durable.ok()) reply.result = durable;
+          call->Complete(std::move(reply));
+        });
+  }
+
+  void RenewCall(uint64_t call_id, pb::RenewRequest request,
+             const std::string& session_id) {
+    if (absl::Status s = BindToSession(request, session_id); !s.ok()) {
+      return AnswerWhenDurable(CallError(call_id, s));
+    }
+    absl::StatusOr<RenewArgs> args = ParseRenew(request, limits_);
+    if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
+    absl::StatusOr<RenewAnswer> answer = owner_.Renew(*args);
+    if (!answer.ok()) {
+      return AnswerWhenDurable(CallError(call_id, answer.status()));
+    }
+    pb::SessionResponse message;
+    message.mutable_call_result()->set_call_id(call_id);
+    ToProto(*answer, message.mutable_call_result()->mutable_renew());
+    AnswerWhenDurable(std::move(message));
+  }
+
+  void ReleaseCall(uint64_t call_id, pb::ReleaseRequest request,
+               const std::string& session_id) {
+    if (absl::Status s = BindToSession(request, session_id); !s.ok()) {
+      return AnswerWhenDurable(CallError(call_id, s));
+    }
+    absl::StatusOr<ReleaseArgs> args = ParseRelease(request, limits_);
+    if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
+    absl::StatusOr<ReleaseOutcome> outcome = owner_.Release(*args);
+    if (!outcome.ok()) {
+      return AnswerWhenDurable(CallError(call_id, outcome.status()));
+    }
+    pb::SessionResponse message;
+    message.mutable_call_result()->set_call_id(call_id);
+    message.mutable_call_result()->mutable_release()->set_result(
+        ToProto(*outcome));
+    AnswerWhenDurable(std::move(message));
+  }
+
+  static pb::SessionResponse CallError(uint64_t call_id,
+                                       const absl::Status& status) {
+    pb::SessionResponse message;
+    message.mutable_call_result()->set_call_id(call_id);
+    ToSessionCallError(status, message.mutable_call_result()->mutable_error());
+    return message;
+  }
+
+  // Sends a call's answer once what it reports is durable (an error result
+  // of UNAVAILABLE if it cannot become durable), and counts the call done.
+  void AnswerWhenDurable(pb::SessionResponse message) {
+    owner_.AfterDurable([self = shared_from_this(),
+                         message = std::move(message)](
+                            absl::Status durable) mutable {
+      if (!durable.ok()) {
+        message = CallError(message.call_result().call_id(), durable);
+      }
+      self->Answer(std::move(message));
+    });
+  }
+
+  // Sends a call's answer; false if the stream has finished. Reads resume
+  // if they waited for a call to be answered.
+  bool Answer(pb::SessionResponse message) {
+    const bool sent = Send(std::move(message), /*droppable=*/false);
+    {
+      absl::MutexLock lock(&mu_);
+      --calls_in_flight_;
+    }
+    ContinueReading();
+    return sent;
+  }
+
+  // CoreOwner's answer to a parked Acquire (after it is durable).
+  void AnswerParked(ParkedAcquire* call, AcquireReply reply) {
+    pb::SessionResponse message;
+    pb::SessionCallResult* result = message.mutable_call_result();
+    result->set_call_id(call->call_id());
+    if (reply.result.ok()) {
+      ToProto(*reply.result, result->mutable_acquire());
+    } else {
+      ToSessionCallError(reply.result.status(), result->mutable_error());
+    }
+    const bool sent = Answer(std::move(message));
+    owner_.AcquireCallDone(call->args(), reply, /*cancelled=*/!sent);
+    std::unique_ptr<ParkedAcquire> done;
+    {
+      absl::MutexLock lock(&mu_);
+      done = std::move(parked_.extract(call).mapped());
+    }
+    // Destroying `done` (last) may drop the last reference to this reactor.
+  }
+
+  // The stream has ended: every Acquire still parked is withdrawn (each is
+  // then completed with WaitCancelled, which finds the stream finished).
+  void WithdrawParkedCalls() {
+    std::vector<std::pair<AcquireArgs, ParkedAcquire*>> parked;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [call, owned] : parked_) {
+        parked.emplace_back(call->args(), call);
+      }
+    }
+    // CancelWait compares `call` with what it has parked and touches nothing
+    // else, so a call completed meanwhile is harmless here.
+    for (const auto& [args, call] : parked) {
+      owner_.CancelWait(args.client, args.lock, call);
+    }
   }
 
   void HandleClose() {
@@ -283,14 +530,19 @@ class SessionReactor final
         return;
       }
       self->Send(std::move(message), /*droppable=*/false);
-      self->ContinueReading();
     });
   }
 
-  // Reads the next message unless the stream is already finishing.
+  // Reads the next message unless a read is outstanding, the stream is
+  // finishing, or kMaxCallsInFlight calls await their answers.
   void ContinueReading() {
     absl::MutexLock lock(&mu_);
-    if (!finish_called_) StartRead(&request_);
+    if (read_outstanding_ || finish_called_ ||
+        calls_in_flight_ >= kMaxCallsInFlight) {
+      return;
+    }
+    read_outstanding_ = true;
+    StartRead(&request_);
   }
 
   std::optional<std::string> SessionId() {
@@ -316,17 +568,20 @@ class SessionReactor final
     owner_.SessionStreamEnded(*id, this);
   }
 
-  void Send(pb::SessionResponse message, bool droppable) {
+  // Queues `message`; false if the stream has finished (or a droppable
+  // message was dropped).
+  bool Send(pb::SessionResponse message, bool droppable) {
     absl::MutexLock lock(&mu_);
-    if (finish_called_) return;
+    if (finish_called_) return false;
     if (writing_) {
-      if (droppable && outbox_.size() >= kMaxOutbox) return;
+      if (droppable && outbox_.size() >= kMaxOutbox) return false;
       outbox_.push_back(std::move(message));
-      return;
+      return true;
     }
     current_ = std::move(message);
     writing_ = true;
     StartWrite(&current_);
+    return true;
   }
 
   void FinishOnce(const absl::Status& status) {
@@ -350,6 +605,11 @@ class SessionReactor final
 
   absl::Mutex mu_;
   std::optional<std::string> session_id_ ABSL_GUARDED_BY(mu_);
+  std::string client_ ABSL_GUARDED_BY(mu_);  // the session's, once opened
+  bool read_outstanding_ ABSL_GUARDED_BY(mu_) = false;
+  size_t calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<ParkedAcquire*, std::unique_ptr<ParkedAcquire>> parked_
+      ABSL_GUARDED_BY(mu_);
   bool stream_end_reported_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<pb::SessionResponse> outbox_ ABSL_GUARDED_BY(mu_);
   pb::SessionResponse current_ ABSL_GUARDED_BY(mu_);  // being written
@@ -361,18 +621,6 @@ class SessionReactor final
 }  // namespace
 
 namespace {
-
-// Acquire, Renew, Release: the caller acts as its own client and is granted
-// the lock (security/authorizer.h). Checked before validation, so a caller
-// without access learns nothing about the request's shape.
-absl::Status AuthorizeLockCall(const security::Authorizer& authorizer,
-                               grpc::CallbackServerContext* context,
-                               const std::string& client,
-                               const std::string& lock) {
-  const security::PeerIdentity peer = PeerOf(context);
-  if (absl::Status s = authorizer.CheckActAs(peer, client); !s.ok()) return s;
-  return authorizer.CheckUseLock(peer, lock);
-}
 
 absl::Status ValidateForceRelease(const pb::ForceReleaseRequest& request,
                                   const Limits& limits) {

@@ -21,13 +21,8 @@ static_assert(static_cast<int>(Reason::kInvalidTtl) == pb::INVALID_TTL);
 static_assert(static_cast<int>(Reason::kLimitExceeded) == pb::LIMIT_EXCEEDED);
 
 absl::Status WithInfo(absl::Status status, const ErrorInfo& info) {
-  pb::ErrorDetail detail;
-  detail.set_reason(static_cast<pb::ErrorReason>(info.reason));
-  detail.set_field(info.field);
-  detail.set_limit(info.limit);
-  detail.set_limit_value(info.limit_value);
-  for (const std::string& victim : info.victims) detail.add_victims(victim);
-  status.SetPayload(kPayloadUrl, absl::Cord(detail.SerializeAsString()));
+  status.SetPayload(kPayloadUrl,
+                    absl::Cord(ToErrorDetail(info).SerializeAsString()));
   return status;
 }
 
@@ -124,6 +119,16 @@ ErrorInfo ErrorInfoOf(const absl::Status& status) {
     info.reason = ReasonOfCoreError(*code);
   }
   return info;
+}
+
+pb::ErrorDetail ToErrorDetail(const ErrorInfo& info) {
+  pb::ErrorDetail detail;
+  detail.set_reason(static_cast<pb::ErrorReason>(info.reason));
+  detail.set_field(info.field);
+  detail.set_limit(info.limit);
+  detail.set_limit_value(info.limit_value);
+  for (const std::string& victim : info.victims) detail.add_victims(victim);
+  return detail;
 }
 
 }  // namespace leasekeeper::server

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/errors.h"
+#include "leasekeeper/v1/lock_service.pb.h"
 
 namespace leasekeeper::server {
 
@@ -67,6 +68,9 @@ absl::Status WaitCancelled();
 // The ErrorInfo of any status made here or by core/errors.h; reason
 // kUnspecified for OK and for any other status.
 ErrorInfo ErrorInfoOf(const absl::Status& status);
+
+// `info` as the API's ErrorDetail message.
+v1::ErrorDetail ToErrorDetail(const ErrorInfo& info);
 
 }  // namespace leasekeeper::server
 

@@ -24,7 +24,15 @@ EtcdLockClient::EtcdLockClient(GrpcLoop& loop, const std::string& target,
       channel_(OwnConnection(target)),
       kv_(etcdserverpb::KV::NewStub(channel_)),
       lease_(etcdserverpb::Lease::NewStub(channel_)),
-      watch_(etcdserverpb::Watch::NewStub(channel_)) {}
+      watch_(etcdserverpb::Watch::NewStub(channel_)),
+      stream_(
+          loop,
+          [this](etcdserverpb::WatchResponse& response) {
+            OnWatchResponse(response);
+          },
+          [this](const grpc::Status&) {
+            if (on_stream_finished_) on_stream_finished_();
+          }) {}
 
 void EtcdLockClient::Grant(
     int64_t ttl_ms,
@@ -198,63 +206,27 @@ void EtcdLockClient::EnsureWatch(const std::string& lock,
   }
   watch.on_created.push_back(std::move(then));
   if (!inserted && watch.on_created.size() > 1) return;  // create already sent
-  if (stream_ == nullptr) StartStream();
+  if (!stream_.started()) {
+    stream_.Start([this](grpc::ClientContext* context,
+                         grpc::CompletionQueue* cq) {
+      return watch_->PrepareAsyncWatch(context, cq);
+    });
+  }
   etcdserverpb::WatchRequest request;
   etcdserverpb::WatchCreateRequest* create = request.mutable_create_request();
   create->set_key(lock);
   create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
   creating_.push_back(lock);
-  to_write_.push_back(std::move(request));
-  WriteNext();
+  stream_.Send(std::move(request));
 }
 
-void EtcdLockClient::StartStream() {
-  stream_ = watch_->PrepareAsyncWatch(&stream_context_, loop_.cq());
-  stream_->StartCall(loop_.NewTag([this](bool ok) {
-    stream_started_ = true;
-    if (!ok) {
-      stream_->Finish(&stream_status_, loop_.NewTag([this](bool) {
-        stream_finished_ = true;
-        if (on_stream_finished_) on_stream_finished_();
-      }));
-      return;
-    }
-    WriteNext();
-    ReadNext();
-  }));
-}
-
-void EtcdLockClient::WriteNext() {
-  if (!stream_started_ || writing_ || to_write_.empty() || stream_finished_)
-    return;
-  writing_ = true;
-  stream_->Write(to_write_.front(), loop_.NewTag([this](bool ok) {
-    writing_ = false;
-    to_write_.pop_front();
-    if (ok) WriteNext();
-  }));
-}
-
-void EtcdLockClient::ReadNext() {
-  stream_->Read(&read_, loop_.NewTag([this](bool ok) {
-    if (ok) {
-      OnWatchResponse();
-      ReadNext();
-      return;
-    }
-    stream_->Finish(&stream_status_, loop_.NewTag([this](bool) {
-      stream_finished_ = true;
-      if (on_stream_finished_) on_stream_finished_();
-    }));
-  }));
-}
-
-void EtcdLockClient::OnWatchResponse() {
-  if (read_.created()) {
+void EtcdLockClient::OnWatchResponse(
+    const etcdserverpb::WatchResponse& response) {
+  if (response.created()) {
     if (creating_.empty()) return;
     std::string lock = std::move(creating_.front());
     creating_.pop_front();
-    lock_of_watch_[read_.watch_id()] = lock;
+    lock_of_watch_[response.watch_id()] = lock;
     KeyWatch& watch = watches_[lock];
     watch.created = true;
     auto waiting = std::move(watch.on_created);
@@ -262,10 +234,10 @@ void EtcdLockClient::OnWatchResponse() {
     for (auto& then : waiting) then();
     return;
   }
-  auto it = lock_of_watch_.find(read_.watch_id());
+  auto it = lock_of_watch_.find(response.watch_id());
   if (it == lock_of_watch_.end()) return;
   KeyWatch& watch = watches_[it->second];
-  for (const mvccpb::Event& event : read_.events()) {
+  for (const mvccpb::Event& event : response.events()) {
     if (event.type() != mvccpb::Event::DELETE) continue;
     watch.last_delete_revision =
         std::max(watch.last_delete_revision, event.kv().mod_revision());
@@ -278,12 +250,12 @@ void EtcdLockClient::OnWatchResponse() {
 }
 
 void EtcdLockClient::Stop(absl::AnyInvocable<void()> done) {
-  if (stream_ == nullptr || stream_finished_) {
+  if (!stream_.started() || stream_.finished()) {
     done();
     return;
   }
   on_stream_finished_ = std::move(done);
-  stream_context_.TryCancel();
+  stream_.Cancel();
 }
 
 }  // namespace leasekeeper::bench

@@ -38,6 +38,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "bidi_stream.h"
 #include "grpc_loop.h"
 #include "lock_client.h"
 
@@ -85,10 +86,7 @@ class EtcdLockClient final : public LockClient {
   void TryTxn(std::unique_ptr<Attempt> attempt);
   // Runs `then` once `lock` is watched.
   void EnsureWatch(const std::string& lock, absl::AnyInvocable<void()> then);
-  void StartStream();
-  void WriteNext();
-  void ReadNext();
-  void OnWatchResponse();
+  void OnWatchResponse(const etcdserverpb::WatchResponse& response);
 
   GrpcLoop& loop_;
   const std::string client_id_;
@@ -101,16 +99,7 @@ class EtcdLockClient final : public LockClient {
   absl::flat_hash_map<std::string, int64_t> held_;  // lock -> create revision
 
   // The Watch stream, opened at the first wait.
-  grpc::ClientContext stream_context_;
-  std::unique_ptr<grpc::ClientAsyncReaderWriter<etcdserverpb::WatchRequest,
-                                                etcdserverpb::WatchResponse>>
-      stream_;
-  bool stream_started_ = false;
-  bool stream_finished_ = false;
-  bool writing_ = false;
-  std::deque<etcdserverpb::WatchRequest> to_write_;
-  etcdserverpb::WatchResponse read_;
-  grpc::Status stream_status_;
+  BidiStream<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse> stream_;
   std::deque<std::string> creating_;  // locks whose create awaits its answer
   absl::flat_hash_map<int64_t, std::string> lock_of_watch_;
   absl::flat_hash_map<std::string, KeyWatch> watches_;

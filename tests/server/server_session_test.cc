@@ -45,6 +45,34 @@ class SessionStream {
     return std::nullopt;
   }
 
+  // Sends `call` with `call_id`; false if the stream is broken.
+  bool SendCall(uint64_t call_id, pb::SessionCall call) {
+    call.set_call_id(call_id);
+    pb::SessionRequest request;
+    *request.mutable_call() = std::move(call);
+    return stream_->Write(request);
+  }
+
+  // The next call result, skipping notices (kept); nullopt at the end.
+  std::optional<pb::SessionCallResult> NextResult() {
+    while (std::optional<pb::SessionResponse> message = Next()) {
+      if (message->has_call_result()) return message->call_result();
+      notices_.push_back(message->notice());
+    }
+    return std::nullopt;
+  }
+
+  // Sends `call` and returns its result (nothing else may be in flight).
+  std::optional<pb::SessionCallResult> Call(uint64_t call_id,
+                                            pb::SessionCall call) {
+    if (!SendCall(call_id, std::move(call))) return std::nullopt;
+    std::optional<pb::SessionCallResult> result = NextResult();
+    if (result.has_value()) {
+      EXPECT_EQ(result->call_id(), call_id);
+    }
+    return result;
+  }
+
   // Sends close and returns the stream's final status.
   grpc::Status Close() {
     pb::SessionRequest request;
@@ -78,6 +106,29 @@ class SessionStream {
       stream_;
   std::vector<pb::LockNotice> notices_;
 };
+
+// Calls for the session's client, with client_id and session_id left empty
+// (the stream fills them in).
+pb::SessionCall AcquireCall(const std::string& lock, int64_t ttl_ms,
+                            int64_t wait_timeout_ms = 0) {
+  pb::SessionCall call;
+  pb::AcquireRequest* request = call.mutable_acquire();
+  request->set_lock(lock);
+  request->set_ttl_ms(ttl_ms);
+  request->set_wait_timeout_ms(wait_timeout_ms);
+  return call;
+}
+pb::SessionCall RenewCall(const std::string& lock, int64_t ttl_ms) {
+  pb::SessionCall call;
+  call.mutable_renew()->set_lock(lock);
+  call.mutable_renew()->set_ttl_ms(ttl_ms);
+  return call;
+}
+pb::SessionCall ReleaseCall(const std::string& lock) {
+  pb::SessionCall call;
+  call.mutable_release()->set_lock(lock);
+  return call;
+}
 
 class SessionTest : public ServerTest {
  protected:
@@ -310,6 +361,142 @@ TEST_F(SessionTest, FirstMessageMustOpenWithAClientId) {
     EXPECT_FALSE(stream.Keepalive(1).has_value());
     EXPECT_EQ(stream.Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   }
+}
+
+TEST_F(SessionTest, CallsOnTheStreamActForTheSessionsClient) {
+  SessionStream stream(client_->stub());
+  const std::string session = OpenSession(stream, "job");
+  std::optional<pb::SessionCallResult> acquired =
+      stream.Call(1, AcquireCall("L", 10'000));
+  ASSERT_TRUE(acquired.has_value() && acquired->has_acquire());
+  ASSERT_TRUE(acquired->acquire().has_granted());
+  EXPECT_EQ(acquired->acquire().granted().token(), 1u);
+  pb::InspectResponse inspect = client_->Inspect("L").response;
+  ASSERT_EQ(inspect.holders_size(), 1);
+  EXPECT_EQ(inspect.holders(0).client_id(), "job");
+  EXPECT_EQ(client_->Status("job").response.holds_size(), 1);
+
+  At(4'000);
+  std::optional<pb::SessionCallResult> renewed =
+      stream.Call(2, RenewCall("L", 20'000));
+  ASSERT_TRUE(renewed.has_value() && renewed->has_renew());
+  EXPECT_EQ(renewed->renew().token(), 1u);
+  EXPECT_EQ(renewed->renew().ttl_ms(), 20'000);
+  EXPECT_EQ(client_->Inspect("L").response.holders(0).expires_in_ms(), 20'000);
+
+  std::optional<pb::SessionCallResult> released =
+      stream.Call(3, ReleaseCall("L"));
+  ASSERT_TRUE(released.has_value() && released->has_release());
+  EXPECT_EQ(released->release().result(), pb::RELEASE_RESULT_RELEASED);
+  EXPECT_EQ(client_->Inspect("L").response.holders_size(), 0);
+  EXPECT_TRUE(stream.Close().ok());
+}
+
+TEST_F(SessionTest, CallErrorsCarryTheContractTextAndReasonAndChangeNothing) {
+  SessionStream stream(client_->stub());
+  OpenSession(stream, "job");
+  ASSERT_TRUE(stream.Call(1, AcquireCall("L", 10'000))->acquire().has_granted());
+
+  std::optional<pb::SessionCallResult> busy =
+      stream.Call(2, AcquireCall("L", 10'000));
+  ASSERT_TRUE(busy.has_value() && busy->has_error());
+  EXPECT_EQ(busy->error().code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(busy->error().message(), "client busy");
+  EXPECT_EQ(busy->error().detail().reason(), pb::CLIENT_BUSY);
+
+  std::optional<pb::SessionCallResult> not_holder =
+      stream.Call(3, RenewCall("M", 10'000));
+  ASSERT_TRUE(not_holder.has_value() && not_holder->has_error());
+  EXPECT_EQ(not_holder->error().message(), "not holder");
+  EXPECT_EQ(not_holder->error().detail().reason(), pb::NOT_HOLDER);
+
+  std::optional<pb::SessionCallResult> bad_ttl =
+      stream.Call(4, AcquireCall("M", 0));
+  ASSERT_TRUE(bad_ttl.has_value() && bad_ttl->has_error());
+  EXPECT_EQ(bad_ttl->error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(bad_ttl->error().message(), "invalid ttl");
+  EXPECT_EQ(bad_ttl->error().detail().field(), "ttl_ms");
+
+  std::optional<pb::SessionCallResult> empty =
+      stream.Call(5, pb::SessionCall());
+  ASSERT_TRUE(empty.has_value() && empty->has_error());
+  EXPECT_EQ(empty->error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(empty->error().detail().field(), "request");
+
+  pb::InspectResponse inspect = client_->Inspect("L").response;
+  ASSERT_EQ(inspect.holders_size(), 1);
+  EXPECT_EQ(inspect.holders(0).token(), 1u);
+  EXPECT_EQ(client_->Inspect("M").response.holders_size(), 0);
+  EXPECT_TRUE(stream.Close().ok());
+}
+
+TEST_F(SessionTest, StreamCannotActForAnotherClientOrSession) {
+  SessionStream stream(client_->stub());
+  OpenSession(stream, "job");
+  pb::SessionCall other_client = AcquireCall("L", 10'000);
+  other_client.mutable_acquire()->set_client_id("someone-else");
+  std::optional<pb::SessionCallResult> refused =
+      stream.Call(1, std::move(other_client));
+  ASSERT_TRUE(refused.has_value() && refused->has_error());
+  EXPECT_EQ(refused->error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused->error().detail().field(), "client_id");
+
+  pb::SessionCall other_session = AcquireCall("L", 10'000);
+  other_session.mutable_acquire()->set_session_id("not-this-one");
+  refused = stream.Call(2, std::move(other_session));
+  ASSERT_TRUE(refused.has_value() && refused->has_error());
+  EXPECT_EQ(refused->error().detail().field(), "session_id");
+
+  EXPECT_EQ(client_->Inspect("L").response.holders_size(), 0);
+  EXPECT_EQ(client_->Status("someone-else").response.holds_size(), 0);
+  EXPECT_TRUE(stream.Close().ok());
+}
+
+TEST_F(SessionTest, WaitingCallOnTheStreamDoesNotHoldUpLaterCalls) {
+  ASSERT_TRUE(client_->Acquire("holder", "L", 600'000).ok());
+  SessionStream stream(client_->stub());
+  OpenSession(stream, "job");
+  ASSERT_TRUE(stream.SendCall(1, AcquireCall("L", 5'000, 60'000)));
+  ASSERT_TRUE(ParkedCallsAre(1));
+  std::optional<pb::SessionCallResult> renew =
+      stream.Call(2, RenewCall("M", 1'000));
+  ASSERT_TRUE(renew.has_value() && renew->has_error());
+  EXPECT_EQ(renew->error().message(), "not holder");
+
+  At(1'000);
+  ASSERT_TRUE(client_->Release("holder", "L").ok());
+  std::optional<pb::SessionCallResult> granted = stream.NextResult();
+  ASSERT_TRUE(granted.has_value());
+  EXPECT_EQ(granted->call_id(), 1u);
+  ASSERT_TRUE(granted->acquire().has_granted());
+  EXPECT_EQ(granted->acquire().granted().token(), 2u);
+  EXPECT_EQ(granted->acquire().granted().ttl_ms(), 5'000);
+  EXPECT_EQ(client_->Inspect("L").response.holders(0).client_id(), "job");
+  EXPECT_TRUE(stream.Close().ok());
+}
+
+TEST_F(SessionTest, WaitingCallOnAStreamThatEndsIsWithdrawnAtOnce) {
+  ASSERT_TRUE(client_->Acquire("holder", "L", 600'000).ok());
+  SessionStream stream(client_->stub());
+  OpenSession(stream, "job");
+  ASSERT_TRUE(stream.SendCall(1, AcquireCall("L", 5'000, 60'000)));
+  ASSERT_TRUE(ParkedCallsAre(1));
+  stream.Abandon();
+  // Withdrawn when the stream ends, not when the grace does: the clock
+  // stays where it is.
+  EXPECT_TRUE(Eventually(
+      [&] { return client_->Inspect("L").response.queue_size() == 0; }));
+  EXPECT_TRUE(ParkedCallsAre(0));
+  ASSERT_TRUE(client_->Release("holder", "L").ok());
+  EXPECT_EQ(client_->Inspect("L").response.holders_size(), 0);
+}
+
+TEST_F(SessionTest, CallBeforeOpenEndsTheStream) {
+  SessionStream stream(client_->stub());
+  ASSERT_TRUE(stream.SendCall(1, AcquireCall("L", 10'000)));
+  EXPECT_FALSE(stream.NextResult().has_value());
+  EXPECT_EQ(stream.Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(client_->Inspect("L").response.holders_size(), 0);
 }
 
 }  // namespace
