@@ -9,6 +9,14 @@
 //    must be within 20% of the 1,000 one. A second series acquires the idle
 //    locks themselves, in random order, which adds the cache misses of a large
 //    table.
+//  - Memory (issue 6): the bytes a LockTable grows by per held lock
+//    (1,000,000 locks "h/<i>" held by 1,000 clients, 1 h leases in ms, as
+//    leasekeeper-bench's mem_held fills leasekeeperd) and per waiting
+//    client (100,000 clients queued 1,000 per lock on 100 held locks, as
+//    mem_waiters). Counters: malloc's bytes in use (glibc mallinfo2, chunk
+//    headers included) and RSS growth, each divided by the count. Run them
+//    alone (--benchmark_filter=BM_Memory) for an RSS figure unspoilt by
+//    memory the other benchmarks freed.
 //  - The contract's Part 4 workloads (bench/workloads.h) replayed end to end
 //    through RunReplayText, JSON parse and serialisation included (target:
 //    each under 50 ms). Each checks its results once before timing and is
@@ -17,6 +25,10 @@
 //
 // Extra flag, before Google Benchmark's own: --dump_workloads=DIR writes each
 // workload's input to DIR/<name>.json, to feed to leasekeeper-replay.
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -208,6 +220,97 @@ void BM_PairOnRandomIdleLock(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_PairOnRandomIdleLock)->Arg(1000)->Arg(1000000);
+
+// Memory in use now: malloc's bytes in use and the resident set.
+struct MemoryNow {
+  int64_t malloc_bytes = 0;
+  int64_t rss_bytes = 0;
+};
+MemoryNow ReadMemory() {
+  MemoryNow now;
+  struct mallinfo2 info = mallinfo2();
+  now.malloc_bytes = static_cast<int64_t>(info.uordblks + info.hblkhd);
+  std::ifstream statm("/proc/self/statm");
+  int64_t size_pages = 0, resident_pages = 0;
+  if (statm >> size_pages >> resident_pages) {
+    now.rss_bytes = resident_pages * sysconf(_SC_PAGESIZE);
+  }
+  return now;
+}
+
+void ReportPerItem(benchmark::State& state, const MemoryNow& before,
+                   int64_t count) {
+  const MemoryNow after = ReadMemory();
+  state.counters["malloc_bytes_per_item"] =
+      static_cast<double>(after.malloc_bytes - before.malloc_bytes) / count;
+  state.counters["rss_bytes_per_item"] =
+      static_cast<double>(after.rss_bytes - before.rss_bytes) / count;
+}
+
+constexpr int64_t kHourMs = 3'600'000;
+constexpr int64_t kDayMs = 86'400'000;
+
+// 1,000,000 locks held by 1,000 clients (client i % 1,000 holds lock i).
+void BM_MemoryHeld(benchmark::State& state) {
+  const int64_t count = state.range(0);
+  for (auto _ : state) {
+    const MemoryNow before = ReadMemory();
+    auto table = std::make_unique<LockTable>(CoreConfig{.max_ttl = kDayMs});
+    for (int64_t i = 0; i < count; ++i) {
+      absl::StatusOr<AcquireOutcome> acquired =
+          table->Acquire(i, absl::StrCat("h-c", i % 1000),
+                         absl::StrCat("h/", i), kHourMs, LockMode::kExclusive);
+      if (!acquired.ok() || acquired->kind != AcquireOutcome::Kind::kGranted) {
+        state.SkipWithError("an uncontended acquire was not granted");
+        return;
+      }
+    }
+    ReportPerItem(state, before, count);
+    state.PauseTiming();
+    table.reset();
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_MemoryHeld)
+    ->Arg(1'000'000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// 100 held locks and `count` clients queued on them, 1,000 per lock.
+void BM_MemoryWaiters(benchmark::State& state) {
+  const int64_t count = state.range(0);
+  const int64_t locks = std::max<int64_t>(1, count / 1000);
+  for (auto _ : state) {
+    auto table = std::make_unique<LockTable>(CoreConfig{.max_ttl = kDayMs});
+    for (int64_t j = 0; j < locks; ++j) {
+      absl::StatusOr<AcquireOutcome> acquired =
+          table->Acquire(0, absl::StrCat("w-h", j), absl::StrCat("w/", j),
+                         kHourMs, LockMode::kExclusive);
+      if (!acquired.ok() || acquired->kind != AcquireOutcome::Kind::kGranted) {
+        state.SkipWithError("a holder's acquire was not granted");
+        return;
+      }
+    }
+    const MemoryNow with_holders = ReadMemory();
+    for (int64_t i = 0; i < count; ++i) {
+      absl::StatusOr<AcquireOutcome> queued = table->Acquire(
+          1, absl::StrCat("w-w", i), absl::StrCat("w/", i % locks), kHourMs,
+          LockMode::kExclusive);
+      if (!queued.ok() || queued->kind != AcquireOutcome::Kind::kQueued) {
+        state.SkipWithError("a waiter's acquire was not queued");
+        return;
+      }
+    }
+    ReportPerItem(state, with_holders, count);
+    state.PauseTiming();
+    table.reset();
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_MemoryWaiters)
+    ->Arg(100'000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // The Part 4 workloads, kept alive for the registered benchmarks.
 const std::vector<Workload>& Workloads() {

@@ -11,9 +11,83 @@
 
 namespace leasekeeper {
 
-LockTable::LockTable(CoreConfig config) : config_(config) {}
+LockTable::LockTable(CoreConfig config) : config_(config) {
+  config_.max_ttl = std::min(config_.max_ttl, kMaxCoreTtl);
+}
 
 LockTable::~LockTable() = default;
+
+size_t LockTable::LockState::holder_count() const {
+  if (!has_holders()) return 0;
+  return 1 + (crowd == nullptr ? 0 : crowd->more_holders.size());
+}
+
+LockTable::Holder* LockTable::LockState::FindHolder(FencingToken token) {
+  if (!has_holders()) return nullptr;
+  if (first.token == token) return &first;
+  if (crowd == nullptr) return nullptr;
+  auto it = crowd->more_holders.find(token);
+  return it == crowd->more_holders.end() ? nullptr : &it->second;
+}
+
+bool LockTable::LockState::InsertHolder(const Holder& holder) {
+  if (!has_holders()) {
+    first = holder;
+    return true;
+  }
+  if (first.token == holder.token) return false;
+  if (crowd == nullptr) crowd = std::make_unique<Crowd>();
+  auto& more = crowd->more_holders;
+  if (holder.token < first.token) {
+    // Only a snapshot import inserts below the lowest token.
+    more.emplace(first.token, first);
+    first = holder;
+    return true;
+  }
+  if (more.try_emplace(holder.token, holder).second) return true;
+  DropCrowdIfEmpty();
+  return false;
+}
+
+void LockTable::LockState::EraseHolder(FencingToken token) {
+  if (first.token == token) {
+    if (crowd == nullptr || crowd->more_holders.empty()) {
+      first = Holder{};
+    } else {
+      // The lowest of the others moves inline.
+      auto lowest = crowd->more_holders.begin();
+      first = lowest->second;
+      crowd->more_holders.erase(lowest);
+    }
+  } else {
+    crowd->more_holders.erase(token);
+  }
+  DropCrowdIfEmpty();
+}
+
+template <typename F>
+void LockTable::LockState::ForEachHolder(F&& f) const {
+  if (!has_holders()) return;
+  f(static_cast<const Holder&>(first));
+  if (crowd == nullptr) return;
+  for (const auto& [token, holder] : crowd->more_holders) f(holder);
+}
+
+const LockTable::Queue& LockTable::LockState::queue() const {
+  static const Queue* const kNoWaiters = new Queue();
+  return crowd == nullptr ? *kNoWaiters : crowd->queue;
+}
+
+LockTable::Queue& LockTable::LockState::MutableQueue() {
+  if (crowd == nullptr) crowd = std::make_unique<Crowd>();
+  return crowd->queue;
+}
+
+void LockTable::LockState::DropCrowdIfEmpty() {
+  if (crowd != nullptr && crowd->queue.empty() && crowd->more_holders.empty()) {
+    crowd.reset();
+  }
+}
 
 absl::Status LockTable::ValidateTtl(int64_t ttl) const {
   if (ttl < 1 || ttl > config_.max_ttl) {
@@ -24,12 +98,12 @@ absl::Status LockTable::ValidateTtl(int64_t ttl) const {
 
 LockTable::LockState* LockTable::FindLock(absl::string_view name) {
   auto it = locks_.find(name);
-  return it == locks_.end() ? nullptr : &it->second;
+  return it == locks_.end() ? nullptr : it->get();
 }
 
 LockTable::ClientState* LockTable::FindClient(absl::string_view name) {
   auto it = clients_.find(name);
-  return it == clients_.end() ? nullptr : &it->second;
+  return it == clients_.end() ? nullptr : it->get();
 }
 
 void LockTable::Emit(Event::Kind kind, Tick at, const ClientState& client,
@@ -41,18 +115,17 @@ void LockTable::Emit(Event::Kind kind, Tick at, const ClientState& client,
 }
 
 bool LockTable::Compatible(const LockState& lock, LockMode mode) const {
-  if (lock.holders.empty()) return true;
+  if (!lock.has_holders()) return true;
   // An exclusive holder is always the only holder, so the first holder's mode
   // tells whether all holders are shared.
-  return mode == LockMode::kShared &&
-         lock.holders.begin()->second.mode == LockMode::kShared;
+  return mode == LockMode::kShared && lock.first.mode == LockMode::kShared;
 }
 
 void LockTable::UpdateActive(LockState& lock) {
-  if (lock.holders.empty() && lock.queue.empty()) {
-    active_locks_.erase(lock.name);
+  if (!lock.has_holders() && lock.queue_empty()) {
+    active_locks_.erase(&lock);
   } else {
-    active_locks_.insert(lock.name);
+    active_locks_.insert(&lock);
   }
 }
 
@@ -61,33 +134,34 @@ void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
   const FencingToken token = ++lock.last_token;
   const uint64_t sequence = ++last_sequence_;
   const Tick expires_at = at + ttl;
-  lock.holders.emplace(token, Holder{&client, mode, expires_at, ttl, sequence});
-  client.holds.emplace(lock.name, Hold{&lock, token});
+  // ttl <= max_ttl <= kMaxCoreTtl (ValidateTtl, ImportFrom).
+  lock.InsertHolder(Holder{&client, token, expires_at, sequence,
+                           static_cast<int32_t>(ttl), mode});
+  client.holds.insert(Hold{&lock, token});
   expiry_.insert(ExpiryKey{expires_at, sequence, &lock, token});
   UpdateActive(lock);
 }
 
-void LockTable::RemoveHolder(
-    LockState& lock, absl::btree_map<FencingToken, Holder>::iterator it) {
-  const Holder& holder = it->second;
-  expiry_.erase(
-      ExpiryKey{holder.expires_at, holder.sequence, &lock, it->first});
-  holder.client->holds.erase(lock.name);
-  lock.holders.erase(it);
+void LockTable::RemoveHolder(LockState& lock, const Holder& holder) {
+  const FencingToken token = holder.token;
+  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+  holder.client->holds.erase(absl::string_view(lock.name));
+  lock.EraseHolder(token);
   UpdateActive(lock);
 }
 
 void LockTable::RemoveWaiter(ClientState& client) {
   LockState* lock = client.waiting;
-  lock->queue.erase(client.waiting_entry);
+  lock->MutableQueue().erase(client.waiting_entry);
+  lock->DropCrowdIfEmpty();
   client.waiting = nullptr;
   --waiter_count_;
   UpdateActive(*lock);
 }
 
 void LockTable::GrantFromQueue(LockState& lock, Tick at) {
-  while (!lock.queue.empty()) {
-    const Waiter head = lock.queue.front();
+  while (!lock.queue_empty()) {
+    const Waiter head = lock.queue().front();
     if (!Compatible(lock, head.mode)) break;
     RemoveWaiter(*head.client);
     AddHolder(lock, *head.client, head.mode, at, head.ttl);
@@ -103,11 +177,10 @@ void LockTable::Retire(Tick now) {
   while (!expiry_.empty() && expiry_.begin()->expires_at <= now) {
     const ExpiryKey key = *expiry_.begin();
     LockState& lock = *key.lock;
-    auto it = lock.holders.find(key.token);
-    const Holder& holder = it->second;
+    const Holder& holder = *lock.FindHolder(key.token);
     Emit(Event::Kind::kLapsed, key.expires_at, *holder.client, lock,
          holder.mode, key.token, key.expires_at);
-    RemoveHolder(lock, it);
+    RemoveHolder(lock, holder);
     GrantFromQueue(lock, key.expires_at);
   }
 }
@@ -141,21 +214,18 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
     return MakeError(ErrorCode::kClientBusy);
   }
   if (client == nullptr) {
-    auto [it, inserted] = clients_.try_emplace(std::string(client_name));
-    client = &it->second;
-    client->name = it->first;
+    client = clients_.insert(std::make_unique<ClientState>(client_name))
+                 .first->get();
     client->age = ++last_age_;
   }
   LockState* found = FindLock(lock_name);
   if (found == nullptr) {
-    auto it = locks_.try_emplace(std::string(lock_name)).first;
-    found = &it->second;
-    found->name = it->first;
+    found = locks_.insert(std::make_unique<LockState>(lock_name)).first->get();
   }
   LockState& lock = *found;
 
   AcquireOutcome outcome;
-  if (lock.queue.empty() && Compatible(lock, mode)) {
+  if (lock.queue_empty() && Compatible(lock, mode)) {
     AddHolder(lock, *client, mode, now, ttl);
     outcome.kind = AcquireOutcome::Kind::kGranted;
     outcome.token = lock.last_token;
@@ -163,9 +233,10 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
     return outcome;
   }
 
-  lock.queue.push_back(Waiter{client, mode, ttl});
+  Queue& queue = lock.MutableQueue();
+  queue.push_back(Waiter{client, static_cast<int32_t>(ttl), mode});
   client->waiting = &lock;
-  client->waiting_entry = std::prev(lock.queue.end());
+  client->waiting_entry = std::prev(queue.end());
   ++waiter_count_;
   UpdateActive(lock);
 
@@ -194,12 +265,13 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
     outcome.kind = AcquireOutcome::Kind::kQueued;
     // Nothing joins a queue during this call after the requester, so it is
     // still last in line.
-    outcome.position = static_cast<int64_t>(lock.queue.size());
+    outcome.position = static_cast<int64_t>(lock.queue().size());
     return outcome;
   }
   // The aborts granted the request.
-  const FencingToken token = requester->holds.find(lock.name)->second.token;
-  const Holder& holder = lock.holders.at(token);
+  const FencingToken token =
+      requester->holds.find(absl::string_view(lock.name))->token;
+  const Holder& holder = *lock.FindHolder(token);
   outcome.kind = AcquireOutcome::Kind::kGranted;
   outcome.token = token;
   outcome.expires_at = holder.expires_at;
@@ -220,8 +292,8 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   // and only the head waiter of a lock it holds has one (nobody queues behind
   // a request during the call that queued it).
   bool has_incoming = false;
-  for (const auto& [lock_name, hold] : requester.holds) {
-    if (!hold.lock->queue.empty()) {
+  for (const Hold& hold : requester.holds) {
+    if (!hold.lock->queue_empty()) {
       has_incoming = true;
       break;
     }
@@ -240,8 +312,8 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   bool cycle = false;
   auto push_forward = [&](ClientState* next) {
     if (next == &requester) cycle = true;
-    if (next->reached_in_search != epoch) {
-      next->reached_in_search = epoch;
+    if (next->search_mark / 2 != epoch) {
+      next->search_mark = 2 * epoch;
       stack.push_back(next);
     }
   };
@@ -263,11 +335,11 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   // loses nothing. A client's predecessors are the head waiters of the locks
   // it holds and the waiter just behind it.
   std::vector<ClientState*> members = {&requester};
-  requester.on_cycle_in_search = epoch;
+  requester.search_mark = 2 * epoch + 1;  // reached: it is on the cycle
   auto push_backward = [&](ClientState* previous) {
-    if (previous->reached_in_search == epoch &&
-        previous->on_cycle_in_search != epoch) {
-      previous->on_cycle_in_search = epoch;
+    // Reached forward and not yet found on the cycle.
+    if (previous->search_mark == 2 * epoch) {
+      previous->search_mark = 2 * epoch + 1;
       members.push_back(previous);
       stack.push_back(previous);
     }
@@ -276,14 +348,14 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   while (!stack.empty()) {
     ClientState* current = stack.back();
     stack.pop_back();
-    for (const auto& [lock_name, hold] : current->holds) {
-      if (!hold.lock->queue.empty()) {
-        push_backward(hold.lock->queue.front().client);
+    for (const Hold& hold : current->holds) {
+      if (!hold.lock->queue_empty()) {
+        push_backward(hold.lock->queue().front().client);
       }
     }
     if (current->waiting != nullptr) {
       auto behind = std::next(current->waiting_entry);
-      if (behind != current->waiting->queue.end()) {
+      if (behind != current->waiting->queue().end()) {
         push_backward(behind->client);
       }
     }
@@ -295,13 +367,12 @@ void LockTable::AppendSuccessors(const ClientState& client,
                                  std::vector<ClientState*>& out) const {
   const LockState* lock = client.waiting;
   if (lock == nullptr) return;
-  if (client.waiting_entry != lock->queue.begin()) {
+  if (client.waiting_entry != lock->queue().begin()) {
     out.push_back(std::prev(client.waiting_entry)->client);
     return;
   }
-  for (const auto& [token, holder] : lock->holders) {
-    out.push_back(holder.client);
-  }
+  lock->ForEachHolder(
+      [&](const Holder& holder) { out.push_back(holder.client); });
 }
 
 int LockTable::LetGoOfEverything(ClientState& client, Tick at,
@@ -318,12 +389,11 @@ int LockTable::LetGoOfEverything(ClientState& client, Tick at,
   // client, which no longer waits.
   int released = 0;
   while (!client.holds.empty()) {
-    const auto [lock_ptr, token] = client.holds.begin()->second;
+    const auto [lock_ptr, token] = *client.holds.begin();
     LockState& lock = *lock_ptr;
-    auto it = lock.holders.find(token);
-    Emit(lease_event, at, client, lock, it->second.mode, token,
-         it->second.expires_at);
-    RemoveHolder(lock, it);
+    const Holder& holder = *lock.FindHolder(token);
+    Emit(lease_event, at, client, lock, holder.mode, token, holder.expires_at);
+    RemoveHolder(lock, holder);
     GrantFromQueue(lock, at);
     ++released;
   }
@@ -333,7 +403,7 @@ int LockTable::LetGoOfEverything(ClientState& client, Tick at,
 void LockTable::Abort(ClientState& victim, Tick at) {
   LetGoOfEverything(victim, at, Event::Kind::kAbortedWaiter,
                     Event::Kind::kAbortedHolder);
-  clients_.erase(victim.name);
+  clients_.erase(clients_.find(absl::string_view(victim.name)));
 }
 
 absl::StatusOr<RenewOutcome> LockTable::Renew(Tick now,
@@ -350,11 +420,11 @@ absl::StatusOr<RenewOutcome> LockTable::Renew(Tick now,
   if (client == nullptr) return MakeError(ErrorCode::kNotHolder);
   auto held = client->holds.find(lock_name);
   if (held == client->holds.end()) return MakeError(ErrorCode::kNotHolder);
-  LockState& lock = *held->second.lock;
-  const FencingToken token = held->second.token;
-  Holder& holder = lock.holders.at(token);
-  holder.ttl = ttl;
-  ExtendLease(lock, token, holder, now + ttl);
+  LockState& lock = *held->lock;
+  const FencingToken token = held->token;
+  Holder& holder = *lock.FindHolder(token);
+  holder.ttl = static_cast<int32_t>(ttl);  // ValidateTtl: <= kMaxCoreTtl
+  ExtendLease(lock, holder, now + ttl);
   return RenewOutcome{token, holder.expires_at};
 }
 
@@ -369,8 +439,8 @@ absl::StatusOr<ReleaseOutcome> LockTable::Release(Tick now,
   ClientState* client = FindClient(client_name);
   if (client == nullptr) return MakeError(ErrorCode::kNotHolder);
   if (auto held = client->holds.find(lock_name); held != client->holds.end()) {
-    LockState& lock = *held->second.lock;
-    RemoveHolder(lock, lock.holders.find(held->second.token));
+    LockState& lock = *held->lock;
+    RemoveHolder(lock, *lock.FindHolder(held->token));
     GrantFromQueue(lock, now);
     return ReleaseOutcome::kReleased;
   }
@@ -409,25 +479,26 @@ int LockTable::RenewAll(Tick now, absl::string_view client_name) {
   AdvanceTo(now);
   ClientState* client = FindClient(client_name);
   if (client == nullptr) return 0;
-  for (const auto& [lock_name, hold] : client->holds) {
-    Holder& holder = hold.lock->holders.at(hold.token);
-    ExtendLease(*hold.lock, hold.token, holder, now_ + holder.ttl);
+  for (const Hold& hold : client->holds) {
+    Holder& holder = *hold.lock->FindHolder(hold.token);
+    ExtendLease(*hold.lock, holder, now_ + holder.ttl);
   }
   return static_cast<int>(client->holds.size());
 }
 
-void LockTable::ExtendLease(LockState& lock, FencingToken token, Holder& holder,
-                            Tick expires_at) {
-  expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+void LockTable::ExtendLease(LockState& lock, Holder& holder, Tick expires_at) {
+  expiry_.erase(
+      ExpiryKey{holder.expires_at, holder.sequence, &lock, holder.token});
   holder.expires_at = expires_at;
   holder.sequence = ++last_sequence_;
-  expiry_.insert(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
+  expiry_.insert(
+      ExpiryKey{holder.expires_at, holder.sequence, &lock, holder.token});
 }
 
-HolderView LockTable::ViewOf(const LockState& lock, FencingToken token,
+HolderView LockTable::ViewOf(const LockState& lock,
                              const Holder& holder) const {
-  return HolderView{std::string(holder.client->name), std::string(lock.name),
-                    holder.mode, token, holder.expires_at};
+  return HolderView{holder.client->name, lock.name, holder.mode, holder.token,
+                    holder.expires_at};
 }
 
 LockView LockTable::Inspect(Tick now, absl::string_view lock_name) {
@@ -435,14 +506,14 @@ LockView LockTable::Inspect(Tick now, absl::string_view lock_name) {
   LockView view;
   const LockState* lock = FindLock(lock_name);
   if (lock == nullptr) return view;
-  view.holders.reserve(lock->holders.size());
-  for (const auto& [token, holder] : lock->holders) {
-    view.holders.push_back(ViewOf(*lock, token, holder));
-  }
-  view.queue.reserve(lock->queue.size());
-  for (const Waiter& waiter : lock->queue) {
+  view.holders.reserve(lock->holder_count());
+  lock->ForEachHolder([&](const Holder& holder) {
+    view.holders.push_back(ViewOf(*lock, holder));
+  });
+  view.queue.reserve(lock->queue().size());
+  for (const Waiter& waiter : lock->queue()) {
     view.queue.push_back(
-        WaiterView{std::string(waiter.client->name), waiter.mode, waiter.ttl});
+        WaiterView{waiter.client->name, waiter.mode, waiter.ttl});
   }
   return view;
 }
@@ -454,14 +525,26 @@ ClientView LockTable::Status(Tick now, absl::string_view client_name) {
   if (client == nullptr) return view;
   view.age = client->age;
   view.holds.reserve(client->holds.size());
-  for (const auto& [lock_name, hold] : client->holds) {
+  for (const Hold& hold : client->holds) {
     view.holds.push_back(
-        ViewOf(*hold.lock, hold.token, hold.lock->holders.at(hold.token)));
+        ViewOf(*hold.lock, *hold.lock->FindHolder(hold.token)));
   }
   if (client->waiting != nullptr) {
-    view.waiting = std::string(client->waiting->name);
+    view.waiting = client->waiting->name;
   }
   return view;
+}
+
+size_t LockTable::QueueLength(absl::string_view lock_name) const {
+  auto it = locks_.find(lock_name);
+  return it == locks_.end() ? 0 : (*it)->queue().size();
+}
+
+std::optional<absl::string_view> LockTable::WaitingFor(
+    absl::string_view client_name) const {
+  auto it = clients_.find(client_name);
+  if (it == clients_.end() || (*it)->waiting == nullptr) return std::nullopt;
+  return absl::string_view((*it)->waiting->name);
 }
 
 std::vector<std::string> LockTable::ActiveLocks(absl::string_view prefix,
@@ -473,8 +556,8 @@ std::vector<std::string> LockTable::ActiveLocks(absl::string_view prefix,
   auto it = after < prefix ? active_locks_.lower_bound(prefix)
                            : active_locks_.upper_bound(after);
   for (; it != active_locks_.end() && names.size() < limit; ++it) {
-    if (!absl::StartsWith(*it, prefix)) break;
-    names.emplace_back(*it);
+    if (!absl::StartsWith((*it)->name, prefix)) break;
+    names.emplace_back((*it)->name);
   }
   return names;
 }
@@ -491,26 +574,24 @@ void LockTable::ExportTo(CoreSnapshot& snapshot) const {
   snapshot.last_sequence = last_sequence_;
   snapshot.locks.clear();
   snapshot.locks.reserve(locks_.size());
-  for (const auto& [name, lock] : locks_) {
+  for (const auto& lock : locks_) {
     CoreSnapshot::Lock& out = snapshot.locks.emplace_back();
-    out.name = name;
-    out.last_token = lock.last_token;
-    out.holders.reserve(lock.holders.size());
-    for (const auto& [token, holder] : lock.holders) {
-      out.holders.push_back({std::string(holder.client->name), holder.mode,
-                             token, holder.expires_at, holder.ttl,
-                             holder.sequence});
-    }
-    out.queue.reserve(lock.queue.size());
-    for (const Waiter& waiter : lock.queue) {
-      out.queue.push_back(
-          {std::string(waiter.client->name), waiter.mode, waiter.ttl});
+    out.name = lock->name;
+    out.last_token = lock->last_token;
+    out.holders.reserve(lock->holder_count());
+    lock->ForEachHolder([&](const Holder& holder) {
+      out.holders.push_back({holder.client->name, holder.mode, holder.token,
+                             holder.expires_at, holder.ttl, holder.sequence});
+    });
+    out.queue.reserve(lock->queue().size());
+    for (const Waiter& waiter : lock->queue()) {
+      out.queue.push_back({waiter.client->name, waiter.mode, waiter.ttl});
     }
   }
   snapshot.clients.clear();
   snapshot.clients.reserve(clients_.size());
-  for (const auto& [name, client] : clients_) {
-    snapshot.clients.push_back({name, client.age});
+  for (const auto& client : clients_) {
+    snapshot.clients.push_back({client->name, client->age});
   }
 }
 
@@ -538,32 +619,29 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
   clients_.reserve(snapshot.clients.size());
   locks_.reserve(snapshot.locks.size());
   for (const CoreSnapshot::Client& in : snapshot.clients) {
-    auto [it, inserted] = clients_.try_emplace(in.name);
-    if (!inserted || in.name.empty() || in.age < 1 || in.age > last_age_) {
+    if (in.name.empty() || in.age < 1 || in.age > last_age_ ||
+        !clients_.insert(std::make_unique<ClientState>(in.name)).second) {
       return fail(absl::StrCat("client ", in.name));
     }
-    it->second.name = it->first;
-    it->second.age = in.age;
+    FindClient(in.name)->age = in.age;
   }
   for (const CoreSnapshot::Lock& in : snapshot.locks) {
-    auto [it, inserted] = locks_.try_emplace(in.name);
-    if (!inserted || in.name.empty())
+    if (in.name.empty() ||
+        !locks_.insert(std::make_unique<LockState>(in.name)).second) {
       return fail(absl::StrCat("lock ", in.name));
-    LockState& lock = it->second;
-    lock.name = it->first;
+    }
+    LockState& lock = *FindLock(in.name);
     lock.last_token = in.last_token;
     for (const CoreSnapshot::Holder& holder : in.holders) {
       ClientState* client = FindClient(holder.client);
       if (client == nullptr || holder.token < 1 ||
           holder.token > lock.last_token || holder.ttl < 1 ||
-          holder.expires_at <= now_ || holder.sequence > last_sequence_ ||
-          !Compatible(lock, holder.mode) ||
-          !client->holds.emplace(lock.name, Hold{&lock, holder.token}).second ||
-          !lock.holders
-               .emplace(holder.token,
-                        Holder{client, holder.mode, holder.expires_at,
-                               holder.ttl, holder.sequence})
-               .second) {
+          holder.ttl > kMaxCoreTtl || holder.expires_at <= now_ ||
+          holder.sequence > last_sequence_ || !Compatible(lock, holder.mode) ||
+          !client->holds.insert(Hold{&lock, holder.token}).second ||
+          !lock.InsertHolder(
+              Holder{client, holder.token, holder.expires_at, holder.sequence,
+                     static_cast<int32_t>(holder.ttl), holder.mode})) {
         return fail(absl::StrCat("holder ", holder.client, " of ", in.name));
       }
       expiry_.insert(
@@ -571,15 +649,18 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
     }
     for (const CoreSnapshot::Waiter& waiter : in.queue) {
       ClientState* client = FindClient(waiter.client);
-      if (client == nullptr || client->waiting != nullptr || waiter.ttl < 1) {
+      if (client == nullptr || client->waiting != nullptr || waiter.ttl < 1 ||
+          waiter.ttl > kMaxCoreTtl) {
         return fail(absl::StrCat("waiter ", waiter.client, " of ", in.name));
       }
-      lock.queue.push_back(Waiter{client, waiter.mode, waiter.ttl});
+      Queue& queue = lock.MutableQueue();
+      queue.push_back(
+          Waiter{client, static_cast<int32_t>(waiter.ttl), waiter.mode});
       client->waiting = &lock;
-      client->waiting_entry = std::prev(lock.queue.end());
+      client->waiting_entry = std::prev(queue.end());
       ++waiter_count_;
     }
-    if (!lock.queue.empty() && Compatible(lock, lock.queue.front().mode)) {
+    if (!lock.queue_empty() && Compatible(lock, lock.queue().front().mode)) {
       return fail(absl::StrCat("grantable head in ", in.name));
     }
     UpdateActive(lock);
@@ -591,40 +672,69 @@ absl::Status LockTable::CheckInvariants() const {
   size_t leases = 0;
   size_t waiters = 0;
   size_t active = 0;
-  for (const auto& [name, lock] : locks_) {
-    if (lock.name != name) return absl::InternalError("lock name view");
-    const bool is_active = !lock.holders.empty() || !lock.queue.empty();
+  for (const auto& lock_ptr : locks_) {
+    const LockState& lock = *lock_ptr;
+    const std::string& name = lock.name;
+    const bool is_active = lock.has_holders() || !lock.queue_empty();
     if (is_active) ++active;
-    if (is_active != active_locks_.contains(lock.name)) {
+    if (is_active != active_locks_.contains(&lock)) {
       return absl::InternalError(absl::StrCat("active index: ", name));
     }
+    if (lock.crowd != nullptr && lock.crowd->queue.empty() &&
+        lock.crowd->more_holders.empty()) {
+      return absl::InternalError(absl::StrCat("empty crowd kept: ", name));
+    }
+    if (lock.crowd != nullptr && !lock.crowd->more_holders.empty() &&
+        !lock.has_holders()) {
+      return absl::InternalError(absl::StrCat("holders without first: ", name));
+    }
     size_t exclusive = 0;
-    for (const auto& [token, holder] : lock.holders) {
+    FencingToken previous_token = 0;
+    absl::Status holder_status;
+    lock.ForEachHolder([&](const Holder& holder) {
+      if (!holder_status.ok()) return;
       ++leases;
-      if (token < 1 || token > lock.last_token) {
-        return absl::InternalError(
-            absl::StrCat("token beyond counter: ", name));
+      const FencingToken token = holder.token;
+      if (token < 1 || token > lock.last_token || token <= previous_token) {
+        holder_status = absl::InternalError(
+            absl::StrCat("token beyond counter or out of order: ", name));
+        return;
       }
+      previous_token = token;
       if (holder.mode == LockMode::kExclusive) ++exclusive;
       if (holder.expires_at <= now_) {
-        return absl::InternalError(absl::StrCat("lapsed lease held: ", name));
+        holder_status =
+            absl::InternalError(absl::StrCat("lapsed lease held: ", name));
+        return;
       }
-      auto held = holder.client->holds.find(lock.name);
-      if (held == holder.client->holds.end() || held->second.token != token) {
-        return absl::InternalError(absl::StrCat("client hold index: ", name));
+      auto held = holder.client->holds.find(absl::string_view(lock.name));
+      if (held == holder.client->holds.end() || held->token != token) {
+        holder_status =
+            absl::InternalError(absl::StrCat("client hold index: ", name));
+        return;
       }
       if (!expiry_.contains(
               ExpiryKey{holder.expires_at, holder.sequence, nullptr, 0})) {
-        return absl::InternalError(absl::StrCat("expiry index: ", name));
+        holder_status =
+            absl::InternalError(absl::StrCat("expiry index: ", name));
+      }
+    });
+    if (!holder_status.ok()) return holder_status;
+    if (lock.crowd != nullptr) {
+      for (const auto& [token, holder] : lock.crowd->more_holders) {
+        if (token != holder.token) {
+          return absl::InternalError(absl::StrCat("holder key: ", name));
+        }
       }
     }
-    if (exclusive > 0 && lock.holders.size() != 1) {
+    if (exclusive > 0 && lock.holder_count() != 1) {
       return absl::InternalError(absl::StrCat("incompatible holders: ", name));
     }
-    if (!lock.queue.empty() && Compatible(lock, lock.queue.front().mode)) {
+    if (!lock.queue_empty() && Compatible(lock, lock.queue().front().mode)) {
       return absl::InternalError(absl::StrCat("grantable head waits: ", name));
     }
-    for (auto it = lock.queue.begin(); it != lock.queue.end(); ++it) {
+    const Queue& queue = lock.queue();
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
       ++waiters;
       if (it->client->waiting != &lock || it->client->waiting_entry != it) {
         return absl::InternalError(absl::StrCat("waiter index: ", name));
@@ -637,7 +747,8 @@ absl::Status LockTable::CheckInvariants() const {
   // Invariant 6: no wait-for cycle (colouring depth-first search).
   enum class Colour { kOnPath, kDone };
   absl::flat_hash_map<const ClientState*, Colour> colour;
-  for (const auto& [name, start] : clients_) {
+  for (const auto& start_ptr : clients_) {
+    const ClientState& start = *start_ptr;
     if (colour.contains(&start)) continue;
     std::vector<std::pair<const ClientState*, std::vector<ClientState*>>> path;
     auto enter = [&](const ClientState* client) {
@@ -666,20 +777,20 @@ absl::Status LockTable::CheckInvariants() const {
     }
   }
   absl::flat_hash_set<uint64_t> ages;
-  for (const auto& [name, client] : clients_) {
-    if (client.name != name) return absl::InternalError("client name view");
+  for (const auto& client_ptr : clients_) {
+    const ClientState& client = *client_ptr;
+    const std::string& name = client.name;
     if (client.age < 1 || client.age > last_age_ ||
         !ages.insert(client.age).second) {
       return absl::InternalError(absl::StrCat("age: ", name));
     }
-    for (const auto& [lock_name, hold] : client.holds) {
-      auto lock = locks_.find(lock_name);
-      if (lock == locks_.end() || &lock->second != hold.lock) {
+    for (const Hold& hold : client.holds) {
+      auto lock = locks_.find(absl::string_view(hold.lock->name));
+      if (lock == locks_.end() || lock->get() != hold.lock) {
         return absl::InternalError("held lock missing");
       }
-      auto holder = lock->second.holders.find(hold.token);
-      if (holder == lock->second.holders.end() ||
-          holder->second.client != &client) {
+      const Holder* holder = hold.lock->FindHolder(hold.token);
+      if (holder == nullptr || holder->client != &client) {
         return absl::InternalError(absl::StrCat("hold without holder: ", name));
       }
     }

@@ -43,13 +43,15 @@
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
-#include "absl/container/node_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/snapshot.h"
@@ -194,6 +196,14 @@ class LockTable {
   LockView Inspect(Tick now, absl::string_view lock);
   ClientView Status(Tick now, absl::string_view client);
 
+  // Without retiring anything (as of the latest `now` seen), for an owner
+  // that just brought the table up to date and must not keep copies of the
+  // queues: the number of clients waiting for `lock` (0 for a lock never
+  // seen), and the lock `client` waits for (nullopt if none; the view lives
+  // until the next mutating call). O(1).
+  size_t QueueLength(absl::string_view lock) const;
+  std::optional<absl::string_view> WaitingFor(absl::string_view client) const;
+
   // Names of locks that have a holder or a waiter, in ascending order,
   // starting after `after`, at most `limit`. Cost: O(log n + limit).
   std::vector<std::string> ActiveLocks(absl::string_view prefix,
@@ -231,41 +241,125 @@ class LockTable {
   struct LockState;
   struct ClientState;
 
+  // Memory per held lock (issue 6): a lock's usual single holder lives inline
+  // in its LockState, its other holders and its queue in a Crowd allocated
+  // only while they exist, and locks and clients are single allocations that
+  // carry their own name (every other index points at it). A held lock costs
+  // a 96-byte LockState, its hash slot, a 16-byte entry in its client's
+  // holds, 8 in the active-locks index and 32 in the expiry index.
+
   struct Holder {
-    ClientState* client;
-    LockMode mode;
-    Tick expires_at;
-    int64_t ttl;        // of the last grant or renewal, for RenewAll
-    uint64_t sequence;  // tie-break in the expiry index
+    ClientState* client = nullptr;
+    FencingToken token = 0;
+    Tick expires_at = 0;
+    uint64_t sequence = 0;  // tie-break in the expiry index
+    // Of the last grant or renewal, for RenewAll. 32 bits: <= kMaxCoreTtl.
+    int32_t ttl = 0;
+    LockMode mode = LockMode::kExclusive;
   };
   struct Waiter {
     ClientState* client;
+    int32_t ttl;  // <= kMaxCoreTtl
     LockMode mode;
-    int64_t ttl;
+  };
+  using Queue = std::list<Waiter>;
+  // A lock's holders beyond the lowest-token one (shared holders) and its
+  // queue. Exists iff either is non-empty.
+  struct Crowd {
+    absl::btree_map<FencingToken, Holder> more_holders;  // by token
+    Queue queue;                                         // oldest first
   };
   struct LockState {
-    absl::string_view name;  // the key in locks_
+    explicit LockState(absl::string_view lock_name) : name(lock_name) {}
+    const std::string name;
     FencingToken last_token = 0;
-    absl::btree_map<FencingToken, Holder> holders;  // by token, lowest first
-    std::list<Waiter> queue;                        // oldest first
+    // The holder with the lowest token; client == nullptr when nobody holds
+    // the lock. Every other holder has a higher token and is in the crowd.
+    Holder first;
+    std::unique_ptr<Crowd> crowd;
+
+    bool has_holders() const { return first.client != nullptr; }
+    size_t holder_count() const;
+    // nullptr if no holder has `token`. Invalidated by Insert/EraseHolder.
+    Holder* FindHolder(FencingToken token);
+    // False (and nothing changed) if a holder already has holder.token.
+    // O(log holders).
+    bool InsertHolder(const Holder& holder);
+    // REQUIRES: a holder has `token`. O(log holders).
+    void EraseHolder(FencingToken token);
+    // Calls f(const Holder&) for each holder by token, lowest first.
+    template <typename F>
+    void ForEachHolder(F&& f) const;
+    bool queue_empty() const {
+      return crowd == nullptr || crowd->queue.empty();
+    }
+    // The queue (an empty one when there is no crowd).
+    const Queue& queue() const;
+    // The queue, creating the crowd if needed.
+    Queue& MutableQueue();
+    // Frees the crowd once it holds nothing.
+    void DropCrowdIfEmpty();
   };
   struct Hold {
     LockState* lock;
     FencingToken token;
   };
+  // Orders holds and locks by lock name (the name each LockState owns), and
+  // finds them by absl::string_view: the client's holds and the active-locks
+  // index store 16- and 8-byte entries instead of a copy of a name view.
+  struct ByLockName {
+    using is_transparent = void;
+    static absl::string_view NameOf(absl::string_view name) { return name; }
+    static absl::string_view NameOf(const LockState* lock) {
+      return lock->name;
+    }
+    static absl::string_view NameOf(const Hold& hold) {
+      return hold.lock->name;
+    }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return NameOf(a) < NameOf(b);
+    }
+  };
   struct ClientState {
-    absl::string_view name;  // the key in clients_
-    uint64_t age = 0;        // registration number, >= 1
-    // Locks held, by name (ascending: status and abort order). B-tree maps
-    // here and for holders: a map of one entry costs one small node, where
-    // std::map costs a node per entry (memory per held lock, issue 6).
-    absl::btree_map<absl::string_view, Hold> holds;
+    explicit ClientState(absl::string_view client_name) : name(client_name) {}
+    const std::string name;
+    uint64_t age = 0;  // registration number, >= 1
+    // Locks held, by name (ascending: status and abort order). A B-tree set:
+    // a set of one entry costs one small node, where std::map costs a node
+    // per entry.
+    absl::btree_set<Hold, ByLockName> holds;
     LockState* waiting = nullptr;
-    std::list<Waiter>::iterator waiting_entry;
-    // Marks of the cycle search (CycleThrough): equal to the search's epoch
-    // once reached forward / once found on a cycle. Scratch, not state.
-    mutable uint64_t reached_in_search = 0;
-    mutable uint64_t on_cycle_in_search = 0;
+    Queue::iterator waiting_entry;
+    // Mark of the cycle search (CycleThrough), scratch, not state: 2 * the
+    // search's epoch once reached forward, 2 * epoch + 1 once also found on
+    // a cycle. One word rather than two keeps a client in a 96-byte
+    // allocation.
+    mutable uint64_t search_mark = 0;
+  };
+  // Hash and equality of owned LockState/ClientState by name, so that the
+  // sets below find them by absl::string_view.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(absl::string_view name) const {
+      return absl::Hash<absl::string_view>{}(name);
+    }
+    template <typename T>
+    size_t operator()(const std::unique_ptr<T>& state) const {
+      return (*this)(absl::string_view(state->name));
+    }
+  };
+  struct NameEq {
+    using is_transparent = void;
+    static absl::string_view NameOf(absl::string_view name) { return name; }
+    template <typename T>
+    static absl::string_view NameOf(const std::unique_ptr<T>& state) {
+      return state->name;
+    }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return NameOf(a) == NameOf(b);
+    }
   };
   struct ExpiryKey {
     Tick expires_at;
@@ -283,8 +377,8 @@ class LockTable {
   bool Compatible(const LockState& lock, LockMode mode) const;
   void AddHolder(LockState& lock, ClientState& client, LockMode mode, Tick at,
                  int64_t ttl);
-  void RemoveHolder(LockState& lock,
-                    absl::btree_map<FencingToken, Holder>::iterator);
+  // REQUIRES: `holder` is one of lock's holders (it is invalidated).
+  void RemoveHolder(LockState& lock, const Holder& holder);
   void RemoveWaiter(ClientState& client);
   void GrantFromQueue(LockState& lock, Tick at);
   void UpdateActive(LockState& lock);
@@ -298,8 +392,7 @@ class LockTable {
   void Abort(ClientState& victim, Tick at);
   // Moves a held lease's expiry to `expires_at` and re-keys it in expiry_
   // (a fresh sequence, as for a new grant).
-  void ExtendLease(LockState& lock, FencingToken token, Holder& holder,
-                   Tick expires_at);
+  void ExtendLease(LockState& lock, Holder& holder, Tick expires_at);
   // Appends the client's successors in the reachability-equivalent wait-for
   // graph (see CycleThrough): the waiter just ahead, or the holders if it is
   // at the head. Nothing for a client that does not wait.
@@ -309,8 +402,7 @@ class LockTable {
   std::vector<ClientState*> CycleThrough(ClientState& requester) const;
   LockState* FindLock(absl::string_view name);
   ClientState* FindClient(absl::string_view name);
-  HolderView ViewOf(const LockState& lock, FencingToken token,
-                    const Holder& holder) const;
+  HolderView ViewOf(const LockState& lock, const Holder& holder) const;
   void Emit(Event::Kind kind, Tick at, const ClientState& client,
             const LockState& lock, LockMode mode, FencingToken token,
             Tick expires_at);
@@ -320,10 +412,10 @@ class LockTable {
   uint64_t last_age_ = 0;
   uint64_t last_sequence_ = 0;
   size_t waiter_count_ = 0;
-  absl::node_hash_map<std::string, LockState> locks_;
-  absl::node_hash_map<std::string, ClientState> clients_;
+  absl::flat_hash_set<std::unique_ptr<LockState>, NameHash, NameEq> locks_;
+  absl::flat_hash_set<std::unique_ptr<ClientState>, NameHash, NameEq> clients_;
   absl::btree_set<ExpiryKey> expiry_;
-  absl::btree_set<absl::string_view> active_locks_;
+  absl::btree_set<const LockState*, ByLockName> active_locks_;
   // Cycle-search scratch, kept to avoid allocating per search.
   mutable uint64_t search_epoch_ = 0;
   mutable std::vector<ClientState*> search_stack_;

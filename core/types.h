@@ -36,9 +36,14 @@ std::optional<LockMode> ParseLockMode(absl::string_view name);
 
 // Limits of the core itself. Everything else (name sizes, waiters per lock)
 // is a server policy and lives in the server's config.
+// The largest max_ttl the core accepts: a lease keeps its ttl in 32 bits
+// (memory per held lock, issue 6). A larger CoreConfig::max_ttl is treated
+// as this value.
+inline constexpr int64_t kMaxCoreTtl = std::numeric_limits<int32_t>::max();
+
 struct CoreConfig {
   // A ttl is valid in [1, max_ttl]. The contract's 86400 seconds; the server
-  // sets 86,400,000 for milliseconds.
+  // sets 86,400,000 for milliseconds. At most kMaxCoreTtl.
   int64_t max_ttl = 86400;
   // Whether LockTable keeps Events for TakeEvents(). The server needs them;
   // the replay does not, and skips their cost.

@@ -114,7 +114,6 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{next, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
-        StopWaitingLocked(key.first, key.second);
         labels_.erase(key);
       }
       DigestEventsLocked(now, NoVictims(), fx);
@@ -335,7 +334,6 @@ void CoreOwner::DigestEventsLocked(Tick now,
         break;
       }
       case Event::Kind::kGrantedFromQueue: {
-        StopWaitingLocked(e.client, e.lock);
         const int64_t ttl_left = std::max<int64_t>(0, e.expires_at - now);
         const WaiterKey key(e.client, e.lock);
         int64_t waited = 0;
@@ -367,7 +365,6 @@ void CoreOwner::DigestEventsLocked(Tick now,
         break;
       }
       case Event::Kind::kAbortedWaiter: {
-        StopWaitingLocked(e.client, e.lock);
         const WaiterKey key(e.client, e.lock);
         labels_.erase(key);
         if (parked_.contains(key)) {
@@ -395,7 +392,6 @@ void CoreOwner::DigestEventsLocked(Tick now,
         labels_.erase(WaiterKey(e.client, e.lock));
         break;
       case Event::Kind::kWithdrawnByOwner: {
-        StopWaitingLocked(e.client, e.lock);
         const WaiterKey key(e.client, e.lock);
         labels_.erase(key);
         if (parked_.contains(key)) {
@@ -431,23 +427,6 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
   }
   fx.completions.emplace_back(parked.call,
                               AcquireReply{std::move(result), tracked});
-}
-
-void CoreOwner::StartWaitingLocked(const std::string& client,
-                                   const std::string& lock) {
-  waiting_for_[client] = lock;
-  ++waiters_per_lock_[lock];
-}
-
-void CoreOwner::StopWaitingLocked(const std::string& client,
-                                  const std::string& lock) {
-  auto it = waiting_for_.find(client);
-  if (it == waiting_for_.end() || it->second != lock) return;
-  waiting_for_.erase(it);
-  auto count = waiters_per_lock_.find(lock);
-  if (count != waiters_per_lock_.end() && --count->second <= 0) {
-    waiters_per_lock_.erase(count);
-  }
 }
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
@@ -585,9 +564,10 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   // The waiter limit, checked before anything changes. The ttl is checked
   // first (as the core would) so that its error keeps precedence.
   if (args.ttl_ms >= 1 && args.ttl_ms <= kMaxTtlMs) {
-    auto count = waiters_per_lock_.find(args.lock);
-    if (count != waiters_per_lock_.end() &&
-        count->second >= config_.limits.max_waiters_per_lock) {
+    // The core's queue is the count: a second count here would cost a map
+    // entry per waiter (memory per waiter, issue 6).
+    if (static_cast<int64_t>(state_.table().QueueLength(args.lock)) >=
+        config_.limits.max_waiters_per_lock) {
       return AcquireReply{LimitExceeded("max-waiters-per-lock",
                                         config_.limits.max_waiters_per_lock)};
     }
@@ -629,7 +609,6 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         break;
       }
       case AcquireOutcome::Kind::kQueued: {
-        StartWaitingLocked(args.client, args.lock);
         SetLabelLocked(args.client, args.lock, args.label);
         if (args.wait_timeout_ms > 0) {
           Parked parked;
@@ -686,7 +665,6 @@ void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{client, lock}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
-        StopWaitingLocked(client, lock);
         labels_.erase(key);
       }
       DigestEventsLocked(now, NoVictims(), fx);
@@ -752,7 +730,6 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
         absl::StatusOr<Reply> withdrawn =
             ApplyLocked(Operation{now, op::Withdraw{args.client, args.lock}});
         if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
-          StopWaitingLocked(args.client, args.lock);
           labels_.erase(WaiterKey(args.client, args.lock));
           if (ShouldLog(LogEvent::kWaitCancelled)) {
             fx.logs.push_back(LogRecord{.event = LogEvent::kWaitCancelled,
@@ -847,7 +824,6 @@ absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
   const WaiterKey key(args.client, args.lock);
   labels_.erase(key);
   if (outcome == ReleaseOutcome::kWithdrawn) {
-    StopWaitingLocked(args.client, args.lock);
     if (parked_.contains(key)) {
       AcquireAnswer answer;
       answer.kind = AcquireAnswer::Kind::kWithdrawn;
@@ -1183,7 +1159,6 @@ void CoreOwner::BeginShutdown() {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
-        StopWaitingLocked(key.first, key.second);
         labels_.erase(key);
       }
       FinishParkedLocked(key, ShuttingDown(), /*cache=*/false, now, fx);
@@ -1215,26 +1190,21 @@ CoreOwner::Stats CoreOwner::GetStats() {
 absl::Status CoreOwner::CheckConsistency() {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = state_.table().CheckInvariants(); !s.ok()) return s;
-  int64_t mirrored = 0;
-  for (const auto& [lock_name, count] : waiters_per_lock_) mirrored += count;
-  if (mirrored != static_cast<int64_t>(state_.table().waiter_count()) ||
-      waiting_for_.size() != state_.table().waiter_count()) {
-    return absl::InternalError(absl::StrCat("waiter mirror ", mirrored, "/",
-                                            waiting_for_.size(), " vs core ",
-                                            state_.table().waiter_count()));
-  }
+  // The core's own record of whom each client waits for (nothing mirrors
+  // it here).
+  const LockTable& table = state_.table();
+  auto waits_for = [&table](const WaiterKey& key) {
+    std::optional<absl::string_view> awaited = table.WaitingFor(key.first);
+    return awaited.has_value() && *awaited == key.second;
+  };
   for (const auto& [key, parked] : parked_) {
-    auto it = waiting_for_.find(key.first);
-    if (it == waiting_for_.end() || it->second != key.second) {
+    if (!waits_for(key)) {
       return absl::InternalError(absl::StrCat(
           "parked call of ", key.first, " for ", key.second, " does not wait"));
     }
   }
   for (const auto& [key, label] : labels_) {
-    auto waiting = waiting_for_.find(key.first);
-    if (waiting != waiting_for_.end() && waiting->second == key.second) {
-      continue;
-    }
+    if (waits_for(key)) continue;
     bool holds = false;
     for (const HolderView& holder :
          state_.table().Inspect(last_tick_, key.second).holders) {

@@ -42,9 +42,12 @@
 //     and the core still has client queued on lock.
 //  2. Every parked call is completed exactly once: granted, withdrawn,
 //     aborted, timed out, cancelled, superseded by a retry, or shut down.
-//  3. waiters_per_lock_ counts the core's queue of each lock.
-//  4. Every session is open (has a stream) or in grace (has a deadline).
-//  5. Every op applied has a tick >= the previous op's tick.
+//  3. Every session is open (has a stream) or in grace (has a deadline).
+//  4. Every op applied has a tick >= the previous op's tick.
+//
+// Memory: nothing here mirrors the core's queues (the waiter limit reads the
+// core's queue length), so a waiting client costs the server nothing unless
+// its call is parked or it has a label or a request_id (issue 6).
 #ifndef LEASEKEEPER_SERVER_CORE_OWNER_H_
 #define LEASEKEEPER_SERVER_CORE_OWNER_H_
 
@@ -260,7 +263,7 @@ class CoreOwner {
   };
   Counters GetCounters();
 
-  // Checks the server's indexes against the core (invariants 1, 3, 4, and
+  // Checks the server's indexes against the core (invariants 1, 3, and
   // that every label belongs to a lease or wait) and the core's own
   // invariants. O(size); for tests.
   absl::Status CheckConsistency();
@@ -312,10 +315,6 @@ class CoreOwner {
   void FinishParkedLocked(const WaiterKey& key, AcquireResult result,
                           bool cache, Tick now, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartWaitingLocked(const std::string& client, const std::string& lock)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StopWaitingLocked(const std::string& client, const std::string& lock)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckSessionLocked(const std::string& session_id,
                                   const std::string& client) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -358,12 +357,6 @@ class CoreOwner {
       ABSL_GUARDED_BY(mu_);
   uint64_t next_wait_sequence_ ABSL_GUARDED_BY(mu_) = 1;
 
-  // The server's mirror of the core's queues: whom each client waits for,
-  // and each lock's queue length (for max_waiters_per_lock).
-  absl::flat_hash_map<std::string, std::string> waiting_for_
-      ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, int64_t> waiters_per_lock_
-      ABSL_GUARDED_BY(mu_);
   // holder_label per (client, lock) held or awaited; only non-empty labels.
   absl::flat_hash_map<WaiterKey, std::string> labels_ ABSL_GUARDED_BY(mu_);
 

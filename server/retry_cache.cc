@@ -6,62 +6,76 @@ RetryCache::RetryCache(RetryCacheConfig config) : config_(config) {
   if (config_.max_entries == 0) config_.max_entries = 1;
 }
 
+void RetryCache::Kill(Record& record) {
+  index_.erase(&record);
+  record.live = false;
+  // Free what the dead record owns now; its shell waits for its turn.
+  record.client = std::string();
+  record.request_id = std::string();
+  record.entry = RetryEntry{};
+}
+
 RetryEntry* RetryCache::Find(absl::string_view client,
                              absl::string_view request_id, Tick now) {
-  auto it = entries_.find(Key(client, request_id));
-  if (it == entries_.end()) return nullptr;
-  RetryEntry& entry = it->second.entry;
-  if (entry.answer.has_value() && now - entry.answered_at >= config_.ttl_ms) {
-    entries_.erase(it);
+  auto it = index_.find(KeyView(client, request_id));
+  if (it == index_.end()) return nullptr;
+  Record& record = **it;
+  if (record.entry.answer.has_value() &&
+      now - record.entry.answered_at >= config_.ttl_ms) {
+    Kill(record);
     return nullptr;
   }
-  return &entry;
+  return &record.entry;
 }
 
 RetryEntry& RetryCache::Insert(absl::string_view client,
                                absl::string_view request_id,
                                Fingerprint fingerprint) {
-  // Drop stale order records, then make room (oldest first).
+  // An expired entry Find has not dropped yet gives way.
+  if (auto it = index_.find(KeyView(client, request_id)); it != index_.end()) {
+    Kill(**it);
+  }
+  // Drop dead records, then make room (oldest first).
   while (!order_.empty()) {
-    auto it = entries_.find(order_.front().first);
-    const bool stale =
-        it == entries_.end() || it->second.generation != order_.front().second;
-    if (!stale && entries_.size() < config_.max_entries) break;
-    if (!stale) entries_.erase(it);
+    Record& oldest = order_.front();
+    if (oldest.live && index_.size() < config_.max_entries) break;
+    if (oldest.live) Kill(oldest);
     order_.pop_front();
   }
-  // Erased entries leave stale order records behind the oldest live one;
-  // compact them away before they outnumber the live entries.
+  // Erased entries leave dead records behind the oldest live one; compact
+  // them away before they outnumber the live entries (invariant 3).
+  // O(max_entries) once per at least max_entries + 16 insertions.
   if (order_.size() >= 2 * config_.max_entries + 16) {
-    std::deque<std::pair<Key, uint64_t>> live;
-    for (auto& record : order_) {
-      auto it = entries_.find(record.first);
-      if (it != entries_.end() && it->second.generation == record.second) {
-        live.push_back(std::move(record));
-      }
+    std::deque<Record> live;
+    for (Record& record : order_) {
+      if (record.live) live.push_back(std::move(record));
     }
     order_.swap(live);
+    index_.clear();
+    for (Record& record : order_) index_.insert(&record);
   }
-  Key key(client, request_id);
-  const uint64_t generation = next_generation_++;
-  Slot& slot = entries_[key];
-  slot = Slot{RetryEntry{.fingerprint = std::move(fingerprint)}, generation};
-  order_.emplace_back(std::move(key), generation);
-  return slot.entry;
+  Record& record = order_.emplace_back();
+  record.client = std::string(client);
+  record.request_id = std::string(request_id);
+  record.entry = RetryEntry{.fingerprint = std::move(fingerprint)};
+  index_.insert(&record);
+  return record.entry;
 }
 
 RetryEntry* RetryCache::Answer(absl::string_view client,
                                absl::string_view request_id,
                                CachedAnswer answer, Tick now) {
-  auto it = entries_.find(Key(client, request_id));
-  if (it == entries_.end()) return nullptr;
-  it->second.entry.answer = std::move(answer);
-  it->second.entry.answered_at = now;
-  return &it->second.entry;
+  auto it = index_.find(KeyView(client, request_id));
+  if (it == index_.end()) return nullptr;
+  RetryEntry& entry = (*it)->entry;
+  entry.answer = std::move(answer);
+  entry.answered_at = now;
+  return &entry;
 }
 
 void RetryCache::Erase(absl::string_view client, absl::string_view request_id) {
-  entries_.erase(Key(client, request_id));
+  auto it = index_.find(KeyView(client, request_id));
+  if (it != index_.end()) Kill(**it);
 }
 
 }  // namespace leasekeeper::server

@@ -15,6 +15,13 @@
 // Invariants:
 //  1. size() <= max_entries.
 //  2. A (client, request_id) has at most one entry.
+//  3. The records kept for eviction order number at most 2 * max_entries +
+//     16 (live entries plus erased ones not yet dropped).
+//
+// Memory (issue 6): each entry is one record in an insertion-ordered deque,
+// which owns its key and entry; the hash index holds only a pointer to it.
+// The key is stored once, and an erased entry costs its record until it
+// reaches the front or the records are compacted.
 //
 // Thread-safety: none; CoreOwner guards it with the core mutex.
 #ifndef LEASEKEEPER_SERVER_RETRY_CACHE_H_
@@ -27,7 +34,8 @@
 #include <utility>
 #include <variant>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/lock_table.h"
@@ -86,20 +94,48 @@ class RetryCache {
 
   void Erase(absl::string_view client, absl::string_view request_id);
 
-  size_t size() const { return entries_.size(); }
+  size_t size() const { return index_.size(); }
 
  private:
-  using Key = std::pair<std::string, std::string>;
-  struct Slot {
-    RetryEntry entry{};
-    uint64_t generation = 0;  // matches order_ to skip erased slots
+  struct Record {
+    std::string client;
+    std::string request_id;
+    RetryEntry entry;
+    bool live = true;  // false once erased or evicted (not in index_)
+  };
+  using KeyView = std::pair<absl::string_view, absl::string_view>;
+  // Hash and equality of records by (client, request_id), so that index_
+  // finds a record by a KeyView.
+  struct RecordHash {
+    using is_transparent = void;
+    size_t operator()(const KeyView& key) const {
+      return absl::Hash<KeyView>{}(key);
+    }
+    size_t operator()(const Record* record) const {
+      return (*this)(KeyView(record->client, record->request_id));
+    }
+  };
+  struct RecordEq {
+    using is_transparent = void;
+    static KeyView KeyOf(const KeyView& key) { return key; }
+    static KeyView KeyOf(const Record* record) {
+      return KeyView(record->client, record->request_id);
+    }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return KeyOf(a) == KeyOf(b);
+    }
   };
 
+  // Takes the record out of index_ and marks it dead (its strings freed).
+  void Kill(Record& record);
+
   RetryCacheConfig config_;
-  uint64_t next_generation_ = 1;
-  absl::flat_hash_map<Key, Slot> entries_;
-  // Insertion order, for eviction; may hold stale (erased) keys.
-  std::deque<std::pair<Key, uint64_t>> order_;
+  // Insertion order, oldest first. std::deque keeps references to records
+  // valid while records are added at the back and dropped at the front;
+  // only a compaction moves them (and rebuilds index_).
+  std::deque<Record> order_;
+  absl::flat_hash_set<Record*, RecordHash, RecordEq> index_;  // live records
 };
 
 }  // namespace leasekeeper::server

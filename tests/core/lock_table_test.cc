@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/errors.h"
 #include "core/fenced_store.h"
 #include "core/state_machine.h"
@@ -419,6 +420,74 @@ TEST(LockTable, DefaultMaxTtlIs86400) {
   ExpectGranted(MustAcquire(t, 0, "a", "L", 86'400), 1, 86'400);
 }
 
+TEST(LockTable, MaxTtlIsCappedAtThe32BitLeaseTtl) {
+  // A lease keeps its ttl in 32 bits (kMaxCoreTtl); a larger max_ttl is
+  // treated as that.
+  LockTable t(CoreConfig{.max_ttl = int64_t{1} << 40});
+  EXPECT_EQ(ErrorCodeOf(t.Acquire(0, "a", "L", kMaxCoreTtl + 1, kX).status()),
+            ErrorCode::kInvalidTtl);
+  ExpectGranted(MustAcquire(t, 0, "a", "L", kMaxCoreTtl), 1, kMaxCoreTtl);
+  EXPECT_EQ(ErrorCodeOf(t.Renew(1, "a", "L", kMaxCoreTtl + 1).status()),
+            ErrorCode::kInvalidTtl);
+  // RenewAll reuses the full ttl kept with the lease.
+  EXPECT_EQ(t.RenewAll(2, "a"), 1);
+  EXPECT_EQ(t.NextExpiry(), 2 + kMaxCoreTtl);
+  ExpectQueued(MustAcquire(t, 3, "w", "L", kMaxCoreTtl), 1);
+  EXPECT_THAT(Queue(t.Inspect(3, "L")), ElementsAre("w"));
+  EXPECT_EQ(t.Inspect(3, "L").queue[0].ttl, kMaxCoreTtl);
+}
+
+TEST(LockTable, SharedHoldersLeaveInAnyOrderAndStayInTokenOrder) {
+  // The lowest-token holder is kept apart from the others: releases and
+  // lapses of the lowest, a middle and the highest token must all keep the
+  // holders in token order and the writer waiting until the last one goes.
+  LockTable t;
+  for (int i = 1; i <= 5; ++i) {
+    const std::string client = absl::StrCat("s", i);
+    // s1 lapses first, at 10; the others last until 100.
+    ExpectGranted(MustAcquire(t, 0, client, "S", i == 1 ? 10 : 100, kS), i,
+                  i == 1 ? 10 : 100);
+  }
+  ExpectQueued(MustAcquire(t, 1, "w", "S", 50), 1);
+  auto tokens = [&](Tick now) {
+    std::vector<FencingToken> out;
+    for (const HolderView& h : t.Inspect(now, "S").holders) {
+      out.push_back(h.token);
+    }
+    return out;
+  };
+  EXPECT_THAT(tokens(1), ElementsAre(1, 2, 3, 4, 5));
+  EXPECT_THAT(tokens(10), ElementsAre(2, 3, 4, 5));  // the lowest lapsed
+  ASSERT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
+  ASSERT_TRUE(t.Release(11, "s4", "S").ok());  // a middle one
+  EXPECT_THAT(tokens(11), ElementsAre(2, 3, 5));
+  ASSERT_TRUE(t.Release(12, "s5", "S").ok());  // the highest
+  EXPECT_THAT(tokens(12), ElementsAre(2, 3));
+  ASSERT_TRUE(t.Release(13, "s2", "S").ok());  // the lowest
+  EXPECT_THAT(tokens(13), ElementsAre(3));
+  ASSERT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
+  EXPECT_EQ(t.QueueLength("S"), 1u);
+  EXPECT_EQ(t.WaitingFor("w"), "S");
+  ASSERT_TRUE(t.Release(14, "s3", "S").ok());
+  EXPECT_THAT(Holders(t.Inspect(14, "S")),
+              ElementsAre("w S #6 exclusive ->64"));
+  EXPECT_EQ(t.QueueLength("S"), 0u);
+  EXPECT_EQ(t.WaitingFor("w"), std::nullopt);
+  // A new reader queues behind nobody and waits for the writer.
+  ExpectQueued(MustAcquire(t, 15, "r", "S", 5, kS), 1);
+  EXPECT_EQ(t.QueueLength("S"), 1u);
+  ASSERT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
+}
+
+TEST(LockTable, QueueLengthAndWaitingForOfUnknownNames) {
+  LockTable t;
+  EXPECT_EQ(t.QueueLength("nope"), 0u);
+  EXPECT_EQ(t.WaitingFor("nobody"), std::nullopt);
+  MustAcquire(t, 0, "a", "L", 10);
+  EXPECT_EQ(t.QueueLength("L"), 0u);
+  EXPECT_EQ(t.WaitingFor("a"), std::nullopt);  // holds, does not wait
+}
+
 TEST(LockTable, ErrorsCarryTheContractTextAndFamily) {
   LockTable t;
   absl::Status invalid = t.Acquire(0, "", "L", 10, kX).status();
@@ -675,6 +744,30 @@ TEST(Snapshot, RestoredMachineContinuesExactlyLikeTheOriginal) {
       restored.Apply({71, op::Acquire{"z", "idle", 5}});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(std::get<AcquireOutcome>(*again).token, 3u);
+}
+
+TEST(Snapshot, SharedHoldersListedInAnyOrderAreRestoredInTokenOrder) {
+  StateMachine original;
+  for (const char* client : {"a", "b", "c"}) {
+    ASSERT_TRUE(original.Apply({0, op::Acquire{client, "S", 10, kS}}).ok());
+  }
+  ASSERT_TRUE(original.Apply({1, op::Acquire{"w", "S", 10}}).ok());
+  CoreSnapshot snapshot = original.Snapshot();
+  ASSERT_EQ(snapshot.locks.size(), 1u);
+  std::swap(snapshot.locks[0].holders[0], snapshot.locks[0].holders[2]);
+  StateMachine restored;
+  ASSERT_TRUE(restored.Restore(snapshot).ok());
+  EXPECT_TRUE(restored.table().CheckInvariants().ok());
+  absl::StatusOr<LockView> view = restored.Inspect(2, "S");
+  ASSERT_TRUE(view.ok());
+  EXPECT_THAT(Holders(*view),
+              ElementsAre("a S #1 shared ->10", "b S #2 shared ->10",
+                          "c S #3 shared ->10"));
+  EXPECT_THAT(Queue(*view), ElementsAre("w"));
+  // A holder listed twice is refused.
+  snapshot.locks[0].holders.push_back(snapshot.locks[0].holders[1]);
+  EXPECT_EQ(restored.Restore(snapshot).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Snapshot, InconsistentSnapshotIsRefusedAndLeavesTheMachineEmpty) {

@@ -169,6 +169,64 @@ TEST(RetryCacheTest, StaysBoundedUnderChurn) {
   EXPECT_LE(cache.size(), 50u);
 }
 
+TEST(RetryCacheTest, LiveEntriesKeepTheirAnswersThroughCompaction) {
+  // Erasing every other entry leaves dead records behind; enough of them
+  // force compactions, which must keep every live entry findable with its
+  // fingerprint and answer, and keep evicting oldest first.
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000'000, .max_entries = 8});
+  for (int i = 0; i <= 1'000; ++i) {
+    const std::string id = std::to_string(i);
+    cache.Insert("c", id,
+                 Fingerprint{.method = Fingerprint::Method::kRenew,
+                             .lock = "L" + id,
+                             .ttl_ms = i});
+    cache.Answer("c", id,
+                 absl::StatusOr<RenewAnswer>(RenewAnswer{
+                     .token = static_cast<FencingToken>(i), .ttl_ms = i}),
+                 0);
+    if (i % 2 == 1) cache.Erase("c", id);
+  }
+  EXPECT_EQ(cache.size(), 8u);
+  for (int i = 0; i <= 1'000; ++i) {
+    const std::string id = std::to_string(i);
+    RetryEntry* entry = cache.Find("c", id, 0);
+    // Each odd id, while briefly live, evicted the oldest even one: the
+    // newest 8 even ids are left, 986 ... 1000.
+    if (i % 2 == 1 || i < 986) {
+      EXPECT_EQ(entry, nullptr) << id;
+      continue;
+    }
+    ASSERT_NE(entry, nullptr) << id;
+    EXPECT_EQ(entry->fingerprint.lock, "L" + id);
+    EXPECT_EQ(entry->fingerprint.ttl_ms, i);
+    ASSERT_TRUE(entry->answer.has_value());
+    const auto* renewed =
+        std::get_if<absl::StatusOr<RenewAnswer>>(&*entry->answer);
+    ASSERT_NE(renewed, nullptr);
+    ASSERT_TRUE(renewed->ok());
+    EXPECT_EQ((*renewed)->token, static_cast<FencingToken>(i));
+  }
+}
+
+TEST(RetryCacheTest, AnExpiredEntryMakesWayForANewOneWithTheSameId) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 2});
+  cache.Insert("c", "r", Fingerprint{.lock = "old"});
+  cache.Answer("c", "r",
+               absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 0);
+  // Not looked up since it expired: Insert replaces it.
+  cache.Insert("c", "r", Fingerprint{.lock = "new"});
+  EXPECT_EQ(cache.size(), 1u);
+  RetryEntry* entry = cache.Find("c", "r", 1'000);
+  ASSERT_NE(entry, nullptr);  // pending: does not expire
+  EXPECT_EQ(entry->fingerprint.lock, "new");
+  EXPECT_FALSE(entry->answer.has_value());
+  // Same request_id, another client: another entry.
+  cache.Insert("d", "r", Fingerprint{.lock = "d's"});
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.Find("c", "r", 1'000)->fingerprint.lock, "new");
+  EXPECT_EQ(cache.Find("d", "r", 1'000)->fingerprint.lock, "d's");
+}
+
 TEST(GrpcStatusTest, MapsEveryErrorToItsCodeMessageAndReason) {
   struct Row {
     absl::Status status;
