@@ -18,6 +18,16 @@
 // carry the session id, so a request that arrives after the session ended
 // is refused and can never leave a lock behind.
 //
+// Which way calls travel: while the session stream is connected, Acquire,
+// TryAcquire, Lease::Renew and Lease::Release go as calls on that stream
+// (the server spends no HTTP/2 stream or call setup on them: about +20%
+// throughput on a one-core server). Without a session, or while its stream
+// is down or resuming, they are unary calls; a call whose stream drops
+// before the answer is retried at once as a unary call with the same
+// request id, so it still applies once. Outcomes and errors (ErrorReasonOf
+// included) are the same either way, and an Acquire given up while waiting
+// on the stream is withdrawn before it returns, as a cancelled unary one is.
+//
 // The server's rules the caller should know (proto/leasekeeper/v1):
 //  - Waiters are FIFO; every grant takes the lock's next fencing token.
 //  - A client holds any number of locks but waits for at most one at a time:

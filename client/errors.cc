@@ -136,6 +136,32 @@ std::optional<pb::ErrorDetail> DetailOf(const absl::Status& status) {
   return detail;
 }
 
+// A failure as the server sent it: `code`, `message`, the ErrorDetail (when
+// one came) and the reason name (the unary path's leasekeeper-reason, when
+// it came). The reason is the detail's, else the name's, else what the code
+// and text imply; it travels as the kErrorDetailPayloadUrl payload.
+// REQUIRES: code != OK.
+absl::Status ServerError(grpc::StatusCode code, const std::string& message,
+                         std::optional<pb::ErrorDetail> detail,
+                         const std::optional<std::string>& reason_name) {
+  absl::Status result(static_cast<absl::StatusCode>(code), message);
+  if (!detail.has_value() || detail->reason() == pb::ERROR_REASON_UNSPECIFIED) {
+    std::optional<ErrorReason> reason;
+    pb::ErrorReason parsed;
+    if (reason_name.has_value() &&
+        pb::ErrorReason_Parse(*reason_name, &parsed)) {
+      reason = FromProtoReason(parsed);
+    }
+    if (!reason.has_value()) reason = InferReason(code, message);
+    if (!reason.has_value()) return result;
+    detail.emplace();
+    detail->set_reason(ToProtoReason(*reason));
+  }
+  result.SetPayload(kErrorDetailPayloadUrl,
+                    absl::Cord(detail->SerializeAsString()));
+  return result;
+}
+
 }  // namespace
 
 absl::string_view ErrorReasonName(ErrorReason reason) {
@@ -171,33 +197,21 @@ absl::string_view ErrorReasonName(ErrorReason reason) {
 absl::Status FromGrpcStatus(const grpc::ClientContext& context,
                             const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  absl::Status result(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
-
-  pb::ErrorDetail detail;
-  bool have_detail = false;
+  std::optional<pb::ErrorDetail> detail;
   if (std::optional<std::string> bin = TrailingValue(context, kDetailKey)) {
-    have_detail = detail.ParseFromString(*bin) &&
-                  detail.reason() != pb::ERROR_REASON_UNSPECIFIED;
+    detail.emplace();
+    if (!detail->ParseFromString(*bin)) detail.reset();
   }
-  if (!have_detail) {
-    std::optional<ErrorReason> reason;
-    if (std::optional<std::string> name = TrailingValue(context, kReasonKey)) {
-      pb::ErrorReason parsed;
-      if (pb::ErrorReason_Parse(*name, &parsed)) {
-        reason = FromProtoReason(parsed);
-      }
-    }
-    if (!reason.has_value()) {
-      reason = InferReason(status.error_code(), status.error_message());
-    }
-    if (!reason.has_value()) return result;
-    detail.Clear();
-    detail.set_reason(ToProtoReason(*reason));
-  }
-  result.SetPayload(kErrorDetailPayloadUrl,
-                    absl::Cord(detail.SerializeAsString()));
-  return result;
+  return ServerError(status.error_code(), status.error_message(), detail,
+                     TrailingValue(context, kReasonKey));
+}
+
+absl::Status FromSessionCallError(const pb::SessionCallError& error) {
+  // The server never sends OK here; should one come, it is still a failure.
+  const auto code = error.code() == grpc::StatusCode::OK
+                        ? grpc::StatusCode::UNKNOWN
+                        : static_cast<grpc::StatusCode>(error.code());
+  return ServerError(code, error.message(), error.detail(), std::nullopt);
 }
 
 std::optional<ErrorReason> ErrorReasonOf(const absl::Status& status) {

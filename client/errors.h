@@ -14,6 +14,10 @@
 //   - a status without metadata (an older server, a proxy, a transport
 //     failure) gets its reason from the code and the contract's text where
 //     that is unambiguous, and no reason otherwise.
+// A call made on the session stream gets its failure as a SessionCallError
+// (code, message, ErrorDetail) instead; FromSessionCallError turns it into
+// the very status FromGrpcStatus makes of the unary call's failure, so
+// callers cannot tell (and need not care) which way a call travelled.
 //
 // Thread-safety: pure functions.
 #ifndef LEASEKEEPER_CLIENT_ERRORS_H_
@@ -30,6 +34,10 @@ namespace grpc {
 class ClientContext;
 class Status;
 }  // namespace grpc
+
+namespace leasekeeper::v1 {
+class SessionCallError;
+}  // namespace leasekeeper::v1
 
 namespace leasekeeper::client {
 
@@ -60,6 +68,12 @@ inline constexpr absl::string_view kErrorDetailPayloadUrl =
 // for the trailing metadata; OK maps to OK.
 absl::Status FromGrpcStatus(const grpc::ClientContext& context,
                             const grpc::Status& status);
+
+// The absl::Status for a call on the session stream that the server answered
+// with `error`: the same code, message and reason payload as FromGrpcStatus
+// gives for that failure on the unary call.
+absl::Status FromSessionCallError(
+    const leasekeeper::v1::SessionCallError& error);
 
 // The server's reason carried by `status`; nullopt for OK, for statuses that
 // did not come from the server's error mapping (transport failures), and for

@@ -8,20 +8,12 @@
 
 #include "absl/status/status.h"
 #include "client/errors.h"
+#include "client/internal/call_messages.h"
 
 namespace leasekeeper::client {
 namespace {
 
 namespace pb = ::leasekeeper::v1;
-
-int64_t ToWholeMilliseconds(absl::Duration duration) {
-  return absl::ToInt64Milliseconds(duration);
-}
-
-pb::LockMode ToProto(LockMode mode) {
-  return mode == LockMode::kShared ? pb::LOCK_MODE_SHARED
-                                   : pb::LOCK_MODE_EXCLUSIVE;
-}
 
 LockMode FromProto(pb::LockMode mode) {
   return mode == pb::LOCK_MODE_SHARED ? LockMode::kShared
@@ -96,96 +88,35 @@ RpcClient::~RpcClient() = default;
 
 absl::StatusOr<AcquireResult> RpcClient::Acquire(
     const AcquireCall& call, const CallOptions& options) const {
-  pb::AcquireRequest request;
-  request.set_client_id(call.client_id);
-  request.set_lock(call.lock);
-  request.set_ttl_ms(ToWholeMilliseconds(call.ttl));
-  request.set_mode(ToProto(call.mode));
-  if (call.wait > absl::ZeroDuration()) {
-    request.set_wait_timeout_ms(std::max<int64_t>(
-        1, ToWholeMilliseconds(std::min(call.wait, kMaxServerWait))));
-  }
-  request.set_request_id(call.request_id);
-  request.set_session_id(call.session_id);
-  request.set_holder_label(call.holder_label);
-
+  const pb::AcquireRequest request = internal::ToRequest(call);
   absl::StatusOr<pb::AcquireResponse> response = RunCall<pb::AcquireResponse>(
       options, [&](grpc::ClientContext* context, pb::AcquireResponse* out) {
         return stub_->Acquire(context, request, out);
       });
   if (!response.ok()) return response.status();
-
-  AcquireResult result;
-  result.aborted_clients.assign(response->aborted_clients().begin(),
-                                response->aborted_clients().end());
-  switch (response->outcome_case()) {
-    case pb::AcquireResponse::kGranted:
-      result.outcome = AcquireOutcome::kGranted;
-      result.token = response->granted().token();
-      result.ttl = absl::Milliseconds(response->granted().ttl_ms());
-      result.waited = absl::Milliseconds(response->granted().waited_ms());
-      return result;
-    case pb::AcquireResponse::kQueued:
-      result.outcome = AcquireOutcome::kQueued;
-      result.position = response->queued().position();
-      return result;
-    case pb::AcquireResponse::kWithdrawn:
-      result.outcome = AcquireOutcome::kWithdrawn;
-      switch (response->withdrawn().reason()) {
-        case pb::WITHDRAW_REASON_RELEASED_BY_CLIENT:
-          result.withdraw_reason = WithdrawReason::kReleasedByClient;
-          break;
-        case pb::WITHDRAW_REASON_SESSION_ENDED:
-          result.withdraw_reason = WithdrawReason::kSessionEnded;
-          break;
-        default:
-          result.withdraw_reason = WithdrawReason::kUnspecified;
-          break;
-      }
-      return result;
-    case pb::AcquireResponse::OUTCOME_NOT_SET:
-      break;
-  }
-  return absl::InternalError("the server's Acquire answer has no outcome");
+  return internal::FromResponse(*response);
 }
 
 absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
                                              const CallOptions& options) const {
-  pb::RenewRequest request;
-  request.set_client_id(call.client_id);
-  request.set_lock(call.lock);
-  request.set_ttl_ms(ToWholeMilliseconds(call.ttl));
-  request.set_request_id(call.request_id);
-  request.set_session_id(call.session_id);
+  const pb::RenewRequest request = internal::ToRequest(call);
   absl::StatusOr<pb::RenewResponse> response = RunCall<pb::RenewResponse>(
       options, [&](grpc::ClientContext* context, pb::RenewResponse* out) {
         return stub_->Renew(context, request, out);
       });
   if (!response.ok()) return response.status();
-  return RenewResult{response->token(), absl::Milliseconds(response->ttl_ms())};
+  return internal::FromResponse(*response);
 }
 
 absl::StatusOr<ReleaseOutcome> RpcClient::Release(
     const ReleaseCall& call, const CallOptions& options) const {
-  pb::ReleaseRequest request;
-  request.set_client_id(call.client_id);
-  request.set_lock(call.lock);
-  request.set_request_id(call.request_id);
-  request.set_session_id(call.session_id);
+  const pb::ReleaseRequest request = internal::ToRequest(call);
   absl::StatusOr<pb::ReleaseResponse> response = RunCall<pb::ReleaseResponse>(
       options, [&](grpc::ClientContext* context, pb::ReleaseResponse* out) {
         return stub_->Release(context, request, out);
       });
   if (!response.ok()) return response.status();
-  switch (response->result()) {
-    case pb::RELEASE_RESULT_RELEASED:
-      return ReleaseOutcome::kReleased;
-    case pb::RELEASE_RESULT_WITHDRAWN:
-      return ReleaseOutcome::kWithdrawn;
-    default:
-      break;
-  }
-  return absl::InternalError("the server's Release answer has no result");
+  return internal::FromResponse(*response);
 }
 
 absl::Status RpcClient::Write(absl::string_view lock, absl::string_view key,

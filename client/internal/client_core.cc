@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "client/errors.h"
+#include "client/internal/call_messages.h"
 
 namespace leasekeeper::client::internal {
 namespace {
@@ -165,7 +166,9 @@ void ClientCore::Shutdown() {
   }
   finished.clear();
   Deliver();
-  session_.reset();
+  // Stopped, not destroyed: a Lease's Renew or Release on another thread may
+  // still be asking it for a stream (it then goes unary).
+  if (session_ != nullptr) session_->Stop();
 }
 
 // ---------------------------------------------------------------------------
@@ -206,11 +209,6 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
       }
     }
   }
-  if (absl::Status flushed = FlushReleaseOf(lock, options.stop);
-      !flushed.ok()) {
-    return flushed;
-  }
-
   std::string session_id;
   if (session_ != nullptr) {
     absl::StatusOr<std::string> opened =
@@ -243,6 +241,12 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
   bool retried = false;
   int session_reopens = 0;
   while (true) {
+    // Before every attempt, since an attempt given up on the stream may
+    // leave a background release of the lock behind.
+    if (absl::Status flushed = FlushReleaseOf(lock, options.stop);
+        !flushed.ok()) {
+      return flushed;
+    }
     const MonotonicTime sent_at = MonotonicNow();
     if (!first_sent_at.has_value()) first_sent_at = sent_at;
     CallOptions call_options;
@@ -252,7 +256,17 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
         (try_only ? absl::ZeroDuration()
                   : std::clamp(wait_deadline - sent_at, absl::ZeroDuration(),
                                call.wait));
-    absl::StatusOr<AcquireResult> result = rpc_.Acquire(call, call_options);
+    bool abandoned = false;
+    absl::StatusOr<AcquireResult> result = Route(
+        call, call_options, &RpcClient::Acquire, &AcquireResultOf, &abandoned);
+    if (abandoned) {
+      // Nothing may stay queued, nor granted to nobody: withdraw it, as the
+      // server does for a cancelled unary Acquire. Its request id is
+      // answered `withdrawn` from now on, so a retry needs a new one.
+      Withdraw(lock, session_id);
+      call.request_id = NewRequestId();
+      first_sent_at.reset();
+    }
 
     if (result.ok()) {
       switch (result->outcome) {
@@ -381,9 +395,10 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::AdoptHeldLease(
     const std::string& lock, absl::Duration ttl, LockMode mode,
     const std::string& session_id) {
   const MonotonicTime sent_at = MonotonicNow();
-  absl::StatusOr<RenewResult> renewed = rpc_.Renew(
+  absl::StatusOr<RenewResult> renewed = Route(
       RenewCall{options_.client_id, lock, ttl, NewRequestId(), session_id},
-      CallOptionsWithin(options_.call_timeout));
+      CallOptionsWithin(options_.call_timeout), &RpcClient::Renew,
+      &RenewResultOf);
   if (!renewed.ok()) return renewed.status();
   return RegisterLease(lock, renewed->token, mode, ttl, session_id, sent_at,
                        renewed->ttl);
@@ -438,13 +453,41 @@ absl::Status ClientCore::FlushReleaseOf(const std::string& lock,
                    " first: ", outcome.status().message()));
 }
 
+template <typename Call, typename Result>
+absl::StatusOr<Result> ClientCore::Route(
+    const Call& call, CallOptions options,
+    absl::StatusOr<Result> (RpcClient::*unary)(const Call&, const CallOptions&)
+        const,
+    absl::StatusOr<Result> (*from_stream)(const pb::SessionCallResult&),
+    bool* abandoned) {
+  // A call stopped before it started is not sent at all (the unary call
+  // refuses it), so there is nothing to withdraw.
+  if (session_ != nullptr && !call.session_id.empty() &&
+      !options.cancel.stop_requested()) {
+    const MonotonicTime started = MonotonicNow();
+    absl::StatusOr<pb::SessionCallResult> answer = session_->Call(
+        call.session_id, ToSessionCall(call), options.timeout, options.cancel);
+    if (answer.ok()) return from_stream(*answer);
+    if (answer.status().code() != absl::StatusCode::kUnavailable) {
+      if (abandoned != nullptr) *abandoned = true;
+      return answer.status();
+    }
+    // Not connected, or dropped before the answer: the unary call is the
+    // call, or its retry with the same request id.
+    options.timeout = std::max(options.timeout - (MonotonicNow() - started),
+                               absl::Milliseconds(1));
+  }
+  return (rpc_.*unary)(call, options);
+}
+
 absl::StatusOr<ReleaseOutcome> ClientCore::ReleaseWithRetries(
     const ReleaseCall& call) {
   const MonotonicTime give_up_at = MonotonicNow() + options_.call_timeout;
   absl::Duration delay = kFirstRetryDelay;
   while (true) {
     absl::StatusOr<ReleaseOutcome> outcome =
-        rpc_.Release(call, CallOptionsWithin(give_up_at - MonotonicNow()));
+        Route(call, CallOptionsWithin(give_up_at - MonotonicNow()),
+              &RpcClient::Release, &ReleaseOutcomeOf);
     if (outcome.ok() || !IsTransient(outcome.status())) return outcome;
     if (MonotonicNow() + delay >= give_up_at) return outcome;
     absl::SleepFor(delay);
@@ -474,9 +517,9 @@ absl::Status ClientCore::Renew(LeaseState& lease) {
   }
   const MonotonicTime sent_at = MonotonicNow();
   absl::StatusOr<RenewResult> result =
-      rpc_.Renew(RenewCall{options_.client_id, lease.lock, lease.ttl,
-                           NewRequestId(), lease.session_id},
-                 CallOptionsWithin(budget));
+      Route(RenewCall{options_.client_id, lease.lock, lease.ttl, NewRequestId(),
+                      lease.session_id},
+            CallOptionsWithin(budget), &RpcClient::Renew, &RenewResultOf);
   {
     absl::MutexLock guard(&mu_);
     ApplyRenewResult(lease, sent_at, result, /*background=*/false);
@@ -723,17 +766,14 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
   auto owned =
       std::make_unique<UnaryCall<pb::RenewRequest, pb::RenewResponse>>(*this);
   auto* call = owned.get();
-  call->request.set_client_id(options_.client_id);
-  call->request.set_lock(lease->lock);
-  call->request.set_ttl_ms(absl::ToInt64Milliseconds(lease->ttl));
-  call->request.set_request_id(NewRequestId());
-  call->request.set_session_id(lease->session_id);
+  call->request =
+      ToRequest(RenewCall{options_.client_id, lease->lock, lease->ttl,
+                          NewRequestId(), lease->session_id});
   const MonotonicTime sent_at = MonotonicNow();
-  call->finish_locked = [this, call, lease, sent_at](const grpc::Status& status) {
+  call->finish_locked = [this, call, lease,
+                         sent_at](const grpc::Status& status) {
     const absl::StatusOr<RenewResult> result =
-        status.ok() ? absl::StatusOr<RenewResult>(RenewResult{
-                          call->response.token(),
-                          absl::Milliseconds(call->response.ttl_ms())})
+        status.ok() ? absl::StatusOr<RenewResult>(FromResponse(call->response))
                     : absl::StatusOr<RenewResult>(
                           FromGrpcStatus(call->context, status));
     ApplyRenewResult(*lease, sent_at, result, /*background=*/true);
@@ -814,10 +854,9 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
       it->second.in_flight = false;
       return;
     }
-    call->request.set_client_id(options_.client_id);
-    call->request.set_lock(lock);
-    call->request.set_request_id(it->second.request_id);
-    call->request.set_session_id(it->second.session_id);
+    call->request =
+        ToRequest(ReleaseCall{options_.client_id, lock, it->second.request_id,
+                              it->second.session_id});
     call->context.set_deadline(TransportDeadline(options_.call_timeout));
     calls_.emplace(call, std::move(owned));
   }

@@ -26,14 +26,18 @@ Session::Session(pb::LockService::Stub& stub, std::string client_id,
   thread_ = std::thread([this] { Run(); });
 }
 
-Session::~Session() {
-  {
-    absl::MutexLock lock(&mu_);
-    state_ = State::kStopped;
-    if (context_ != nullptr) context_->TryCancel();
-    changed_.SignalAll();
-  }
-  thread_.join();
+Session::~Session() { Stop(); }
+
+void Session::Stop() {
+  std::call_once(stopped_, [this] {
+    {
+      absl::MutexLock lock(&mu_);
+      state_ = State::kStopped;
+      if (context_ != nullptr) context_->TryCancel();
+      changed_.SignalAll();
+    }
+    thread_.join();
+  });
 }
 
 absl::StatusOr<std::string> Session::EnsureOpen(absl::Duration timeout,
@@ -89,6 +93,64 @@ bool Session::SendKeepalive(uint64_t sequence) {
   request.mutable_keepalive()->set_sequence(sequence);
   absl::MutexLock lock(&write_mu_);
   return stream_ != nullptr && stream_->Write(request);
+}
+
+absl::StatusOr<pb::SessionCallResult> Session::Call(
+    const std::string& session_id, pb::SessionCall call, absl::Duration timeout,
+    std::stop_token stop) {
+  const MonotonicTime deadline = MonotonicNow() + timeout;
+  // Declared before the locks so that it is destroyed after they are
+  // released: its callback takes mu_.
+  std::stop_callback wake_on_stop(stop, [this] {
+    absl::MutexLock lock(&mu_);
+    changed_.SignalAll();
+  });
+  uint64_t epoch = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (state_ != State::kOpen || id_ != session_id) {
+      return absl::UnavailableError("the session stream is not connected");
+    }
+    epoch = epoch_;
+    call.set_call_id(next_call_id_++);
+    // Registered before the write: the answer may come before Write returns.
+    calls_[call.call_id()].epoch = epoch;
+  }
+  const uint64_t call_id = call.call_id();
+  pb::SessionRequest request;
+  *request.mutable_call() = std::move(call);
+  bool sent = false;
+  {
+    absl::MutexLock lock(&write_mu_);
+    sent =
+        stream_ != nullptr && stream_epoch_ == epoch && stream_->Write(request);
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<pb::SessionCallResult> outcome;
+  while (true) {
+    PendingCall& pending = calls_.at(call_id);
+    if (pending.answer.has_value()) {
+      outcome = *std::move(pending.answer);
+      break;
+    }
+    if (!sent) {
+      outcome = absl::UnavailableError("the session stream dropped");
+      break;
+    }
+    if (stop.stop_requested()) {
+      outcome = absl::CancelledError("cancelled while waiting for the answer");
+      break;
+    }
+    const absl::Duration remaining = deadline - MonotonicNow();
+    if (remaining <= absl::ZeroDuration()) {
+      outcome = absl::DeadlineExceededError(
+          "no answer on the session stream in time");
+      break;
+    }
+    changed_.WaitWithTimeout(&mu_, remaining);
+  }
+  calls_.erase(call_id);
+  return outcome;
 }
 
 bool Session::Close(absl::Duration timeout) {
@@ -186,12 +248,14 @@ void Session::Run() {
 
 void Session::RunOneStream(const std::string& resume_id) {
   auto context = std::make_shared<grpc::ClientContext>();
+  uint64_t epoch = 0;
   {
     absl::MutexLock lock(&mu_);
     if (state_ == State::kStopped) return;
     // Abandoned between the decision to resume and now.
     if (!resume_id.empty() && resume_id == abandoned_id_) return;
     context_ = context;
+    epoch = ++epoch_;
   }
   std::unique_ptr<Stream> stream = stub_.Session(context.get());
 
@@ -207,6 +271,7 @@ void Session::RunOneStream(const std::string& resume_id) {
     {
       absl::MutexLock lock(&write_mu_);
       stream_ = stream.get();
+      stream_epoch_ = epoch;
     }
     bool stopped = false;
     {
@@ -239,6 +304,9 @@ void Session::RunOneStream(const std::string& resume_id) {
         case pb::SessionResponse::kNotice:
           listener_.OnNotice(message.notice());
           break;
+        case pb::SessionResponse::kCallResult:
+          Answer(std::move(*message.mutable_call_result()));
+          break;
         default:
           break;  // a second `opened` or a kind this client does not know
       }
@@ -255,6 +323,7 @@ void Session::RunOneStream(const std::string& resume_id) {
     absl::MutexLock lock(&write_mu_);
     stream_ = nullptr;
   }
+  FailCallsOf(epoch);
   const grpc::Status finish = stream->Finish();
   absl::Status status = FromGrpcStatus(*context, finish);
   if (!opened && status.ok()) {
@@ -265,6 +334,26 @@ void Session::RunOneStream(const std::string& resume_id) {
     context_.reset();
   }
   HandleStreamEnd(resume_id, opened, status);
+}
+
+void Session::Answer(pb::SessionCallResult result) {
+  absl::MutexLock lock(&mu_);
+  auto it = calls_.find(result.call_id());
+  // None: the caller gave up on it.
+  if (it == calls_.end() || it->second.answer.has_value()) return;
+  it->second.answer = std::move(result);
+  changed_.SignalAll();
+}
+
+void Session::FailCallsOf(uint64_t epoch) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [call_id, pending] : calls_) {
+    if (pending.epoch == epoch && !pending.answer.has_value()) {
+      pending.answer =
+          absl::UnavailableError("the session stream ended before the answer");
+    }
+  }
+  changed_.SignalAll();
 }
 
 void Session::HandleStreamEnd(const std::string& resume_id, bool opened,

@@ -8,10 +8,17 @@
 // locks pass on in about the grace instead of a whole ttl; requests naming an
 // ended session are refused, so a late Acquire can never leak a lock.
 //
+// Calls on the stream: while the stream is connected, Call sends an
+// Acquire, Renew or Release of the client as a SessionCall and waits for the
+// call_result with its call_id, which the session thread reads and hands
+// over. Such a call costs the server no HTTP/2 stream or call setup; what it
+// means is exactly what the unary call means (ClientCore picks the way).
+//
 // Lifecycle:
 //   idle --EnsureOpen--> opening --opened--> open --stream drops--> resuming
 //   resuming --resumed--> open;  resuming --SESSION_ENDED--> idle (lost)
 //   open --Close--> idle (the server released everything)
+//   any --Stop or destructor--> stopped
 // A first open that fails for a transient reason is retried (100 ms doubling
 // to 1 s) while somebody wants the session; a resume is retried the same way
 // until the server answers, which after its grace is SESSION_ENDED.
@@ -22,13 +29,19 @@
 //   2. The listener is never called with the Session's mutex held, and
 //      always from the session thread, in stream order (acks and notices in
 //      the order the server sent them).
-//   3. Writes (SendKeepalive, Close) are serialized by a mutex of their own,
-//      so the one reader (the session thread) and one writer gRPC allows on
-//      a stream are never exceeded.
+//   3. Writes (SendKeepalive, Call, Close) are serialized by a mutex of their
+//      own, so the one reader (the session thread) and one writer gRPC
+//      allows on a stream are never exceeded.
+//   4. Every Call ends exactly once: with its call_result, or with
+//      UNAVAILABLE once the stream it was written on has ended (the session
+//      thread fails the calls still waiting before it opens another stream),
+//      or when the caller gives up. A call is written only on the stream
+//      that was open when it started, never on a later one.
 //
 // Thread-safety: every method is thread-safe. Callers must not hold a lock
-// the listener takes while calling SendKeepalive or Close (they block on the
-// network); the other methods only take the Session's own mutex.
+// the listener takes while calling SendKeepalive, Call, Close or Stop (they
+// block on the network or the thread); the other methods only take the
+// Session's own mutex.
 #ifndef LEASEKEEPER_CLIENT_INTERNAL_SESSION_H_
 #define LEASEKEEPER_CLIENT_INTERNAL_SESSION_H_
 
@@ -37,11 +50,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -76,8 +92,7 @@ class Session {
   // REQUIRES: `stub` and `listener` outlive the Session.
   Session(leasekeeper::v1::LockService::Stub& stub, std::string client_id,
           SessionListener& listener);
-  // Stops the thread, cancelling the stream without `close` (the server then
-  // keeps the session for its grace). Call Close() first for a clean end.
+  // Stop().
   ~Session();
 
   Session(const Session&) = delete;
@@ -105,6 +120,24 @@ class Session {
   // Afterwards the Session is idle; EnsureOpen opens a new session.
   bool Close(absl::Duration timeout);
 
+  // Sends `call` (an Acquire, Renew or Release of this client; its call_id is
+  // set here) on the stream of session `session_id` and waits for the
+  // server's answer, up to `timeout` or until `stop` is requested.
+  // Outcomes:
+  //  - the call_result: the response, or the server's SessionCallError
+  //    (FromSessionCallError makes it the unary call's status);
+  //  - UNAVAILABLE: no stream of `session_id` is connected, the write
+  //    failed, or the stream ended before the answer. The call may have been
+  //    applied, and a waiting Acquire has been withdrawn by the server:
+  //    retry with the same request_id, by either way;
+  //  - DEADLINE_EXCEEDED after `timeout`, CANCELLED when `stop` is
+  //    requested: the call may still be applied, or wait at the server, and
+  //    its answer will be dropped. The caller withdraws what it abandons (a
+  //    Release of the lock withdraws an Acquire).
+  absl::StatusOr<leasekeeper::v1::SessionCallResult> Call(
+      const std::string& session_id, leasekeeper::v1::SessionCall call,
+      absl::Duration timeout, std::stop_token stop);
+
   // Cuts the stream as a dropped connection would; the session is resumed.
   void Interrupt();
 
@@ -119,6 +152,12 @@ class Session {
   // the server's grace can run out, as it would for a crashed process.
   void SuspendForTesting(absl::Duration duration);
 
+  // Stops the thread for good, cancelling the stream without `close` (the
+  // server then keeps the session for its grace; Close() first for a clean
+  // end). Afterwards the listener is not called again, EnsureOpen says
+  // CANCELLED and Call UNAVAILABLE. Idempotent.
+  void Stop();
+
  private:
   using Stream = grpc::ClientReaderWriter<leasekeeper::v1::SessionRequest,
                                           leasekeeper::v1::SessionResponse>;
@@ -128,6 +167,10 @@ class Session {
   // Opens a stream (resuming `resume_id` if not empty), reads it until it
   // ends and handles the end. Returns after the stream is gone.
   void RunOneStream(const std::string& resume_id);
+  // Hands a call_result to the Call waiting for it (dropped if none is).
+  void Answer(leasekeeper::v1::SessionCallResult result);
+  // The stream `epoch` ended: the calls still waiting get UNAVAILABLE.
+  void FailCallsOf(uint64_t epoch);
   // The stream ended with `status` after `opened` was (or was not) seen.
   void HandleStreamEnd(const std::string& resume_id, bool opened,
                        const absl::Status& status);
@@ -154,10 +197,21 @@ class Session {
   std::string abandoned_id_ ABSL_GUARDED_BY(mu_);
   // SuspendForTesting: no attempt before this.
   MonotonicTime suspended_until_ ABSL_GUARDED_BY(mu_);
+  // Numbers the streams, so a call is written only on its own (invariant 4).
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // The Calls waiting for their answers, by call_id.
+  struct PendingCall {
+    uint64_t epoch = 0;  // of the stream it is for
+    std::optional<absl::StatusOr<leasekeeper::v1::SessionCallResult>> answer;
+  };
+  uint64_t next_call_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<uint64_t, PendingCall> calls_ ABSL_GUARDED_BY(mu_);
+  std::once_flag stopped_;
 
   // Guards writes to the stream (invariant 3). Never held with mu_.
   absl::Mutex write_mu_;
   Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
+  uint64_t stream_epoch_ ABSL_GUARDED_BY(write_mu_) = 0;  // stream_'s
 };
 
 }  // namespace leasekeeper::client::internal

@@ -5,6 +5,7 @@
 #include <grpcpp/support/status.h>
 
 #include "gtest/gtest.h"
+#include "leasekeeper/v1/lock_service.pb.h"
 
 namespace leasekeeper::client {
 namespace {
@@ -75,6 +76,33 @@ TEST(ErrorsTest, OnlyFailuresWorthRetryingAreTransient) {
   EXPECT_FALSE(IsTransient(FromServer(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                       "limit exceeded: max-sessions")));
   EXPECT_FALSE(IsTransient(absl::CancelledError("stopped")));
+}
+
+TEST(ErrorsTest, ACallErrorOnTheStreamKeepsCodeMessageAndDetail) {
+  leasekeeper::v1::SessionCallError error;
+  error.set_code(static_cast<int>(grpc::StatusCode::ABORTED));
+  error.set_message("deadlock");
+  error.mutable_detail()->set_reason(leasekeeper::v1::DEADLOCK_VICTIM);
+  error.mutable_detail()->add_victims("b");
+  error.mutable_detail()->add_victims("a");
+  absl::Status status = FromSessionCallError(error);
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(status.message(), "deadlock");
+  EXPECT_TRUE(HasErrorReason(status, ErrorReason::kDeadlockVictim));
+  EXPECT_EQ(DeadlockVictimsOf(status), (std::vector<std::string>{"b", "a"}));
+}
+
+TEST(ErrorsTest, ACallErrorWithoutAReasonGetsTheOneTheUnaryPathInfers) {
+  leasekeeper::v1::SessionCallError error;
+  error.set_code(static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION));
+  error.set_message("not holder");
+  EXPECT_EQ(FromSessionCallError(error),
+            FromServer(grpc::StatusCode::FAILED_PRECONDITION, "not holder"));
+  error.set_code(static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
+  error.set_message("no policy grants the lock");
+  EXPECT_EQ(FromSessionCallError(error),
+            FromServer(grpc::StatusCode::PERMISSION_DENIED,
+                       "no policy grants the lock"));
 }
 
 }  // namespace

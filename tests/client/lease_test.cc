@@ -1,7 +1,8 @@
 // Leases against a real leasekeeperd: background renewal, every way a lease
 // ends (and the reason Ended reports), TryAcquire leaving nothing queued,
-// fencing. Timing: ttls of a few hundred milliseconds, and bounds with
-// generous slack, so the tests are quick and stable on a loaded machine.
+// fencing, and which way the calls travel (session stream or unary). Timing:
+// ttls of a few hundred milliseconds, and bounds with generous slack, so the
+// tests are quick and stable on a loaded machine.
 #include "client/lease.h"
 
 #include <grpcpp/create_channel.h>
@@ -13,7 +14,9 @@
 #include <stop_token>
 #include <thread>
 
-#include "absl/strings/match.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "client/client.h"
 #include "client/errors.h"
@@ -38,19 +41,47 @@ bool Eventually(Condition condition,
   return condition();
 }
 
-// Counts the unary Renew calls made over a channel.
-class RenewCounter
-    : public grpc::experimental::ClientInterceptorFactoryInterface {
+// Counts the calls made over the channels it makes, by method ("Renew"). A
+// call on the session stream is part of one Session call, so only unary
+// calls count under "Acquire", "Renew" and "Release".
+class CallCounter {
  public:
-  explicit RenewCounter(std::atomic<int>* count) : count_(count) {}
-  grpc::experimental::Interceptor* CreateClientInterceptor(
-      grpc::experimental::ClientRpcInfo* info) override {
-    if (absl::EndsWith(info->method(), "/Renew")) ++*count_;
-    return nullptr;
+  // REQUIRES: the counter outlives the channel.
+  std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(std::make_unique<Factory>(*this));
+    return grpc::experimental::CreateCustomChannelWithInterceptors(
+        address, grpc::InsecureChannelCredentials(), grpc::ChannelArguments(),
+        std::move(interceptors));
+  }
+
+  int operator[](absl::string_view method) const {
+    absl::MutexLock lock(&mu_);
+    auto it = counts_.find(method);
+    return it == counts_.end() ? 0 : it->second;
   }
 
  private:
-  std::atomic<int>* count_;
+  class Factory : public grpc::experimental::ClientInterceptorFactoryInterface {
+   public:
+    explicit Factory(CallCounter& counter) : counter_(counter) {}
+    grpc::experimental::Interceptor* CreateClientInterceptor(
+        grpc::experimental::ClientRpcInfo* info) override {
+      absl::string_view method = info->method();
+      method.remove_prefix(method.rfind('/') + 1);
+      absl::MutexLock lock(&counter_.mu_);
+      ++counter_.counts_[method];
+      return nullptr;
+    }
+
+   private:
+    CallCounter& counter_;
+  };
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, int> counts_ ABSL_GUARDED_BY(mu_);
 };
 
 class LeaseTest : public LiveServerTest {
@@ -73,6 +104,34 @@ class LeaseTest : public LiveServerTest {
     absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
     EXPECT_TRUE(info.ok()) << info.status();
     return info.ok() ? info->queue.size() : 0;
+  }
+  // A client named `client_id` whose calls `calls` counts.
+  static std::unique_ptr<Client> NewCountedClient(
+      CallCounter& calls, const std::string& client_id) {
+    ClientOptions options;
+    options.client_id = client_id;
+    return NewClient(calls.NewChannel(server().address()), std::move(options));
+  }
+  // `quitter` (client id `quitter_id`) waits for the busy `lock` without a
+  // time limit until it is queued, and is then stopped. Returns the status
+  // its Acquire returned.
+  static absl::Status AcquireUntilStopped(Client& quitter,
+                                          const std::string& quitter_id,
+                                          const std::string& lock) {
+    std::stop_source stop;
+    absl::Status result = absl::UnknownError("Acquire did not return");
+    std::thread waiter([&] {
+      AcquireOptions options;
+      options.stop = stop.get_token();
+      result = quitter
+                   .Acquire(lock, absl::Seconds(10), absl::InfiniteDuration(),
+                            options)
+                   .status();
+    });
+    EXPECT_TRUE(Eventually([&] { return IsQueued(lock, quitter_id); }));
+    stop.request_stop();
+    waiter.join();
+    return result;
   }
 };
 
@@ -103,22 +162,11 @@ TEST_F(LeaseTest, BackgroundRenewalKeepsALeaseAliveAcrossTenTtls) {
 }
 
 TEST_F(LeaseTest, OneKeepaliveRenewsEveryLeaseOfTheClient) {
-  std::atomic<int> renew_calls{0};
-  std::vector<
-      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
-      interceptors;
-  interceptors.push_back(std::make_unique<RenewCounter>(&renew_calls));
-  auto channel = grpc::experimental::CreateCustomChannelWithInterceptors(
-      server().address(), grpc::InsecureChannelCredentials(),
-      grpc::ChannelArguments(), std::move(interceptors));
-  ClientOptions options;
-  options.client_id = "many-leases";
-  absl::StatusOr<std::unique_ptr<Client>> holder =
-      Client::Create(channel, options);
-  ASSERT_TRUE(holder.ok()) << holder.status();
+  CallCounter calls;
+  auto holder = NewCountedClient(calls, "many-leases");
   std::vector<Lease> leases;
   for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<Lease> lease = (*holder)->Acquire(
+    absl::StatusOr<Lease> lease = holder->Acquire(
         LockName(absl::StrCat("-", i)), kShortTtl, absl::Seconds(1));
     ASSERT_TRUE(lease.ok()) << lease.status();
     leases.push_back(*std::move(lease));
@@ -127,7 +175,7 @@ TEST_F(LeaseTest, OneKeepaliveRenewsEveryLeaseOfTheClient) {
   for (const Lease& lease : leases) EXPECT_TRUE(lease.IsHeld());
   // Renewed by call, three leases would need 3 x 15 Renew calls. A few may
   // still happen when an ack is late on a loaded machine.
-  EXPECT_LT(renew_calls.load(), 10);
+  EXPECT_LT(calls["Renew"], 10);
 }
 
 TEST_F(LeaseTest, WithoutASessionEachLeaseIsRenewedByItsOwnCalls) {
@@ -357,19 +405,8 @@ TEST_F(LeaseTest, StoppingAWaitingAcquireWithdrawsIt) {
       holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
   ASSERT_TRUE(lease.ok()) << lease.status();
 
-  std::stop_source stop;
-  std::optional<absl::StatusOr<Lease>> result;
-  std::thread waiter([&] {
-    AcquireOptions options;
-    options.stop = stop.get_token();
-    result = quitter->Acquire(lock, absl::Seconds(10), absl::InfiniteDuration(),
-                              options);
-  });
-  ASSERT_TRUE(Eventually([&] { return IsQueued(lock, "quitter"); }));
-  stop.request_stop();
-  waiter.join();
-  ASSERT_TRUE(result.has_value());
-  EXPECT_EQ(result->status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(AcquireUntilStopped(*quitter, "quitter", lock).code(),
+            absl::StatusCode::kCancelled);
   EXPECT_TRUE(Eventually([&] { return QueueLength(lock) == 0; }));
 }
 
@@ -492,6 +529,163 @@ TEST_F(LeaseTest, BadArgumentsAreRefusedBeforeAnyCall) {
   EXPECT_EQ(
       holder->Acquire("L", absl::Seconds(1), -absl::Seconds(1)).status().code(),
       absl::StatusCode::kInvalidArgument);
+}
+
+// Which way the calls travel (client/internal/client_core.h): on the
+// session stream while it is connected, unary otherwise.
+
+TEST_F(LeaseTest,
+       WithAConnectedSessionAcquireRenewAndReleaseTravelOnTheStream) {
+  CallCounter calls;
+  auto client = NewCountedClient(calls, "on-the-stream");
+  auto holder = NewClient("stream-busy-holder");
+  const std::string lock = LockName();
+  const std::string busy = LockName("-busy");
+  absl::StatusOr<Lease> held =
+      holder->Acquire(busy, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(held.ok()) << held.status();
+
+  absl::StatusOr<Lease> lease =
+      client->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_TRUE(lease->Renew().ok());
+  // A busy TryAcquire and its withdrawal, and a wait the server times out.
+  absl::StatusOr<std::optional<Lease>> tried =
+      client->TryAcquire(busy, absl::Seconds(10));
+  ASSERT_TRUE(tried.ok()) << tried.status();
+  EXPECT_FALSE(tried->has_value());
+  absl::StatusOr<Lease> waited =
+      client->Acquire(busy, absl::Seconds(10), absl::Milliseconds(200));
+  EXPECT_TRUE(HasErrorReason(waited.status(), ErrorReason::kWaitTimeout))
+      << waited.status();
+  EXPECT_TRUE(lease->Release().ok());
+
+  EXPECT_TRUE(Holders(lock).empty());
+  EXPECT_EQ(QueueLength(busy), 0u);
+  EXPECT_EQ(calls["Session"], 1);
+  EXPECT_EQ(calls["Acquire"], 0);
+  EXPECT_EQ(calls["Renew"], 0);
+  EXPECT_EQ(calls["Release"], 0);
+}
+
+TEST_F(LeaseTest, WithoutASessionAcquireRenewAndReleaseAreUnaryCalls) {
+  CallCounter calls;
+  ClientOptions options;
+  options.client_id = "unary-only";
+  options.use_session = false;
+  auto client = NewClient(calls.NewChannel(server().address()), options);
+  absl::StatusOr<Lease> lease =
+      client->Acquire(LockName(), absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_TRUE(lease->Renew().ok());
+  EXPECT_TRUE(lease->Release().ok());
+  EXPECT_EQ(calls["Session"], 0);
+  EXPECT_EQ(calls["Acquire"], 1);
+  EXPECT_EQ(calls["Renew"], 1);
+  EXPECT_EQ(calls["Release"], 1);
+}
+
+TEST_F(LeaseTest, StoppingAnAcquireWaitingOnTheStreamLeavesNothingQueued) {
+  CallCounter calls;
+  auto quitter = NewCountedClient(calls, "stream-quitter");
+  auto holder = NewClient("stream-stays");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  EXPECT_EQ(AcquireUntilStopped(*quitter, "stream-quitter", lock).code(),
+            absl::StatusCode::kCancelled);
+  // Withdrawn before Acquire returned, not eventually.
+  EXPECT_EQ(QueueLength(lock), 0u);
+  absl::StatusOr<ClientStatus> status = rpc().Status("stream-quitter");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->waiting_for, "");
+  EXPECT_EQ(calls["Acquire"], 0) << "the wait was not on the stream";
+
+  // Nothing was granted to nobody, and nothing left behind can end the
+  // client's next lease of the lock.
+  ASSERT_TRUE(lease->Release().ok());
+  EXPECT_TRUE(Holders(lock).empty());
+  absl::StatusOr<Lease> next =
+      quitter->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(next.ok()) << next.status();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_TRUE(next->IsHeld());
+  ASSERT_EQ(Holders(lock).size(), 1u);
+  EXPECT_EQ(Holders(lock)[0].token, next->token());
+}
+
+TEST_F(LeaseTest, AnErrorOnTheStreamIsTheStatusAndReasonOfTheUnaryCall) {
+  CallCounter calls;
+  auto on_stream = NewCountedClient(calls, "errors-on-the-stream");
+  ClientOptions options;
+  options.client_id = "errors-by-unary-calls";
+  options.use_session = false;
+  auto unary = NewClient(options);
+  auto holder = NewClient("errors-holder");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> held =
+      holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(held.ok()) << held.status();
+
+  // A server limit (the detail names it and its value) ...
+  const std::string too_long(300, 'x');
+  const absl::Status limit =
+      on_stream->Acquire(too_long, absl::Seconds(5), absl::Seconds(1)).status();
+  EXPECT_FALSE(limit.ok());
+  EXPECT_EQ(
+      limit,
+      unary->Acquire(too_long, absl::Seconds(5), absl::Seconds(1)).status());
+  // ... and a wait the server timed out.
+  const absl::Status timed_out =
+      on_stream->Acquire(lock, absl::Seconds(5), absl::Milliseconds(100))
+          .status();
+  EXPECT_TRUE(HasErrorReason(timed_out, ErrorReason::kWaitTimeout))
+      << timed_out;
+  EXPECT_EQ(
+      timed_out,
+      unary->Acquire(lock, absl::Seconds(5), absl::Milliseconds(100)).status());
+  EXPECT_EQ(calls["Acquire"], 0);
+}
+
+TEST_F(LeaseTest, AStreamDroppedMidCallFallsBackToAUnaryRetryGrantedOnce) {
+  CallCounter calls;
+  auto waiter_client = NewCountedClient(calls, "drop-waiter");
+  auto holder = NewClient("drop-holder");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> lease =
+      holder->Acquire(lock, absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  std::optional<absl::StatusOr<Lease>> granted;
+  std::thread waiter([&] {
+    granted =
+        waiter_client->Acquire(lock, absl::Seconds(10), absl::Seconds(20));
+  });
+  ASSERT_TRUE(Eventually([&] { return IsQueued(lock, "drop-waiter"); }));
+  ASSERT_EQ(calls["Acquire"], 0);
+  // Shorter than the grace: the session is resumed, not lost.
+  waiter_client->SuspendSessionForTesting(absl::Milliseconds(200));
+  // Retried at once as a unary call with the same request id; it waits.
+  ASSERT_TRUE(Eventually([&] { return calls["Acquire"] == 1; }));
+  absl::SleepFor(absl::Milliseconds(200));
+  ASSERT_TRUE(IsQueued(lock, "drop-waiter"));
+
+  ASSERT_TRUE(lease->Release().ok());
+  waiter.join();
+  ASSERT_TRUE(granted.has_value() && granted->ok())
+      << (granted.has_value() ? granted->status() : absl::UnknownError("none"));
+  EXPECT_EQ((*granted)->token(), lease->token() + 1) << "granted once";
+  EXPECT_EQ(calls["Acquire"], 1);
+  // The resumed session keeps the lease.
+  absl::SleepFor(kGrace + absl::Milliseconds(300));
+  EXPECT_TRUE((*granted)->IsHeld());
+  absl::StatusOr<ClientStatus> status = rpc().Status("drop-waiter");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->session, SessionState::kOpen);
+  ASSERT_EQ(status->holds.size(), 1u);
+  EXPECT_EQ(status->holds[0].token, (*granted)->token());
 }
 
 }  // namespace

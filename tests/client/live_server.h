@@ -52,8 +52,14 @@ class LiveServerTest : public ::testing::Test {
   }
 
   static std::unique_ptr<Client> NewClient(ClientOptions options = {}) {
+    return NewClient(server_->NewChannel(), std::move(options));
+  }
+
+  // A client over `channel`, e.g. one with interceptors.
+  static std::unique_ptr<Client> NewClient(
+      std::shared_ptr<grpc::Channel> channel, ClientOptions options) {
     absl::StatusOr<std::unique_ptr<Client>> client =
-        Client::Create(server_->NewChannel(), std::move(options));
+        Client::Create(std::move(channel), std::move(options));
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *std::move(client) : nullptr;
   }
