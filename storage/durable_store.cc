@@ -1,5 +1,9 @@
 #include "storage/durable_store.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -51,6 +55,18 @@ size_t CountHolders(const CoreSnapshot& snapshot) {
   size_t n = 0;
   for (const CoreSnapshot::Lock& lock : snapshot.locks) n += lock.holders.size();
   return n;
+}
+
+// A snapshot is a copy of the whole core, allocated by the thread that took
+// it and freed here. glibc keeps freed memory in its arenas, scattered among
+// the table's live allocations, so without a trim each snapshot left the
+// daemon's RSS higher (1,000,000 held locks with a data dir: 444 bytes per
+// lock against 222 without one). malloc_trim(0) hands the free pages back
+// (madvise), at the cost of one walk of the arenas per snapshot.
+void ReturnFreedMemoryToTheOs() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace
@@ -576,6 +592,8 @@ void DurableStore::SnapshotLoop() {
       snapshot_job_.reset();
     }
     absl::Status status = WriteSnapshot(job);
+    job = SnapshotJob{};
+    ReturnFreedMemoryToTheOs();
     absl::MutexLock lock(&mu_);
     stats_.last_snapshot_error = status;
     snapshot_busy_ = false;
