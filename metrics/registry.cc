@@ -175,9 +175,9 @@ struct Registry::Family {
 Registry::Registry() = default;
 Registry::~Registry() = default;
 
-absl::StatusOr<Registry::Family*> Registry::PrepareSeries(
-    absl::string_view name, absl::string_view help, int type,
-    const Labels& labels, const std::vector<double>* bounds) {
+absl::StatusOr<Registry::Series*> Registry::AddSeriesLocked(
+    absl::string_view name, absl::string_view help, int type, Labels labels,
+    const std::vector<double>* bounds) {
   if (absl::Status status = CheckMetricName(name, type); !status.ok()) {
     return status;
   }
@@ -188,6 +188,7 @@ absl::StatusOr<Registry::Family*> Registry::PrepareSeries(
   label_names.reserve(labels.size());
   for (const auto& label : labels) label_names.push_back(label.first);
 
+  Family* found = nullptr;
   for (const std::unique_ptr<Family>& family : families_) {
     if (family->name != name) continue;
     if (family->type != type || family->help != help ||
@@ -204,46 +205,45 @@ absl::StatusOr<Registry::Family*> Registry::PrepareSeries(
             "metric \"", name, "\" with these labels is already registered"));
       }
     }
-    return family.get();
+    found = family.get();
+    break;
   }
-  auto family = std::make_unique<Family>();
-  family->name = std::string(name);
-  family->help = std::string(help);
-  family->type = type;
-  family->label_names = std::move(label_names);
-  if (bounds != nullptr) family->bounds = *bounds;
-  families_.push_back(std::move(family));
-  return families_.back().get();
+  if (found == nullptr) {
+    auto family = std::make_unique<Family>();
+    family->name = std::string(name);
+    family->help = std::string(help);
+    family->type = type;
+    family->label_names = std::move(label_names);
+    if (bounds != nullptr) family->bounds = *bounds;
+    families_.push_back(std::move(family));
+    found = families_.back().get();
+  }
+  auto series = std::make_unique<Series>();
+  series->labels = std::move(labels);
+  found->series.push_back(std::move(series));
+  return found->series.back().get();
 }
 
 absl::StatusOr<Counter*> Registry::AddCounter(absl::string_view name,
                                               absl::string_view help,
                                               Labels labels) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Family*> family =
-      PrepareSeries(name, help, kCounter, labels, nullptr);
-  if (!family.ok()) return family.status();
-  auto series = std::make_unique<Series>();
-  series->labels = std::move(labels);
-  series->counter = std::make_unique<Counter>();
-  Counter* counter = series->counter.get();
-  (*family)->series.push_back(std::move(series));
-  return counter;
+  absl::StatusOr<Series*> series =
+      AddSeriesLocked(name, help, kCounter, std::move(labels), nullptr);
+  if (!series.ok()) return series.status();
+  (*series)->counter = std::make_unique<Counter>();
+  return (*series)->counter.get();
 }
 
 absl::StatusOr<Gauge*> Registry::AddGauge(absl::string_view name,
                                           absl::string_view help,
                                           Labels labels) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Family*> family =
-      PrepareSeries(name, help, kGauge, labels, nullptr);
-  if (!family.ok()) return family.status();
-  auto series = std::make_unique<Series>();
-  series->labels = std::move(labels);
-  series->gauge = std::make_unique<Gauge>();
-  Gauge* gauge = series->gauge.get();
-  (*family)->series.push_back(std::move(series));
-  return gauge;
+  absl::StatusOr<Series*> series =
+      AddSeriesLocked(name, help, kGauge, std::move(labels), nullptr);
+  if (!series.ok()) return series.status();
+  (*series)->gauge = std::make_unique<Gauge>();
+  return (*series)->gauge.get();
 }
 
 absl::Status Registry::AddCallbackGauge(absl::string_view name,
@@ -252,13 +252,10 @@ absl::Status Registry::AddCallbackGauge(absl::string_view name,
                                         Labels labels) {
   if (!read) return absl::InvalidArgumentError("callback gauge needs a reader");
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Family*> family =
-      PrepareSeries(name, help, kGauge, labels, nullptr);
-  if (!family.ok()) return family.status();
-  auto series = std::make_unique<Series>();
-  series->labels = std::move(labels);
-  series->gauge_callback = std::move(read);
-  (*family)->series.push_back(std::move(series));
+  absl::StatusOr<Series*> series =
+      AddSeriesLocked(name, help, kGauge, std::move(labels), nullptr);
+  if (!series.ok()) return series.status();
+  (*series)->gauge_callback = std::move(read);
   return absl::OkStatus();
 }
 
@@ -270,13 +267,10 @@ absl::Status Registry::AddCallbackCounter(absl::string_view name,
     return absl::InvalidArgumentError("callback counter needs a reader");
   }
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Family*> family =
-      PrepareSeries(name, help, kCounter, labels, nullptr);
-  if (!family.ok()) return family.status();
-  auto series = std::make_unique<Series>();
-  series->labels = std::move(labels);
-  series->counter_callback = std::move(read);
-  (*family)->series.push_back(std::move(series));
+  absl::StatusOr<Series*> series =
+      AddSeriesLocked(name, help, kCounter, std::move(labels), nullptr);
+  if (!series.ok()) return series.status();
+  (*series)->counter_callback = std::move(read);
   return absl::OkStatus();
 }
 
@@ -294,13 +288,10 @@ absl::Status Registry::AddCallbackHistogram(
         absl::StrCat("metric \"", name, "\": ", check.status().message()));
   }
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Family*> family =
-      PrepareSeries(name, help, kHistogram, labels, &bounds);
-  if (!family.ok()) return family.status();
-  auto series = std::make_unique<Series>();
-  series->labels = std::move(labels);
-  series->histogram_callback = std::move(read);
-  (*family)->series.push_back(std::move(series));
+  absl::StatusOr<Series*> series =
+      AddSeriesLocked(name, help, kHistogram, std::move(labels), &bounds);
+  if (!series.ok()) return series.status();
+  (*series)->histogram_callback = std::move(read);
   return absl::OkStatus();
 }
 
@@ -315,15 +306,11 @@ absl::StatusOr<Histogram*> Registry::AddHistogram(absl::string_view name,
         absl::StrCat("metric \"", name, "\": ", histogram.status().message()));
   }
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<Family*> family =
-      PrepareSeries(name, help, kHistogram, labels, &bounds);
-  if (!family.ok()) return family.status();
-  auto series = std::make_unique<Series>();
-  series->labels = std::move(labels);
-  series->histogram = std::move(*histogram);
-  Histogram* result = series->histogram.get();
-  (*family)->series.push_back(std::move(series));
-  return result;
+  absl::StatusOr<Series*> series =
+      AddSeriesLocked(name, help, kHistogram, std::move(labels), &bounds);
+  if (!series.ok()) return series.status();
+  (*series)->histogram = std::move(*histogram);
+  return (*series)->histogram.get();
 }
 
 std::string Registry::Render() const {

@@ -122,12 +122,12 @@ class Registry {
   struct Family;
   struct Series;
 
-  // Finds or creates the family for a new series, checking the rules.
-  // REQUIRES: mu_ held.
-  absl::StatusOr<Family*> PrepareSeries(absl::string_view name,
-                                        absl::string_view help, int type,
-                                        const Labels& labels,
-                                        const std::vector<double>* bounds)
+  // Checks the rules, finds or creates the family, and adds an empty series
+  // with `labels` to it for the caller to give its value or callback.
+  absl::StatusOr<Series*> AddSeriesLocked(absl::string_view name,
+                                          absl::string_view help, int type,
+                                          Labels labels,
+                                          const std::vector<double>* bounds)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;

@@ -41,6 +41,23 @@ class Checker {
     }
     return *this;
   }
+  // Acquire, Renew, Release: the lengths of the caller's client id and the
+  // lock's name ...
+  template <typename Request>
+  Checker& CallerAndLockSizes(const Request& request, const Limits& limits) {
+    return Size(request.client_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+        .Size(request.lock(), limits.max_lock_name_bytes,
+              "max-lock-name-bytes");
+  }
+  // ... and of its request and session ids.
+  template <typename Request>
+  Checker& IdSizes(const Request& request, const Limits& limits) {
+    return Size(request.request_id(), limits.max_request_id_bytes,
+                "max-request-id-bytes")
+        .Size(request.session_id(), limits.max_client_id_bytes,
+              "max-client-id-bytes");
+  }
   absl::Status status() const { return status_; }
 
  private:
@@ -94,16 +111,10 @@ absl::StatusOr<AcquireArgs> ParseAcquire(const pb::AcquireRequest& request,
                         request.wait_timeout_ms() <= kMaxWaitTimeoutMs,
                     "wait_timeout_ms")
           .Ttl(request.ttl_ms(), "ttl_ms")
-          .Size(request.client_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
-          .Size(request.lock(), limits.max_lock_name_bytes,
-                "max-lock-name-bytes")
+          .CallerAndLockSizes(request, limits)
           .Size(request.holder_label(), limits.max_label_bytes,
                 "max-label-bytes")
-          .Size(request.request_id(), limits.max_request_id_bytes,
-                "max-request-id-bytes")
-          .Size(request.session_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
+          .IdSizes(request, limits)
           .status();
   if (!status.ok()) return status;
   AcquireArgs args;
@@ -126,14 +137,8 @@ absl::StatusOr<RenewArgs> ParseRenew(const pb::RenewRequest& request,
           .Required(request.client_id(), "client_id")
           .Required(request.lock(), "lock")
           .Ttl(request.ttl_ms(), "ttl_ms")
-          .Size(request.client_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
-          .Size(request.lock(), limits.max_lock_name_bytes,
-                "max-lock-name-bytes")
-          .Size(request.request_id(), limits.max_request_id_bytes,
-                "max-request-id-bytes")
-          .Size(request.session_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
+          .CallerAndLockSizes(request, limits)
+          .IdSizes(request, limits)
           .status();
   if (!status.ok()) return status;
   return RenewArgs{.client = request.client_id(),
@@ -149,14 +154,8 @@ absl::StatusOr<ReleaseArgs> ParseRelease(const pb::ReleaseRequest& request,
       Checker()
           .Required(request.client_id(), "client_id")
           .Required(request.lock(), "lock")
-          .Size(request.client_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
-          .Size(request.lock(), limits.max_lock_name_bytes,
-                "max-lock-name-bytes")
-          .Size(request.request_id(), limits.max_request_id_bytes,
-                "max-request-id-bytes")
-          .Size(request.session_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
+          .CallerAndLockSizes(request, limits)
+          .IdSizes(request, limits)
           .status();
   if (!status.ok()) return status;
   return ReleaseArgs{.client = request.client_id(),

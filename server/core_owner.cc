@@ -748,9 +748,12 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
 // ---------------------------------------------------------------------------
 // Renew, Release, Write and the queries.
 
-absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
+template <typename Answer, typename Args, typename Apply>
+absl::StatusOr<Answer> CoreOwner::RetriableCall(const Args& args,
+                                                Fingerprint fingerprint,
+                                                Apply apply) {
   Effects fx;
-  absl::StatusOr<RenewAnswer> result;
+  absl::StatusOr<Answer> result;
   {
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
@@ -758,21 +761,29 @@ absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
     if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
         !s.ok()) {
       result = std::move(s);
-    } else if (auto cached = CheckRetryCache<RenewAnswer>(
+    } else if (auto cached = CheckRetryCache<Answer>(
                    retry_cache_, args.client, args.request_id,
-                   Fingerprint{.method = Fingerprint::Method::kRenew,
-                               .lock = args.lock,
-                               .ttl_ms = args.ttl_ms},
-                   now)) {
+                   std::move(fingerprint), now)) {
       result = *std::move(cached);
     } else {
-      result = RenewLocked(args, now, fx);
+      result = apply(now, fx);
       RememberAnswer(retry_cache_, args.client, args.request_id, result, now);
     }
     ScheduleLocked(fx);
   }
   Perform(fx);
   return result;
+}
+
+absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
+  return RetriableCall<RenewAnswer>(
+      args,
+      Fingerprint{.method = Fingerprint::Method::kRenew,
+                  .lock = args.lock,
+                  .ttl_ms = args.ttl_ms},
+      [&](Tick now, Effects& fx) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return RenewLocked(args, now, fx);
+      });
 }
 
 absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
@@ -787,29 +798,12 @@ absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
 }
 
 absl::StatusOr<ReleaseOutcome> CoreOwner::Release(const ReleaseArgs& args) {
-  Effects fx;
-  absl::StatusOr<ReleaseOutcome> result;
-  {
-    absl::MutexLock lock(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
-        !s.ok()) {
-      result = std::move(s);
-    } else if (auto cached = CheckRetryCache<ReleaseOutcome>(
-                   retry_cache_, args.client, args.request_id,
-                   Fingerprint{.method = Fingerprint::Method::kRelease,
-                               .lock = args.lock},
-                   now)) {
-      result = *std::move(cached);
-    } else {
-      result = ReleaseLocked(args, now, fx);
-      RememberAnswer(retry_cache_, args.client, args.request_id, result, now);
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+  return RetriableCall<ReleaseOutcome>(
+      args,
+      Fingerprint{.method = Fingerprint::Method::kRelease, .lock = args.lock},
+      [&](Tick now, Effects& fx) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return ReleaseLocked(args, now, fx);
+      });
 }
 
 absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,

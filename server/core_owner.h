@@ -303,6 +303,13 @@ class CoreOwner {
                                             PendingAcquire* call, Tick now,
                                             Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Renew and Release: brings time up to now, checks the session, answers
+  // a retry from the retry cache or else calls apply(now, fx) (under mu_)
+  // and remembers its answer, then performs the effects.
+  template <typename Answer, typename Args, typename Apply>
+  absl::StatusOr<Answer> RetriableCall(const Args& args,
+                                       Fingerprint fingerprint, Apply apply)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<RenewAnswer> RenewLocked(const RenewArgs& args, Tick now,
                                           Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -325,32 +325,35 @@ class SessionReactor final
   // A SessionCall: parsed and bound to the session here, so request_ is
   // free for the next read before the call is answered.
   void HandleCall() {
-    std::optional<std::string> id = SessionId();
-    if (!id.has_value()) {
+    Binding session;
+    {
+      absl::MutexLock lock(&mu_);
+      if (session_id_.has_value()) {
+        session = Binding{*session_id_, client_};
+        ++calls_in_flight_;
+      }
+    }
+    if (session.session_id.empty()) {  // session ids are never empty
       EndStream(InvalidField(ErrorCode::kInvalidArguments, "open"));
       return;
     }
     const pb::SessionCall& call = request_.call();
     const uint64_t call_id = call.call_id();
-    {
-      absl::MutexLock lock(&mu_);
-      ++calls_in_flight_;
-    }
     switch (call.request_case()) {
       case pb::SessionCall::kAcquire: {
         pb::AcquireRequest request = call.acquire();
         ContinueReading();
-        return AcquireCall(call_id, std::move(request), *id);
+        return AcquireCall(call_id, std::move(request), session);
       }
       case pb::SessionCall::kRenew: {
         pb::RenewRequest request = call.renew();
         ContinueReading();
-        return RenewCall(call_id, std::move(request), *id);
+        return RenewCall(call_id, std::move(request), session);
       }
       case pb::SessionCall::kRelease: {
         pb::ReleaseRequest request = call.release();
         ContinueReading();
-        return ReleaseCall(call_id, std::move(request), *id);
+        return ReleaseCall(call_id, std::move(request), session);
       }
       case pb::SessionCall::REQUEST_NOT_SET:
         break;
@@ -360,29 +363,32 @@ class SessionReactor final
         call_id, InvalidField(ErrorCode::kInvalidArguments, "request")));
   }
 
+  // The session a call acts in (fixed once `open` has been answered).
+  struct Binding {
+    std::string session_id;
+    std::string client;
+  };
+
   // The session's client and id stand in for empty fields; other values
   // are refused, so a stream can act only for the client that opened it.
   template <typename Request>
-  absl::Status BindToSession(Request& request, const std::string& session_id) {
-    std::string client;
-    {
-      absl::MutexLock lock(&mu_);
-      client = client_;
-    }
-    if (request.client_id().empty()) request.set_client_id(client);
-    if (request.client_id() != client) {
+  absl::Status BindToSession(Request& request, const Binding& session) {
+    if (request.client_id().empty()) request.set_client_id(session.client);
+    if (request.client_id() != session.client) {
       return InvalidField(ErrorCode::kInvalidArguments, "client_id");
     }
-    if (request.session_id().empty()) request.set_session_id(session_id);
-    if (request.session_id() != session_id) {
+    if (request.session_id().empty()) {
+      request.set_session_id(session.session_id);
+    }
+    if (request.session_id() != session.session_id) {
       return InvalidField(ErrorCode::kInvalidArguments, "session_id");
     }
     return authorizer_.CheckUseLock(PeerOf(context_), request.lock());
   }
 
   void AcquireCall(uint64_t call_id, pb::AcquireRequest request,
-                    const std::string& session_id) {
-    if (absl::Status s = BindToSession(request, session_id); !s.ok()) {
+                    const Binding& session) {
+    if (absl::Status s = BindToSession(request, session); !s.ok()) {
       return AnswerWhenDurable(CallError(call_id, s));
     }
     absl::StatusOr<AcquireArgs> args = ParseAcquire(request, limits_);
@@ -406,8 +412,8 @@ class SessionReactor final
   }
 
   void RenewCall(uint64_t call_id, pb::RenewRequest request,
-             const std::string& session_id) {
-    if (absl::Status s = BindToSession(request, session_id); !s.ok()) {
+             const Binding& session) {
+    if (absl::Status s = BindToSession(request, session); !s.ok()) {
       return AnswerWhenDurable(CallError(call_id, s));
     }
     absl::StatusOr<RenewArgs> args = ParseRenew(request, limits_);
@@ -423,8 +429,8 @@ class SessionReactor final
   }
 
   void ReleaseCall(uint64_t call_id, pb::ReleaseRequest request,
-               const std::string& session_id) {
-    if (absl::Status s = BindToSession(request, session_id); !s.ok()) {
+               const Binding& session) {
+    if (absl::Status s = BindToSession(request, session); !s.ok()) {
       return AnswerWhenDurable(CallError(call_id, s));
     }
     absl::StatusOr<ReleaseArgs> args = ParseRelease(request, limits_);

@@ -23,17 +23,6 @@
 namespace leasekeeper::client::testing {
 namespace {
 
-template <typename Condition>
-bool Eventually(Condition condition,
-                absl::Duration timeout = absl::Seconds(5)) {
-  const MonotonicTime deadline = MonotonicNow() + timeout;
-  while (MonotonicNow() < deadline) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return condition();
-}
-
 std::string Ctl() { return BinaryDirectory() + "/leasekeeper-ctl"; }
 
 // A fresh file path under the test's temporary directory.

@@ -22,17 +22,6 @@
 namespace leasekeeper::client::testing {
 namespace {
 
-template <typename Condition>
-bool Eventually(Condition condition,
-                absl::Duration timeout = absl::Seconds(5)) {
-  const MonotonicTime deadline = MonotonicNow() + timeout;
-  while (MonotonicNow() < deadline) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return condition();
-}
-
 // Records a leader's terms for the test thread.
 struct TermLog {
   absl::Mutex mu;

@@ -29,18 +29,6 @@ namespace {
 
 constexpr absl::Duration kShortTtl = absl::Milliseconds(300);
 
-// Polls `condition` every 20 ms for up to `timeout`.
-template <typename Condition>
-bool Eventually(Condition condition,
-                absl::Duration timeout = absl::Seconds(5)) {
-  const MonotonicTime deadline = MonotonicNow() + timeout;
-  while (MonotonicNow() < deadline) {
-    if (condition()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return condition();
-}
-
 // Counts the calls made over the channels it makes, by method ("Renew"). A
 // call on the session stream is part of one Session call, so only unary
 // calls count under "Acquire", "Renew" and "Release".

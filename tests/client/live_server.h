@@ -8,12 +8,26 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/client.h"
+#include "client/lease_timer.h"
 #include "client/rpc_client.h"
 #include "client/testing/local_server.h"
 #include "gtest/gtest.h"
 
 namespace leasekeeper::client::testing {
+
+// Polls `condition` every 20 ms for up to `timeout`.
+template <typename Condition>
+bool Eventually(Condition condition,
+                absl::Duration timeout = absl::Seconds(5)) {
+  const MonotonicTime deadline = MonotonicNow() + timeout;
+  while (MonotonicNow() < deadline) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return condition();
+}
 
 // The server's session grace in these tests.
 inline constexpr absl::Duration kGrace = absl::Milliseconds(500);
