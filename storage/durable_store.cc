@@ -172,6 +172,7 @@ absl::Status DurableStore::Recover(StateMachine& machine) {
 
   FileLogOptions log_options;
   log_options.segment_bytes = options_.segment_bytes;
+  log_options.preallocate_segments = options_.preallocate_log_segments;
   log_options.truncate_at_corruption = options_.recover_truncate;
   log_options.min_next_position = snapshot_position + 1;
   log_options.open_file = options_.open_file;

@@ -134,8 +134,9 @@ struct DurableStoreOptions {
   int64_t restart_grace_ticks = 0;
   // --recover-truncate (log.h): cut the log at the first bad record.
   bool recover_truncate = false;
-  // Log segment size (log.h).
+  // Log segment size, and whether segments are preallocated (log.h).
   uint64_t segment_bytes = uint64_t{8} << 20;
+  bool preallocate_log_segments = true;
   // How log segments are opened for writing; tests inject faults here.
   WritableFileFactory open_file = OpenPosixWritableFile;
 };

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -18,19 +19,25 @@ namespace {
 
 class PosixWritableFile final : public WritableFile {
  public:
-  PosixWritableFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  PosixWritableFile(int fd, std::string path, uint64_t end)
+      : fd_(fd), path_(std::move(path)), append_at_(end), size_(end) {}
   ~PosixWritableFile() override { Close().IgnoreError(); }
 
   absl::Status Append(absl::string_view data) override {
-    if (fd_ < 0) return absl::FailedPreconditionError("file closed: " + path_);
-    while (!data.empty()) {
-      const ssize_t n = ::write(fd_, data.data(), data.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return absl::UnavailableError(
-            absl::StrCat("write to ", path_, " failed: ", std::strerror(errno)));
-      }
-      data.remove_prefix(static_cast<size_t>(n));
+    absl::Status written = WriteAt(data, append_at_);
+    size_ = std::max(size_, append_at_);
+    return written;
+  }
+
+  absl::Status Preallocate(uint64_t size) override {
+    static constexpr size_t kChunk = 1 << 20;
+    const std::string zeros(kChunk, '\0');
+    uint64_t at = size_;
+    while (at < size) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
+      absl::Status written = WriteAt(absl::string_view(zeros).substr(0, n), at);
+      size_ = std::max(size_, at);
+      if (!written.ok()) return written;
     }
     return absl::OkStatus();
   }
@@ -55,8 +62,28 @@ class PosixWritableFile final : public WritableFile {
   const std::string& path() const override { return path_; }
 
  private:
+  // Writes all of `data` at `offset`, which ends up just after what was
+  // written (also when it fails part-way).
+  absl::Status WriteAt(absl::string_view data, uint64_t& offset) {
+    if (fd_ < 0) return absl::FailedPreconditionError("file closed: " + path_);
+    while (!data.empty()) {
+      const ssize_t n = ::pwrite(fd_, data.data(), data.size(),
+                                 static_cast<off_t>(offset));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return absl::UnavailableError(
+            absl::StrCat("write to ", path_, " failed: ", std::strerror(errno)));
+      }
+      data.remove_prefix(static_cast<size_t>(n));
+      offset += static_cast<uint64_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
   int fd_;
   std::string path_;
+  uint64_t append_at_;  // where the next Append writes
+  uint64_t size_;       // the file's size as far as this object wrote it
 };
 
 }  // namespace
@@ -70,11 +97,17 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path,
 
 absl::StatusOr<std::unique_ptr<WritableFile>> OpenPosixWritableFile(
     const std::string& path, bool truncate) {
-  const int flags =
-      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0);
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0);
   const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) return ErrnoError("open", path, errno);
-  return std::unique_ptr<WritableFile>(new PosixWritableFile(fd, path));
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end < 0) {
+    const int error_number = errno;
+    ::close(fd);
+    return ErrnoError("seek to the end of", path, error_number);
+  }
+  return std::unique_ptr<WritableFile>(
+      new PosixWritableFile(fd, path, static_cast<uint64_t>(end)));
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {

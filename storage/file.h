@@ -28,9 +28,16 @@ namespace leasekeeper::storage {
 class WritableFile {
  public:
   virtual ~WritableFile() = default;
-  // Writes all of `data` at the end of the file (handles short writes and
-  // EINTR). Unavailable on failure; part of `data` may have been written.
+  // Writes all of `data` after what was appended before (handles short
+  // writes and EINTR), over any preallocated zeros. Unavailable on
+  // failure; part of `data` may have been written.
   virtual absl::Status Append(absl::string_view data) = 0;
+  // Makes the file at least `size` bytes long by writing zero bytes after
+  // its end; the next Append still goes right after the previous one.
+  // Writing over real zeros later needs no change to the file's size or
+  // block map, so Sync after such an Append flushes the data alone (no
+  // journal commit): that is what it is for. Unavailable on failure.
+  virtual absl::Status Preallocate(uint64_t size) = 0;
   // fdatasync: everything appended so far is durable. Unavailable on
   // failure. Cost: one disk flush.
   virtual absl::Status Sync() = 0;
@@ -39,13 +46,14 @@ class WritableFile {
   virtual const std::string& path() const = 0;
 };
 
-// Creates or opens a file for appending. `truncate`: start empty.
+// Creates or opens a file for appending (after its current end).
+// `truncate`: start empty.
 using WritableFileFactory =
     std::function<absl::StatusOr<std::unique_ptr<WritableFile>>(
         const std::string& path, bool truncate)>;
 
-// The real thing (open(2) with O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC, mode
-// 0644).
+// The real thing (open(2) with O_WRONLY|O_CREAT|O_CLOEXEC, mode 0644;
+// pwrite(2) at the append offset).
 absl::StatusOr<std::unique_ptr<WritableFile>> OpenPosixWritableFile(
     const std::string& path, bool truncate);
 

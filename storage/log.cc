@@ -67,6 +67,8 @@ absl::Status ScanFrames(absl::string_view data, size_t start,
     return absl::OkStatus();
   };
   while (offset < data.size()) {
+    // Zeros from a frame boundary on: preallocated space, the end.
+    if (data[offset] == 0 && AllZero(data.substr(offset))) break;
     const size_t rest = data.size() - offset;
     const char* p = data.data() + offset;
     if (rest < kLogFrameHeaderBytes) {
@@ -217,8 +219,7 @@ absl::StatusOr<std::unique_ptr<FileLog>> FileLog::Open(const std::string& dir,
     // A header cut short, or never written (zeros), in the last segment is
     // a crash while the segment was being created: it holds no record.
     const bool torn_header =
-        data->size() < kLogSegmentHeaderBytes ||
-        (data->size() == kLogSegmentHeaderBytes && AllZero(*data));
+        data->size() < kLogSegmentHeaderBytes || AllZero(*data);
     if (torn_header && last) {
       if (absl::Status s = drop_segment(path, data->size(),
                                         "incomplete header (torn tail)");
@@ -281,6 +282,9 @@ absl::StatusOr<std::unique_ptr<FileLog>> FileLog::Open(const std::string& dir,
             first + scan.count, " on are lost"));
       }
       if (absl::Status s = TruncateFile(path, scan.good_end); !s.ok()) return s;
+    } else if (last && scan.good_end < data->size()) {
+      // Preallocated space nobody wrote: no new record goes here again.
+      if (absl::Status s = TruncateFile(path, scan.good_end); !s.ok()) return s;
     }
     segments.push_back(std::move(segment));
   }
@@ -333,6 +337,11 @@ absl::Status FileLog::StartSegment(LogPosition first) {
       options_.open_file(path, /*truncate=*/true);
   if (!file.ok()) return file.status();
   if (absl::Status s = (*file)->Append(SegmentHeader(first)); !s.ok()) return s;
+  if (options_.preallocate_segments) {
+    // Best effort: on a disk too full for it the records still go in, as
+    // long as they fit (zeros written part-way are the end, as ever).
+    (*file)->Preallocate(options_.segment_bytes).IgnoreError();
+  }
   if (absl::Status s = (*file)->Sync(); !s.ok()) return s;
   if (absl::Status s = SyncDirectory(dir_); !s.ok()) return s;
   file_ = *std::move(file);

@@ -35,8 +35,14 @@
 //    acknowledged (a reply waits for its record to be synced, and a sync
 //    covers every byte before it), so it is dropped: the file is truncated
 //    to the last good record and the open reports a warning.
-//  - A last segment shorter than its header (a crash while it was created)
-//    is removed with a warning.
+//  - The END of a segment's records is the end of the file, or zero bytes
+//    from a frame boundary to the end of the file: space the writer
+//    preallocated (FileLogOptions::preallocate_segments). That is no
+//    damage and gets no warning; the last segment's zeros are cut off.
+//    (Records lost there could only be unsynced ones; in any segment but
+//    the last, the next segment's first position shows a gap.)
+//  - A last segment shorter than its header, or all zeros (a crash while
+//    it was created), is removed with a warning.
 //  - Anything else is CORRUPTION BEFORE THE TAIL: a bad frame with data
 //    after it, any bad frame in an earlier segment, a bad header, a gap in
 //    positions. Open fails with DataLoss naming the file and byte offset.
@@ -136,6 +142,14 @@ class Log {
 struct FileLogOptions {
   // A segment is rolled once it reaches this size.
   uint64_t segment_bytes = uint64_t{8} << 20;
+  // Write a new segment full of zeros (segment_bytes) when it is started,
+  // so that records are written over blocks the file already has: a sync
+  // then flushes the data alone, without a journal commit for the file's
+  // new size (on ext4 here, fdatasync took 96-101 us instead of 146-153 us
+  // for 2 KiB records). Costs a write of segment_bytes per segment. Best
+  // effort: if the disk has no room for it, records are appended as they
+  // fit, and a full disk fails the log as it would without it.
+  bool preallocate_segments = false;
   // --recover-truncate: cut the log at the first bad record instead of
   // refusing to open (see the recovery rules above).
   bool truncate_at_corruption = false;

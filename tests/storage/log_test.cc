@@ -82,9 +82,12 @@ std::vector<size_t> FrameOffsets(const std::string& data) {
 }
 
 TEST(FileLog, AppendedRecordsReadBackAfterReopenAcrossSegments) {
+  for (bool preallocate : {false, true}) {
+  SCOPED_TRACE(preallocate ? "preallocated segments" : "growing segments");
   TempDir dir;
   FileLogOptions small;
   small.segment_bytes = 200;
+  small.preallocate_segments = preallocate;
   WriteRecords(dir.path(), 100, small);
   EXPECT_GT(Segments(dir.path()).size(), 5u);
 
@@ -103,6 +106,56 @@ TEST(FileLog, AppendedRecordsReadBackAfterReopenAcrossSegments) {
   ASSERT_TRUE(log->Append({"after"}).ok());
   ASSERT_TRUE(log->Sync().ok());
   EXPECT_EQ(ReadAll(*log, 101), std::vector<std::string>{"after"});
+  }
+}
+
+TEST(FileLog, PreallocatedSegmentIsWrittenOverAndItsUnusedZerosCutOnReopen) {
+  TempDir dir;
+  FileLogOptions options;
+  options.segment_bytes = 64 << 10;
+  options.preallocate_segments = true;
+  {
+    std::unique_ptr<FileLog> log = OpenLog(dir.path(), nullptr, options);
+    ASSERT_NE(log, nullptr);
+    ASSERT_TRUE(log->Append({Record(1), Record(2)}).ok());
+    ASSERT_TRUE(log->Sync().ok());
+    const std::string path = Segments(dir.path()).back();
+    const std::string data = Slurp(path);
+    // The file has its full size from the start; the records sit at its
+    // beginning and zeros follow.
+    EXPECT_EQ(data.size(), options.segment_bytes);
+    ASSERT_EQ(FrameOffsets(data.substr(0, data.find_last_not_of('\0') + 1))
+                  .size(),
+              2u);
+  }
+  const std::string first_segment = Segments(dir.path()).front();
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report, options);
+  ASSERT_NE(log, nullptr);
+  EXPECT_FALSE(report.tail_dropped);
+  EXPECT_TRUE(report.warnings.empty());
+  EXPECT_EQ(ReadAll(*log), (std::vector<std::string>{Record(1), Record(2)}));
+  // The old segment now ends at its last record.
+  const std::string trimmed = Slurp(first_segment);
+  EXPECT_EQ(FrameOffsets(trimmed).size(), 2u);
+  EXPECT_NE(trimmed.back(), '\0');
+}
+
+TEST(FileLog, CrashWhileAPreallocatedSegmentWasCreatedLosesNothing) {
+  TempDir dir;
+  WriteRecords(dir.path(), 4);
+  // A next segment whose header never reached the disk, zeros after it.
+  const std::string ghost =
+      dir.path() + "/wal-00000000000000000005.log";
+  Spit(ghost, std::string(4096, '\0'));
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
+  ASSERT_NE(log, nullptr);
+  EXPECT_TRUE(report.tail_dropped);  // the empty segment, with a warning
+  EXPECT_EQ(ReadAll(*log).size(), 4u);
+  EXPECT_EQ(log->next_position(), 5u);
+  // Replaced by a proper segment for the records to come.
+  EXPECT_EQ(Slurp(ghost).substr(0, 8), "LKWALSEG");
 }
 
 TEST(FileLog, TornTailAtEveryByteOffsetIsDroppedWithAWarning) {
@@ -144,15 +197,33 @@ TEST(FileLog, TailCutBeforeItsFrameHeaderEndsIsDroppedToo) {
   EXPECT_EQ(ReadAll(*log).size(), 4u);
 }
 
-TEST(FileLog, ZeroFilledTailIsDropped) {
+TEST(FileLog, ZerosAfterTheLastRecordAreTheEndNotDamage) {
   TempDir dir;
   WriteRecords(dir.path(), 4);
   const std::string path = Segments(dir.path()).back();
-  Spit(path, Slurp(path) + std::string(4096, '\0'));
+  const std::string records = Slurp(path);
+  Spit(path, records + std::string(4096, '\0'));
+  LogOpenReport report;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
+  EXPECT_FALSE(report.tail_dropped);
+  EXPECT_TRUE(report.warnings.empty());
+  EXPECT_EQ(ReadAll(*log).size(), 4u);
+  EXPECT_EQ(Slurp(path), records);
+}
+
+TEST(FileLog, ZerosAfterACutShortRecordAreATornTail) {
+  TempDir dir;
+  WriteRecords(dir.path(), 4);
+  const std::string path = Segments(dir.path()).back();
+  const std::string intact = Slurp(path);
+  // The last record's frame header survived, its payload did not.
+  const size_t last = FrameOffsets(intact).back();
+  Spit(path, intact.substr(0, last + kLogFrameHeaderBytes) +
+                 std::string(4096, '\0'));
   LogOpenReport report;
   std::unique_ptr<FileLog> log = OpenLog(dir.path(), &report);
   EXPECT_TRUE(report.tail_dropped);
-  EXPECT_EQ(ReadAll(*log).size(), 4u);
+  EXPECT_EQ(ReadAll(*log).size(), 3u);
 }
 
 TEST(FileLog, BitFlipInTheTailRecordIsDropped) {

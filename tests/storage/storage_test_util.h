@@ -189,6 +189,9 @@ class FaultyFile final : public WritableFile {
     }
     return file_->Sync();
   }
+  absl::Status Preallocate(uint64_t size) override {
+    return file_->Preallocate(size);
+  }
   absl::Status Close() override { return file_->Close(); }
   const std::string& path() const override { return file_->path(); }
 
