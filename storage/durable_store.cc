@@ -342,9 +342,6 @@ absl::StatusOr<LogPosition> DurableStore::Append(const Operation& operation) {
     ++records_since_snapshot_;
     if (options_.fsync != FsyncPolicy::kNever) {
       pending_.push_back(std::move(record));
-      // Records nobody waits for yet are written by the next writer; this
-      // bounds how many pile up meanwhile.
-      if (pending_.size() >= kMaxUnrequestedRecords) CallFlusherLocked();
       return position;
     }
     // kNever: one write(2) here is all the durability the policy asks for
@@ -367,35 +364,28 @@ absl::StatusOr<LogPosition> DurableStore::Append(const Operation& operation) {
 
 void DurableStore::OnDurable(LogPosition position, DurableCallback done) {
   absl::Status status;
-  bool lead = false;
   {
     absl::MutexLock lock(&mu_);
     if (position > durable_) {
       if (failed_.ok() && !flusher_done_) {
         waiting_[position].push_back(std::move(done));
-        // A write in progress (or Close's drain) covers the record: the
-        // writer drains pending_ before it lets the role go.
-        if (writing_ || closing_) return;
-        writing_ = true;  // this thread writes: no hand-off to the flusher
-        lead = true;
-      } else {
-        status = failed_.ok() ? absl::FailedPreconditionError(
-                                    "durable store closed before the record "
-                                    "was written")
-                              : failed_;
+        return;
       }
+      status = failed_.ok() ? absl::FailedPreconditionError(
+                                  "durable store closed before the record "
+                                  "was written")
+                            : failed_;
+    }
+    if (!flusher_done_) {
+      ready_.push_back(ReadyCallback{std::move(done), status});
+      return;
     }
   }
-  if (lead) {
-    WriteWhileWriter(/*hand_off_after_one_group=*/true);
-    return;
-  }
-  std::move(done)(status);
+  std::move(done)(status);  // after Close: no flusher to run it
 }
 
 absl::Status DurableStore::WaitDurable(LogPosition position) {
   absl::MutexLock lock(&mu_);
-  if (position > durable_) CallFlusherLocked();
   auto done = [this, position]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return durable_ >= position || !failed_.ok() || flusher_done_;
   };
@@ -430,81 +420,60 @@ DurableStoreStats DurableStore::stats() const {
 
 void DurableStore::FlusherLoop() {
   for (;;) {
+    std::vector<std::string> group;
+    LogPosition first = 0;
+    std::vector<ReadyCallback> ready;
+    bool exit = false;
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return flusher_turn_ || (closing_ && !writing_);
+        return closing_ || !pending_.empty() || !ready_.empty();
       };
       mu_.Await(absl::Condition(&has_work));
-      if (!flusher_turn_) {  // closing, and nobody writes: drain, or stop
-        if (pending_.empty()) {
-          // Decided under the lock, so no OnDurable can slip in after it.
-          flusher_done_ = true;
-          return;
+      ready.swap(ready_);
+      if (!pending_.empty()) {
+        first = next_position_ - pending_.size();
+        group.swap(pending_);
+      }
+      exit = closing_ && group.empty() && ready.empty();
+      // Decided under the lock, so no OnDurable can slip in after it.
+      if (exit) flusher_done_ = true;
+    }
+    RunReady(ready);
+    if (!group.empty()) {
+      const absl::Span<const std::string> all(group);
+      switch (options_.fsync) {
+        case FsyncPolicy::kAlways:
+          for (size_t i = 0; i < group.size(); ++i) {
+            absl::Status s = log_->Append(all.subspan(i, 1));
+            const auto sync_start = std::chrono::steady_clock::now();
+            if (s.ok()) s = log_->Sync();
+            if (!s.ok()) {
+              Fail(s);
+              break;
+            }
+            MarkDurable(first + i, 1, MicrosSince(sync_start));
+          }
+          break;
+        case FsyncPolicy::kBatch: {
+          absl::Status s = log_->Append(all);
+          const auto sync_start = std::chrono::steady_clock::now();
+          if (s.ok()) s = log_->Sync();
+          if (!s.ok()) {
+            Fail(s);
+            break;
+          }
+          MarkDurable(first + group.size() - 1, group.size(),
+                      MicrosSince(sync_start));
+          break;
         }
-        writing_ = true;
-        flusher_turn_ = true;
+        case FsyncPolicy::kNever:
+          break;  // Append wrote it: pending_ stays empty
+
       }
     }
-    WriteWhileWriter(/*hand_off_after_one_group=*/false);
+    if (exit) break;
   }
-}
-
-void DurableStore::CallFlusherLocked() {
-  if (writing_ || !failed_.ok() || pending_.empty()) return;
-  writing_ = true;
-  flusher_turn_ = true;
-}
-
-void DurableStore::WriteWhileWriter(bool hand_off_after_one_group) {
-  for (bool first_group = true;; first_group = false) {
-    std::vector<std::string> group;
-    LogPosition first = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      if (pending_.empty() || !failed_.ok()) {
-        writing_ = false;
-        flusher_turn_ = false;
-        return;
-      }
-      if (hand_off_after_one_group && !first_group) {
-        // The caller's own record is durable and answered; what arrived
-        // meanwhile is the flusher's, so the caller's thread goes back to
-        // serving (and under load the flusher keeps the role).
-        flusher_turn_ = true;
-        return;
-      }
-      first = next_position_ - pending_.size();
-      group.swap(pending_);
-    }
-    WriteGroup(group, first);
-  }
-}
-
-void DurableStore::WriteGroup(const std::vector<std::string>& group,
-                              LogPosition first) {
-  const absl::Span<const std::string> all(group);
-  if (options_.fsync == FsyncPolicy::kAlways) {
-    for (size_t i = 0; i < group.size(); ++i) {
-      absl::Status s = log_->Append(all.subspan(i, 1));
-      const auto sync_start = std::chrono::steady_clock::now();
-      if (s.ok()) s = log_->Sync();
-      if (!s.ok()) {
-        Fail(s);
-        return;
-      }
-      MarkDurable(first + i, 1, MicrosSince(sync_start));
-    }
-    return;
-  }
-  absl::Status s = log_->Append(all);
-  const auto sync_start = std::chrono::steady_clock::now();
-  if (s.ok()) s = log_->Sync();
-  if (!s.ok()) {
-    Fail(s);
-    return;
-  }
-  MarkDurable(first + group.size() - 1, group.size(), MicrosSince(sync_start));
 }
 
 void DurableStore::MarkDurable(LogPosition position, size_t group_records,
@@ -565,6 +534,11 @@ std::vector<DurableStore::DurableCallback> DurableStore::FailLocked(
   waiting_.clear();
   pending_.clear();
   return doomed;
+}
+
+void DurableStore::RunReady(std::vector<ReadyCallback>& ready) {
+  for (ReadyCallback& r : ready) std::move(r.done)(r.status);
+  ready.clear();
 }
 
 bool DurableStore::SnapshotDue() const {

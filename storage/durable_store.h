@@ -15,17 +15,10 @@
 //    lock, so log order == apply order. Append is cheap (encode, enqueue);
 //    it never waits for the disk.
 //  - Send the operation's reply, and every waiter notification it caused,
-//    only from OnDurable(position, callback), called after the core's lock
-//    is released: the callback runs once the record is durable (status OK),
-//    or with Unavailable if the store failed first. Nothing that is not
-//    durable is ever acknowledged.
-//  - Who writes (kAlways, kBatch): if no write is in progress, the caller
-//    of OnDurable writes and syncs every pending record itself and runs the
-//    callbacks, its own first among them, on its own thread; a hand-off to
-//    another thread and back cost more than the fsync on an idle server
-//    (W3 in bench/README.md). Records that arrive meanwhile wait for the
-//    flusher thread, which then keeps the role while records keep coming,
-//    so under load a gRPC thread blocks for at most one group.
+//    only from OnDurable(position, callback): the callback runs on the
+//    flusher thread once the record is durable (status OK), or with
+//    Unavailable if the store failed first. Nothing that is not durable is
+//    ever acknowledged, and no gRPC thread waits for an fsync.
 //  - Time passing is an operation too: a lapse that grants a waiter is only
 //    visible through op::Advance (or a later operation) being appended.
 //  - When SnapshotDue(), hand the core's CoreSnapshot, taken under the same
@@ -37,7 +30,7 @@
 //
 // Fsync policy (--fsync):
 //  - kAlways: every record is written and fsynced on its own.
-//  - kBatch (default): the writer (see above) takes every record pending
+//  - kBatch (default): the flusher takes every record pending when it wakes
 //    (one group), writes them with one write(2) and one fsync, then
 //    acknowledges the group. Concurrent callers share an fsync.
 //  - kNever: records are acknowledged once written to the OS (they survive
@@ -76,10 +69,9 @@
 // entries directly follow the newest snapshot, else through SnapshotDue.
 //
 // Thread-safety: all public methods are thread-safe. Callbacks run on the
-// thread that made their record durable (a caller of OnDurable, or the
-// flusher), never under the store's mutex, those of records that become
-// durable together in position order; one registered for a record that is
-// already durable (or never can be) runs inside OnDurable. A callback must
+// flusher thread, never under the store's mutex: those of records that
+// become durable together in position order, one registered for a record
+// that is already durable on the flusher's next wake-up. A callback must
 // not block for long (it delays later acknowledgements) and must not call
 // WaitDurable or Close; it may call Append and OnDurable.
 //
@@ -197,10 +189,6 @@ struct DurableStoreStats {
 
 class DurableStore {
  public:
-  // Appended records that no OnDurable has asked for yet are left for the
-  // next writer; at this many the flusher writes them anyway.
-  static constexpr size_t kMaxUnrequestedRecords = 1024;
-
   // Runs once the record is durable (OK) or can never be (Unavailable).
   using DurableCallback = absl::AnyInvocable<void(absl::Status) &&>;
 
@@ -238,17 +226,10 @@ class DurableStore {
   // kNever it writes the record to the OS (no fsync).
   absl::StatusOr<LogPosition> Append(const Operation& operation);
 
-  // Calls `done` once record `position` is durable (OK), or with
-  // Unavailable if the store failed before that (FailedPrecondition after
-  // Close). Outcomes:
-  //  - already durable, or never can be: `done` runs here, now;
-  //  - a write is in progress: `done` runs on the writer's thread after
-  //    the group that holds the record;
-  //  - otherwise (kAlways, kBatch) this thread writes and syncs every
-  //    pending record, runs their callbacks (`done` among them) and
-  //    returns; it blocks for one group's write and fsync.
-  // REQUIRES: position <= last_position(); the caller holds no lock that a
-  // callback takes (the core's lock above all: callbacks answer clients).
+  // Calls `done` on the flusher thread once record `position` is durable
+  // (OK), or with Unavailable if the store failed before that. Also when
+  // the record is already durable (then as soon as the flusher wakes).
+  // REQUIRES: position <= last_position().
   void OnDurable(LogPosition position, DurableCallback done);
 
   // Blocks until record `position` is durable. OK, or Unavailable if the
@@ -290,23 +271,16 @@ class DurableStore {
     CoreSnapshot snapshot;
     LogPosition covered = 0;
   };
+  struct ReadyCallback {
+    DurableCallback done;
+    absl::Status status;
+  };
+
   DurableStore(std::string dir, DurableStoreOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
 
   absl::Status Recover(StateMachine& machine);
   void FlusherLoop();
-  // Gives the writer role to the flusher if nobody holds it and records are
-  // pending.
-  void CallFlusherLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The calling thread holds the writer role (writing_): writes pending
-  // groups until none is left (then gives the role up) or, with
-  // `hand_off_after_one_group`, after the first group passes the role to
-  // the flusher if more records arrived meanwhile.
-  void WriteWhileWriter(bool hand_off_after_one_group);
-  // Writes and syncs `group` (positions first, first+1, ...) under the
-  // fsync policy; marks it durable (its callbacks run here) or fails the
-  // store.
-  void WriteGroup(const std::vector<std::string>& group, LogPosition first);
   void SnapshotLoop();
   // Marks records up to `position` durable and runs their callbacks.
   void MarkDurable(LogPosition position, size_t group_records,
@@ -323,6 +297,7 @@ class DurableStore {
   // mu_.
   std::vector<DurableCallback> FailLocked(const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunReady(std::vector<ReadyCallback>& ready);
   absl::Status WriteSnapshot(SnapshotJob& job);
 
   const std::string dir_;
@@ -339,11 +314,7 @@ class DurableStore {
   LogPosition pending_first_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<LogPosition, std::vector<DurableCallback>> waiting_
       ABSL_GUARDED_BY(mu_);
-  // One thread at a time writes the log (kAlways, kBatch): a caller of
-  // OnDurable, or the flusher when flusher_turn_ says so. Whoever holds the
-  // role writes every pending record before giving it up.
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool flusher_turn_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<ReadyCallback> ready_ ABSL_GUARDED_BY(mu_);
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool flusher_done_ ABSL_GUARDED_BY(mu_) = false;

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -188,20 +187,18 @@ TEST(DurableStore, ConcurrentAppendersShareFsyncsInBatchMode) {
     clients.emplace_back([&, t] {
       for (int i = 0; i < 100; ++i) {
         absl::Notification done;
-        absl::StatusOr<LogPosition> position;
         {
           absl::MutexLock lock(&core_mu);
           Operation op{0, op::Write{"L", absl::StrCat("k", t), "v", 1}};
           machine.Apply(op).status().IgnoreError();
-          position = store->Append(op);
+          absl::StatusOr<LogPosition> position = store->Append(op);
+          ASSERT_TRUE(position.ok());
+          store->OnDurable(*position, [&](absl::Status status) {
+            EXPECT_TRUE(status.ok());
+            ++acknowledged;
+            done.Notify();
+          });
         }
-        ASSERT_TRUE(position.ok());
-        // As the server does: after the core's lock is released.
-        store->OnDurable(*position, [&](absl::Status status) {
-          EXPECT_TRUE(status.ok());
-          ++acknowledged;
-          done.Notify();
-        });
         done.WaitForNotification();
       }
     });
@@ -211,55 +208,6 @@ TEST(DurableStore, ConcurrentAppendersShareFsyncsInBatchMode) {
   const DurableStoreStats stats = store->stats();
   EXPECT_LT(stats.fsyncs, 1600u);  // shared
   EXPECT_GT(stats.group_records_sum / stats.groups, 1u);
-}
-
-TEST(DurableStore, OnAnIdleStoreTheCallerWritesItsRecordAndIsAnsweredInline) {
-  for (FsyncPolicy policy : {FsyncPolicy::kAlways, FsyncPolicy::kBatch}) {
-    SCOPED_TRACE(FsyncPolicyName(policy));
-    TempDir dir;
-    DurableStoreOptions options;
-    options.fsync = policy;
-    StateMachine machine;
-    std::unique_ptr<DurableStore> store =
-        OpenStore(dir.path(), machine, options);
-    const std::vector<Operation> ops = OperationGenerator(8).Take(3);
-    for (const Operation& op : ops) {
-      absl::StatusOr<LogPosition> position = store->Append(op);
-      ASSERT_TRUE(position.ok());
-      std::optional<std::thread::id> answered_on;
-      store->OnDurable(*position, [&](absl::Status status) {
-        EXPECT_TRUE(status.ok()) << status;
-        answered_on = std::this_thread::get_id();
-      });
-      // Nobody else was writing, so no other thread was involved.
-      ASSERT_TRUE(answered_on.has_value());
-      EXPECT_EQ(*answered_on, std::this_thread::get_id());
-      EXPECT_EQ(store->durable_position(), *position);
-    }
-    EXPECT_EQ(store->stats().fsyncs, 3u);
-  }
-}
-
-TEST(DurableStore, RecordsNobodyAsksForAreWrittenOnceEnoughPileUp) {
-  TempDir dir;
-  StateMachine machine;
-  std::unique_ptr<DurableStore> store = OpenStore(dir.path(), machine);
-  const std::vector<Operation> ops =
-      OperationGenerator(9).Take(DurableStore::kMaxUnrequestedRecords);
-  for (size_t i = 0; i + 1 < ops.size(); ++i) {
-    ASSERT_TRUE(store->Append(ops[i]).ok());
-  }
-  // Left for the next writer: nothing asked, nothing written yet.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(store->durable_position(), 0u);
-  ASSERT_TRUE(store->Append(ops.back()).ok());
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (store->durable_position() < ops.size() &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_EQ(store->durable_position(), ops.size());
 }
 
 TEST(DurableStore, FailedFsyncRefusesEverythingAfterWithUnavailable) {
