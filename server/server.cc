@@ -6,18 +6,13 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/transport_options.h"
 #include "spdlog/spdlog.h"
 
 namespace leasekeeper::server {
 namespace {
 
 constexpr char kServiceName[] = "leasekeeper.v1.LockService";
-
-// Detects dead peers (and so lost sessions) on idle connections: ping after
-// 10 s of silence, give up 5 s later. Clients may ping every 5 s.
-constexpr int kKeepaliveTimeMs = 10'000;
-constexpr int kKeepaliveTimeoutMs = 5'000;
-constexpr int kMinClientPingIntervalMs = 5'000;
 
 std::string HostPart(const std::string& listen) {
   const size_t colon = listen.rfind(':');
@@ -61,13 +56,7 @@ absl::Status LeasekeeperServer::Start() {
           : std::max<size_t>(4 << 20,
                              config_.limits.max_value_bytes + (64 << 10));
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-                             kKeepaliveTimeoutMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(
-      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-      kMinClientPingIntervalMs);
+  AddTransportOptions(builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0 ||
       (!config_.health_listen.empty() && health_port_ == 0)) {

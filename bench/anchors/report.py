@@ -37,15 +37,21 @@ CONFIGS = {
     "redis-aof": ("durable", "Redis, AOF `appendfsync everysec`"),
     "etcd": ("durable", "etcd, defaults (WAL fsync per raft batch)"),
     "lk-never": ("memory", "leasekeeper `--fsync never`"),
+    "grpc-floor": ("memory", "gRPC floor: Session server that answers at once (no lock work)"),
     "redis-none": ("memory", "Redis, no persistence"),
 }
-ORDER = ["lk-batch", "lk-default", "redis-aof", "etcd", "lk-never", "redis-none"]
+ORDER = ["lk-batch", "lk-default", "redis-aof", "etcd", "lk-never", "grpc-floor",
+         "redis-none"]
+# Not lock services (bench/anchors/grpc_floor_server.cc): W1 only, shown in
+# the W1 table as what gRPC alone costs, and in no other table or target.
+W1_ONLY = {"grpc-floor"}
 SHORT = {
     "lk-batch": "leasekeeper batch",
     "lk-default": "leasekeeper",
     "redis-aof": "Redis AOF",
     "etcd": "etcd",
     "lk-never": "leasekeeper never",
+    "grpc-floor": "gRPC floor",
     "redis-none": "Redis no-persist",
 }
 
@@ -75,6 +81,9 @@ class Results:
     def configs(self):
         present = {k[0] for k in self.groups}
         return [c for c in ORDER if c in present]
+
+    def lock_services(self):
+        return [c for c in self.configs() if c not in W1_ONLY]
 
     def runs(self, config, workload, clients=None):
         return self.groups.get((config, workload, clients), [])
@@ -175,7 +184,7 @@ def w1_table(res):
 def w2_table(res):
     rows = ["| tier | system | grants/s | hand-overs/s | wait p50 / p99 |",
             "| --- | --- | ---: | ---: | ---: |"]
-    for config in res.configs():
+    for config in res.lock_services():
         if not res.runs(config, "w2"):
             continue
         m = lambda p: res.median(config, "w2", p)
@@ -187,7 +196,7 @@ def w2_table(res):
 def handover_table(res):
     rows = ["| tier | system | W3 release → waiter holds, p50 / p99 | W4 lease expiry → waiter holds, p50 / p99 | W4 holder killed → waiter holds, p50 / p99 |",
             "| --- | --- | ---: | ---: | ---: |"]
-    for config in res.configs():
+    for config in res.lock_services():
         m = lambda w, p: res.median(config, w, p)
         crash = "same as expiry: no session (the lease must run out)"
         if res.runs(config, "w4_crash"):
@@ -268,7 +277,7 @@ def targets_table(res):
 
 def write_plot_data(res, path):
     # Rows: workload; columns: p50 and p99 (ms) of each config.
-    configs = res.configs()
+    configs = res.lock_services()
     cats = [("W1 acquire (64)", "w1", "acquire", 64),
             ("W2 wait", "w2", "wait", None),
             ("W3 hand-over", "w3", "handover", None),
