@@ -173,24 +173,22 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
 void CoreOwner::Perform(Effects& fx) {
   if (fx.wake_timer) clock_.Interrupt();
   fx.wake_timer = false;
-  if (store_ == nullptr || fx.empty()) {
+  if (fx.empty()) return;
+  // Inline when already durable (no store, --fsync never): a waiter's grant
+  // is then sent by the thread that caused it, as the caller's own answer
+  // is, not handed to the flusher thread (a wake-up and a context switch on
+  // the path of every hand-over).
+  AfterDurable([this, fx = std::move(fx)](absl::Status durable) mutable {
+    if (!durable.ok()) {
+      // Nothing not durable is told: waiting calls fail, notices are
+      // dropped, streams still end.
+      for (auto& [call, reply] : fx.completions) {
+        reply = AcquireReply{durable};
+      }
+      fx.notices.clear();
+    }
     PerformNow(fx);
-    return;
-  }
-  // Everything the caller applied is at or before last_position().
-  store_->OnDurable(store_->last_position(),
-                    [this, fx = std::move(fx)](absl::Status durable) mutable {
-                      if (!durable.ok()) {
-                        ReportStorageFailure(durable);
-                        // Nothing not durable is told: waiting calls fail,
-                        // notices are dropped, streams still end.
-                        for (auto& [call, reply] : fx.completions) {
-                          reply = AcquireReply{durable};
-                        }
-                        fx.notices.clear();
-                      }
-                      PerformNow(fx);
-                    });
+  });
 }
 
 void CoreOwner::PerformNow(Effects& fx) {

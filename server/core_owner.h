@@ -24,9 +24,10 @@
 // Durability (when config.durability.data_dir is set): every operation the
 // core accepts is appended to the storage::DurableStore under the mutex, so
 // the log's order is the apply order. Nothing that depends on it is told to
-// anyone before it is durable: the effects of a call are performed from
-// the store's flusher thread once the last record appended so far is
-// durable (still after the mutex is released), and the gRPC layer sends a
+// anyone before it is durable: the effects of a call are performed once
+// the last record appended so far is durable (still after the mutex is
+// released; on the calling thread if it already is, as under --fsync
+// never, else on the store's flusher thread), and the gRPC layer sends a
 // call's own answer through AfterDurable. If the store fails (a write or
 // fsync error, a full disk), every answer from then on is UNAVAILABLE with
 // the reason, and mutations are refused before they reach the core. An

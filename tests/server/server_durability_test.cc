@@ -39,25 +39,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// A data dir that outlives the daemons started on it.
-class DataDir {
- public:
-  DataDir() {
-    const char* base = std::getenv("TEST_TMPDIR");
-    std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp",
-                                       "/leasekeeperd-durability-XXXXXX");
-    path_ = mkdtemp(pattern.data());
-  }
-  ~DataDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string flag() const { return "--data-dir=" + path_; }
-
- private:
-  std::string path_;
-};
 
 Daemon StartOn(const DataDir& dir, std::vector<std::string> extra = {}) {
   extra.push_back(dir.flag());

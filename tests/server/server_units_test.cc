@@ -14,6 +14,7 @@
 #include "server/grpc_status.h"
 #include "server/retry_cache.h"
 #include "server/server_errors.h"
+#include "test_support.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -133,6 +134,29 @@ TEST_F(CoreOwnerTest, NextDeadlineIsTheEarliestOfLapsesWaitsAndGraces) {
   EXPECT_EQ(owner_.RunDueTimers(), 5'000);
   EXPECT_FALSE(owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &b));
   EXPECT_EQ(owner_.RunDueTimers(), 3'000);
+}
+
+// Under --fsync never every record is durable once appended, so the
+// effects of a call are performed by the thread that made the call: a
+// hand-over is not delayed by a hand-off to the store's flusher thread.
+TEST(CoreOwnerDurableTest, UnderFsyncNeverAWaitersGrantIsSentBeforeReleaseReturns) {
+  testing::DataDir dir;
+  ServerConfig config;
+  config.durability.data_dir = dir.path();
+  config.durability.fsync = storage::FsyncPolicy::kNever;
+  FakeClock clock(0);
+  CoreOwner owner(config, clock);
+  ASSERT_TRUE(owner.OpenStorage().ok());
+  RecordingCall holder, waiter;
+  ASSERT_TRUE(owner.Acquire(Args("holder", "L", 60'000), &holder));
+  EXPECT_FALSE(
+      owner.Acquire(Args("waiter", "L", 60'000, 10'000), &waiter).has_value());
+  clock.Set(100);
+  ASSERT_TRUE(owner.Release(ReleaseArgs{.client = "holder", .lock = "L"}).ok());
+  ASSERT_TRUE(waiter.reply().has_value());
+  ASSERT_TRUE(waiter.reply()->result.ok());
+  EXPECT_EQ(waiter.reply()->result->token, 2u);
+  owner.CloseStorage();
 }
 
 TEST(RetryCacheTest, EvictsTheOldestEntryWhenFull) {

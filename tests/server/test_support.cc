@@ -362,6 +362,19 @@ Daemon StartDaemon(const std::vector<std::string>& extra_args) {
   return daemon;
 }
 
+DataDir::DataDir() {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp",
+                                     "/leasekeeperd-data-XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp " << pattern;
+  path_ = pattern;
+}
+
+DataDir::~DataDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
 std::string TestClientPath() { return LEASEKEEPER_TEST_CLIENT_PATH; }
 
 }  // namespace leasekeeper::testing

@@ -200,6 +200,21 @@ Daemon StartDaemon(const std::vector<std::string>& extra_args = {});
 // Path of the test client helper (tests/server/test_client.cc).
 std::string TestClientPath();
 
+// A fresh data dir under $TEST_TMPDIR (or /tmp) that outlives the daemons
+// (or CoreOwners) started on it; removed with this object.
+class DataDir {
+ public:
+  DataDir();
+  ~DataDir();
+  DataDir(const DataDir&) = delete;
+  DataDir& operator=(const DataDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string flag() const { return "--data-dir=" + path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace leasekeeper::testing
 
 #endif  // LEASEKEEPER_TESTS_SERVER_TEST_SUPPORT_H_
