@@ -9,6 +9,8 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/client_interceptor.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <optional>
 #include <stop_token>
@@ -602,6 +604,53 @@ TEST_F(LeaseTest, StoppingAnAcquireWaitingOnTheStreamLeavesNothingQueued) {
   EXPECT_TRUE(next->IsHeld());
   ASSERT_EQ(Holders(lock).size(), 1u);
   EXPECT_EQ(Holders(lock)[0].token, next->token());
+}
+
+// The server is frozen (SIGSTOP) while a stream Acquire waits, so no answer
+// comes within the client's own deadline (the wait plus a call timeout):
+// Acquire fails instead of hanging, and once the server runs again the
+// withdrawal it sent has left nothing queued and nothing granted.
+TEST_F(LeaseTest, AStreamAcquireTheServerNeverAnswersFailsAndLeavesNothingQueued) {
+  ClientOptions options;
+  options.client_id = "stream-unanswered";
+  options.call_timeout = absl::Milliseconds(300);
+  auto waiter = NewClient(options);
+  auto holder = NewClient("stream-unanswered-holder");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> held =
+      holder->Acquire(lock, absl::Seconds(30), absl::Seconds(1));
+  ASSERT_TRUE(held.ok()) << held.status();
+  // The waiter's session is open before the server freezes.
+  absl::StatusOr<Lease> warm =
+      waiter->Acquire(LockName("/warm"), absl::Seconds(10), absl::Seconds(1));
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  ASSERT_TRUE(warm->Release().ok());
+
+  ASSERT_EQ(::kill(server().pid(), SIGSTOP), 0);
+  std::jthread thaw([pid = server().pid()] {
+    absl::SleepFor(absl::Seconds(2));
+    ::kill(pid, SIGCONT);
+  });
+  const absl::Time started = absl::Now();
+  absl::StatusOr<Lease> waited =
+      waiter->Acquire(lock, absl::Seconds(10), absl::Milliseconds(200));
+  const absl::Duration took = absl::Now() - started;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(waited.status())) << waited.status();
+  // The wait, a call timeout for the answer and one for the withdrawal
+  // (800 ms here), before the server thaws: the client did not wait for it.
+  EXPECT_LT(took, absl::Milliseconds(1800));
+  thaw.join();
+
+  EXPECT_TRUE(Eventually([&] {
+    absl::StatusOr<ClientStatus> status = rpc().Status("stream-unanswered");
+    return QueueLength(lock) == 0 && status.ok() &&
+           status->waiting_for.empty();
+  }));
+  std::vector<HolderInfo> holders = Holders(lock);
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].token, held->token());
+  EXPECT_TRUE(held->Release().ok());
+  EXPECT_TRUE(Holders(lock).empty());
 }
 
 TEST_F(LeaseTest, AnErrorOnTheStreamIsTheStatusAndReasonOfTheUnaryCall) {
