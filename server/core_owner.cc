@@ -197,7 +197,6 @@ void CoreOwner::PerformNow(Effects& fx) {
   for (auto& [sink, notice] : fx.notices) sink->Notify(notice);
   for (auto& [sink, status] : fx.stream_ends) sink->End(status);
   for (const LogRecord& record : fx.logs) WriteLog(record);
-  if (fx.wake_timer) clock_.Interrupt();
 }
 
 void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {

@@ -1,6 +1,7 @@
 #include "server/lock_service.h"
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -348,12 +349,23 @@ class SessionReactor final
       case pb::SessionCall::kRenew: {
         pb::RenewRequest request = call.renew();
         ContinueReading();
-        return RenewCall(call_id, std::move(request), session);
+        return AnswerCall(call_id, std::move(request), session, &ParseRenew,
+                          &CoreOwner::Renew,
+                          [](const RenewAnswer& answer,
+                             pb::SessionCallResult& result) {
+                            ToProto(answer, result.mutable_renew());
+                          });
       }
       case pb::SessionCall::kRelease: {
         pb::ReleaseRequest request = call.release();
         ContinueReading();
-        return ReleaseCall(call_id, std::move(request), session);
+        return AnswerCall(call_id, std::move(request), session, &ParseRelease,
+                          &CoreOwner::Release,
+                          [](const ReleaseOutcome& outcome,
+                             pb::SessionCallResult& result) {
+                            result.mutable_release()->set_result(
+                                ToProto(outcome));
+                          });
       }
       case pb::SessionCall::REQUEST_NOT_SET:
         break;
@@ -387,7 +399,7 @@ class SessionReactor final
   }
 
   void AcquireCall(uint64_t call_id, pb::AcquireRequest request,
-                    const Binding& session) {
+                   const Binding& session) {
     if (absl::Status s = BindToSession(request, session); !s.ok()) {
       return AnswerWhenDurable(CallError(call_id, s));
     }
@@ -411,38 +423,24 @@ class SessionReactor final
         });
   }
 
-  void RenewCall(uint64_t call_id, pb::RenewRequest request,
-             const Binding& session) {
+  // Renew and Release, which never wait: bind the request to the session,
+  // parse it, apply it, and answer with what `fill` makes of the outcome,
+  // or with the first error.
+  template <typename Request, typename Parse, typename Apply, typename Fill>
+  void AnswerCall(uint64_t call_id, Request request, const Binding& session,
+                  Parse parse, Apply apply, Fill fill) {
     if (absl::Status s = BindToSession(request, session); !s.ok()) {
       return AnswerWhenDurable(CallError(call_id, s));
     }
-    absl::StatusOr<RenewArgs> args = ParseRenew(request, limits_);
+    auto args = parse(request, limits_);
     if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
-    absl::StatusOr<RenewAnswer> answer = owner_.Renew(*args);
-    if (!answer.ok()) {
-      return AnswerWhenDurable(CallError(call_id, answer.status()));
-    }
-    pb::SessionResponse message;
-    message.mutable_call_result()->set_call_id(call_id);
-    ToProto(*answer, message.mutable_call_result()->mutable_renew());
-    AnswerWhenDurable(std::move(message));
-  }
-
-  void ReleaseCall(uint64_t call_id, pb::ReleaseRequest request,
-               const Binding& session) {
-    if (absl::Status s = BindToSession(request, session); !s.ok()) {
-      return AnswerWhenDurable(CallError(call_id, s));
-    }
-    absl::StatusOr<ReleaseArgs> args = ParseRelease(request, limits_);
-    if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
-    absl::StatusOr<ReleaseOutcome> outcome = owner_.Release(*args);
+    auto outcome = std::invoke(apply, owner_, *args);
     if (!outcome.ok()) {
       return AnswerWhenDurable(CallError(call_id, outcome.status()));
     }
     pb::SessionResponse message;
     message.mutable_call_result()->set_call_id(call_id);
-    message.mutable_call_result()->mutable_release()->set_result(
-        ToProto(*outcome));
+    fill(*outcome, *message.mutable_call_result());
     AnswerWhenDurable(std::move(message));
   }
 

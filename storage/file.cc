@@ -20,24 +20,27 @@ namespace {
 class PosixWritableFile final : public WritableFile {
  public:
   PosixWritableFile(int fd, std::string path, uint64_t end)
-      : fd_(fd), path_(std::move(path)), append_at_(end), size_(end) {}
+      : fd_(fd), path_(std::move(path)), append_at_(end) {}
   ~PosixWritableFile() override { Close().IgnoreError(); }
 
   absl::Status Append(absl::string_view data) override {
-    absl::Status written = WriteAt(data, append_at_);
-    size_ = std::max(size_, append_at_);
-    return written;
+    return WriteAt(data, append_at_);
   }
 
+  // Once per log segment, so the size is asked of the file rather than
+  // tracked on every Append.
   absl::Status Preallocate(uint64_t size) override {
+    if (fd_ < 0) return absl::FailedPreconditionError("file closed: " + path_);
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return ErrnoError("stat", path_, errno);
     static constexpr size_t kChunk = 1 << 20;
     const std::string zeros(kChunk, '\0');
-    uint64_t at = size_;
-    while (at < size) {
+    for (uint64_t at = static_cast<uint64_t>(st.st_size); at < size;) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
-      absl::Status written = WriteAt(absl::string_view(zeros).substr(0, n), at);
-      size_ = std::max(size_, at);
-      if (!written.ok()) return written;
+      if (absl::Status written = WriteAt(absl::string_view(zeros).substr(0, n), at);
+          !written.ok()) {
+        return written;
+      }
     }
     return absl::OkStatus();
   }
@@ -83,7 +86,6 @@ class PosixWritableFile final : public WritableFile {
   int fd_;
   std::string path_;
   uint64_t append_at_;  // where the next Append writes
-  uint64_t size_;       // the file's size as far as this object wrote it
 };
 
 }  // namespace

@@ -153,6 +153,15 @@ class SessionTest : public ServerTest {
   pb::SessionState SessionOf(const std::string& client) {
     return client_->Status(client).response.session();
   }
+
+  // "holder" holds L; `stream`'s session for "job" sends call 1, an
+  // Acquire of L that waits (up to 60 s), and the server has parked it.
+  void WaitForLOnTheStream(SessionStream& stream) {
+    ASSERT_TRUE(client_->Acquire("holder", "L", 600'000).ok());
+    OpenSession(stream, "job");
+    ASSERT_TRUE(stream.SendCall(1, AcquireCall("L", 5'000, 60'000)));
+    ASSERT_TRUE(ParkedCallsAre(1));
+  }
 };
 
 TEST_F(SessionTest, OneKeepaliveRenewsEveryLeaseOfTheClient) {
@@ -453,11 +462,8 @@ TEST_F(SessionTest, StreamCannotActForAnotherClientOrSession) {
 }
 
 TEST_F(SessionTest, WaitingCallOnTheStreamDoesNotHoldUpLaterCalls) {
-  ASSERT_TRUE(client_->Acquire("holder", "L", 600'000).ok());
   SessionStream stream(client_->stub());
-  OpenSession(stream, "job");
-  ASSERT_TRUE(stream.SendCall(1, AcquireCall("L", 5'000, 60'000)));
-  ASSERT_TRUE(ParkedCallsAre(1));
+  ASSERT_NO_FATAL_FAILURE(WaitForLOnTheStream(stream));
   std::optional<pb::SessionCallResult> renew =
       stream.Call(2, RenewCall("M", 1'000));
   ASSERT_TRUE(renew.has_value() && renew->has_error());
@@ -476,11 +482,8 @@ TEST_F(SessionTest, WaitingCallOnTheStreamDoesNotHoldUpLaterCalls) {
 }
 
 TEST_F(SessionTest, WaitingCallOnAStreamThatEndsIsWithdrawnAtOnce) {
-  ASSERT_TRUE(client_->Acquire("holder", "L", 600'000).ok());
   SessionStream stream(client_->stub());
-  OpenSession(stream, "job");
-  ASSERT_TRUE(stream.SendCall(1, AcquireCall("L", 5'000, 60'000)));
-  ASSERT_TRUE(ParkedCallsAre(1));
+  ASSERT_NO_FATAL_FAILURE(WaitForLOnTheStream(stream));
   stream.Abandon();
   // Withdrawn when the stream ends, not when the grace does: the clock
   // stays where it is.
