@@ -208,6 +208,25 @@ class LeaseBook:
             self.end(lease, EndReason.EXPIRED, now,
                      release_at_server=not lease.releasing)
 
+    def finish_release(self, lease: LeaseState,
+                       error: Optional[LeasekeeperError], request_id: str,
+                       now: float) -> None:
+        """The caller's release of `lease` (request `request_id`) answered:
+        released; NOT_HOLDER (it was lost before: rule 4) or SESSION_ENDED;
+        or a failure, after which it counts as released and a transient one
+        is retried in the background."""
+        if error is None:
+            self.end(lease, EndReason.RELEASED, now)
+        elif error.reason == "NOT_HOLDER":
+            self.end(lease, EndReason.FORCED, now)
+        elif error.reason == "SESSION_ENDED":
+            self.end(lease, EndReason.SESSION_LOST, now)
+        else:
+            self.end(lease, EndReason.RELEASED, now)
+            if is_transient(error):
+                self.queue_release(lease.lock, lease.session_id, request_id,
+                                   now)
+
     def take_ended(self) -> list[LeaseState]:
         """Leases ended since the last call, for the owner to signal."""
         ended, self._ended = self._ended, []

@@ -96,6 +96,26 @@ def check_value(value: object) -> bytes:
 
 
 @dataclass(frozen=True)
+class LockArgs:
+    lock: str
+    ttl: float
+    wait: Optional[float]
+    shared: bool
+    label: str
+
+
+def check_lock_args(name: object, ttl: object, wait: object, shared: object,
+                    holder_label: object, default_label: str) -> LockArgs:
+    """lock()'s and try_lock()'s arguments, checked before any call."""
+    return LockArgs(
+        check_str("name", name), check_ttl(ttl), check_wait(wait),
+        check_bool("shared", shared),
+        default_label if holder_label is None else check_str(
+            "holder_label", holder_label, max_bytes=MAX_HOLDER_LABEL_BYTES,
+            allow_empty=True))
+
+
+@dataclass(frozen=True)
 class TlsFiles:
     """PEM files for a TLS channel. root_certs None uses the system's roots;
     a client certificate is sent only if cert_chain and private_key are both

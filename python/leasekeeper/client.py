@@ -40,19 +40,19 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 import grpc
 
 from leasekeeper import _common
+from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
 from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
                                  ReleasedLease, TlsFiles)
 from leasekeeper._session import Session
 from leasekeeper.leader import TermEnd, run_as_leader
-from leasekeeper.errors import (ClientBusy, DeadlockVictim, LeasekeeperError,
-                                LeaseLost, LockBusy, Unavailable, from_rpc_error,
-                                is_transient)
+from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
+                                Unavailable, from_rpc_error, is_transient)
 from leasekeeper.timer import monotonic
 from leasekeeper.v1 import lock_service_pb2 as pb
 from leasekeeper.v1 import lock_service_pb2_grpc as pb_grpc
@@ -410,7 +410,7 @@ class Client:
     # -- internals: calls ----------------------------------------------------------
 
     def _unary(self, method: str, request: object, timeout: float,
-               stop: Optional[threading.Event] = None) -> object:
+               stop: Optional[threading.Event] = None) -> Any:
         """One unary call; raises its LeasekeeperError. A KeyboardInterrupt
         (or `stop`) cancels it, which withdraws a waiting Acquire."""
         index, channel = self._endpoints.current()
@@ -500,121 +500,60 @@ class Client:
                  shared: bool, holder_label: Optional[str],
                  stop: Optional[threading.Event],
                  try_only: bool) -> Optional[Lease]:
-        lock = _common.check_str("name", name)
-        ttl = _common.check_ttl(ttl)
-        wait = _common.check_wait(wait)
-        shared = _common.check_bool("shared", shared)
-        label = self.holder_label if holder_label is None else \
-            _common.check_str("holder_label", holder_label,
-                              max_bytes=_common.MAX_HOLDER_LABEL_BYTES,
-                              allow_empty=True)
+        args = _common.check_lock_args(name, ttl, wait, shared, holder_label,
+                                       self.holder_label)
         if stop is not None and not isinstance(stop, threading.Event):
             raise TypeError("stop must be a threading.Event")
         with self._cv:
             if self._closed:
                 raise Unavailable("the client is closed")
-            held = self._book.by_lock.get(lock)
+            held = self._book.by_lock.get(args.lock)
             if held is not None:
                 raise ClientBusy(f"client busy: this client already holds "
-                                 f"{lock} (token {held.token})")
-        session_id = self._session.ensure_open(self.call_timeout)
-
-        started = monotonic()
-        wait_deadline = (started if try_only else
-                         float("inf") if wait is None else started + wait)
-        retry_deadline = max(wait_deadline, started + self.call_timeout)
-        server_wait = 0.0 if try_only else min(
-            wait if wait is not None else _common.MAX_SERVER_WAIT,
-            _common.MAX_SERVER_WAIT)
-        request_id = self._ids()
-        first_sent_at: Optional[float] = None
-        delay = _common.FIRST_RETRY_DELAY
-        retried = False
-        reopens = 0
+                                 f"{args.lock} (token {held.token})")
+        attempts = AcquireAttempts(
+            self.client_id, args.lock, args.ttl, args.wait, args.shared,
+            args.label, try_only, self.call_timeout,
+            self._session.ensure_open(self.call_timeout), self._ids,
+            monotonic())
         while True:
-            self._flush_release_of(lock)
-            sent_at = monotonic()
-            if first_sent_at is None:
-                first_sent_at = sent_at
-            this_wait = 0.0 if try_only else max(
-                0.0, min(wait_deadline - sent_at, server_wait))
-            request = _common.acquire_request(
-                self.client_id, lock, ttl, shared, this_wait, request_id,
-                session_id, label)
+            self._flush_release_of(args.lock)
+            request, timeout = attempts.request(monotonic())
             try:
-                response = self._unary("Acquire", request,
-                                       self.call_timeout + this_wait, stop)
+                response = self._unary("Acquire", request, timeout, stop)
+                step = attempts.on_response(response)
             except LeasekeeperError as error:
                 if stop is not None and stop.is_set():
                     raise LeasekeeperError(
-                        f"acquire of {lock} cancelled",
+                        f"acquire of {args.lock} cancelled",
                         code=grpc.StatusCode.CANCELLED) from None
-                if error.reason == "WAIT_TIMEOUT":
-                    if not try_only and monotonic() < wait_deadline:
-                        request_id, first_sent_at = self._ids(), None
-                        continue  # a wait longer than one call may ask for
-                    raise LockBusy(f"{lock} was not granted within {wait} s",
-                                   code=error.code, reason=error.reason,
-                                   detail=error.detail) from None
-                if isinstance(error, DeadlockVictim):
-                    self._end_all(EndReason.DEADLOCK_VICTIM, None)
-                    raise
-                if error.reason == "SESSION_ENDED" and reopens < 2:
-                    # The server ended the session before we heard of it.
-                    reopens += 1
-                    self._end_all(EndReason.SESSION_LOST, session_id)
-                    self._session.abandon(session_id)
-                    session_id = self._session.ensure_open(self.call_timeout)
-                    request_id, first_sent_at = self._ids(), None
-                    continue
-                if error.reason == "CLIENT_BUSY" and retried:
-                    # A retry after a lost answer: the first attempt may
-                    # have been granted. If so, that is our lease.
-                    adopted = self._adopt(lock, ttl, shared, session_id)
-                    if adopted is not None:
-                        return adopted
-                    raise
-                retryable = (is_transient(error)
-                             or error.reason == "SUPERSEDED_BY_RETRY")
-                if not retryable:
-                    raise
-                if monotonic() + delay >= retry_deadline:
-                    if error.code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                        raise LockBusy(
-                            f"{lock} was not granted within {wait} s",
-                            code=error.code) from None
-                    raise
-                if stop is not None:
-                    if stop.wait(delay):
-                        continue
-                else:
-                    threading.Event().wait(delay)
-                delay = min(delay * 2, _common.MAX_ACQUIRE_RETRY_DELAY)
-                retried = True
-                continue
-
-            assert isinstance(response, pb.AcquireResponse)
-            outcome = response.WhichOneof("outcome")
-            if outcome == "granted":
-                # The server answered after the request arrived and after it
-                # waited `waited_ms` in the queue, both after the first send;
-                # the lease lasts ttl_ms from the answer.
-                return self._register(
-                    lock, response.granted.token, shared, ttl, session_id,
-                    first_sent_at + response.granted.waited_ms / 1000,
-                    response.granted.ttl_ms / 1000)
-            if outcome == "queued":
-                # Only with a zero wait: leave nothing in the queue.
-                self._withdraw(lock, session_id)
-                if try_only:
+                step = attempts.on_error(error, monotonic())
+            if step.step == Step.GRANTED:
+                return self._register(args.lock, step.token, args.shared,
+                                      args.ttl, attempts.session_id,
+                                      step.counted_from, step.lease_left)
+            if step.step == Step.BUSY:
+                self._withdraw(args.lock, attempts.session_id)
+                if step.error is None:
                     return None
-                raise LockBusy(f"{lock} is busy and the wait is zero")
-            if response.withdrawn.reason == pb.WITHDRAW_REASON_SESSION_ENDED:
-                raise Unavailable(
-                    f"the session ended while waiting for {lock}")
-            raise LeasekeeperError(
-                f"the wait for {lock} was withdrawn by a release with this "
-                "client id", code=grpc.StatusCode.ABORTED)
+                raise step.error
+            if step.step == Step.RETRY:
+                if step.delay > 0:
+                    (stop or threading.Event()).wait(step.delay)
+                continue
+            if step.step == Step.REOPEN:
+                self._end_all(EndReason.SESSION_LOST, attempts.session_id)
+                self._session.abandon(attempts.session_id)
+                attempts.reopened(self._session.ensure_open(self.call_timeout))
+                continue
+            if step.step == Step.ADOPT:
+                adopted = self._adopt(attempts, args.shared, args.ttl)
+                if adopted is not None:
+                    return adopted
+            if step.step == Step.DEADLOCK:
+                self._end_all(EndReason.DEADLOCK_VICTIM, None)
+            assert step.error is not None
+            raise step.error
 
     def _register(self, lock: str, token: int, shared: bool, ttl: float,
                   session_id: str, counted_from: float,
@@ -631,19 +570,19 @@ class Client:
         self._deliver()
         return Lease(self, state)
 
-    def _adopt(self, lock: str, ttl: float, shared: bool,
-               session_id: str) -> Optional[Lease]:
+    def _adopt(self, attempts: AcquireAttempts, shared: bool,
+               ttl: float) -> Optional[Lease]:
+        """A lost grant answer: the server says CLIENT_BUSY because this
+        client already holds the lock. Adopts that lease by renewing it."""
         sent_at = monotonic()
         try:
-            response = self._unary("Renew", pb.RenewRequest(
-                client_id=self.client_id, lock=lock,
-                ttl_ms=max(1, _common.ms(ttl)), request_id=self._ids(),
-                session_id=session_id), self.call_timeout)
+            response = self._unary("Renew", attempts.adopt_request(),
+                                   self.call_timeout)
         except LeasekeeperError:
             return None
-        assert isinstance(response, pb.RenewResponse)
-        return self._register(lock, response.token, shared, ttl, session_id,
-                              sent_at, response.ttl_ms / 1000)
+        return self._register(attempts.lock, response.token, shared, ttl,
+                              attempts.session_id, sent_at,
+                              response.ttl_ms / 1000)
 
     # -- internals: lease operations --------------------------------------------
 
@@ -680,11 +619,9 @@ class Client:
             raise self._ended_error(state)
         sent_at = monotonic()
         try:
-            response = self._unary("Renew", pb.RenewRequest(
-                client_id=self.client_id, lock=state.lock,
-                ttl_ms=max(1, _common.ms(state.ttl)), request_id=self._ids(),
-                session_id=state.session_id), max(0.001, budget))
-            assert isinstance(response, pb.RenewResponse)
+            response = self._unary("Renew", renew_request(
+                self.client_id, state.lock, state.ttl, self._ids(),
+                state.session_id), max(0.001, budget))
             outcome: int | LeasekeeperError = response.token
         except LeasekeeperError as error:
             outcome = error
@@ -711,18 +648,7 @@ class Client:
         except LeasekeeperError as failure:
             error = failure
         with self._cv:
-            now = monotonic()
-            if error is None:
-                self._book.end(state, EndReason.RELEASED, now)
-            elif error.reason == "NOT_HOLDER":
-                self._book.end(state, EndReason.FORCED, now)
-            elif error.reason == "SESSION_ENDED":
-                self._book.end(state, EndReason.SESSION_LOST, now)
-            else:
-                self._book.end(state, EndReason.RELEASED, now)
-                if is_transient(error):
-                    self._book.queue_release(state.lock, state.session_id,
-                                             request_id, now)
+            self._book.finish_release(state, error, request_id, monotonic())
             self._cv.notify_all()
         self._deliver()
         if error is None:
@@ -831,10 +757,9 @@ class Client:
         with self._cv:
             budget = min(self.call_timeout,
                          max(0.001, state.timer.deadline - sent_at))
-        self._start_async("Renew", pb.RenewRequest(
-            client_id=self.client_id, lock=state.lock,
-            ttl_ms=max(1, _common.ms(state.ttl)), request_id=self._ids(),
-            session_id=state.session_id), budget, done)
+        self._start_async("Renew", renew_request(
+            self.client_id, state.lock, state.ttl, self._ids(),
+            state.session_id), budget, done)
 
     def _start_background_release(self, release: PendingRelease) -> None:
         def done(response: Optional[object],

@@ -132,7 +132,9 @@ _BY_CODE: dict[grpc.StatusCode, type[LeasekeeperError]] = {
 def make_error(code: grpc.StatusCode, message: str, reason: Optional[str],
                detail: Optional[pb.ErrorDetail]) -> LeasekeeperError:
     """The exception for a failure with this code, reason and detail."""
-    cls = _BY_REASON.get(reason or "") or _BY_CODE.get(code, LeasekeeperError)
+    cls = _BY_REASON.get(reason or "")
+    if cls is None:
+        cls = _BY_CODE.get(code, LeasekeeperError)
     return cls(message, code=code, reason=reason, detail=detail)
 
 
