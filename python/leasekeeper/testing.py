@@ -20,6 +20,7 @@ Thread-safety: a LocalServer is used from one thread.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import shutil
@@ -54,6 +55,16 @@ def find_leasekeeperd() -> str:
     raise FileNotFoundError(
         "no leasekeeperd binary; tried " + ", ".join(tried) +
         " (run scripts/build or set LEASEKEEPER_BIN)")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the test process dies, so a
+    crashed test leaves no daemon behind (Linux; elsewhere a no-op)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 class LocalServer:
@@ -94,7 +105,8 @@ class LocalServer:
             args.append("--data-dir=")
         args += self._flags
         self._process = subprocess.Popen(args, stdout=subprocess.PIPE,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL,
+                                         preexec_fn=_die_with_parent)
         assert self._process.stdout is not None
         line = b""
         deadline = time.monotonic() + self._start_timeout
