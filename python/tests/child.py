@@ -50,4 +50,7 @@ def lead(address: str, log: str, terms: str) -> None:
 
 
 if __name__ == "__main__":
-    {"hold": hold, "lead": lead}[sys.argv[1]](*sys.argv[2:])
+    if sys.argv[1] == "hold":
+        hold(*sys.argv[2:])
+    else:
+        lead(*sys.argv[2:])

@@ -27,7 +27,7 @@ def test_lock_grants_a_token_and_releases_on_exit(
         [holder] = observer.inspect("jobs/a").holders
         assert holder.client_id == client.client_id
         assert holder.token == 1
-    assert lease.end_reason == leasekeeper.EndReason.RELEASED == "released"
+    assert lease.end_reason is leasekeeper.EndReason.RELEASED
     assert lease.lost.is_set() and not lease.held
     assert observer.inspect("jobs/a").holders == []
 

@@ -104,7 +104,7 @@ def test_not_holder_before_the_deadline_is_a_forced_release() -> None:
     a = hold(book)
     book.apply_renew(a, sent_at=1.0, outcome=NOT_HOLDER, background=True,
                      now=1.1)
-    assert a.end_reason == EndReason.FORCED == "forced"
+    assert a.end_reason is EndReason.FORCED and str(a.end_reason) == "forced"
     assert book.take_ended() == [a]
 
 
