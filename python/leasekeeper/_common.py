@@ -15,11 +15,12 @@ import secrets
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Callable, Generic, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import grpc
 
 from leasekeeper.v1 import lock_service_pb2 as pb
+from leasekeeper.v1 import lock_service_pb2_grpc as pb_grpc
 
 MIN_TTL = 0.001
 MAX_TTL = 86400.0
@@ -160,30 +161,38 @@ def check_endpoints(endpoints: object) -> list[str]:
     return checked
 
 
-ChannelT = TypeVar("ChannelT")
+@dataclass(frozen=True)
+class Connection:
+    """A channel to one endpoint and the stub over it (made once: a stub
+    builds a callable per method)."""
+
+    channel: Any
+    stub: Any
 
 
-class Endpoints(Generic[ChannelT]):
+class Endpoints:
     """The servers a Client may talk to, one at a time: calls go to the
     current one; a call that found it unreachable moves on to the next (the
     failed call is retried there by its caller). Channels are made lazily
     and kept until close()."""
 
     def __init__(self, targets: Sequence[str],
-                 make_channel: Callable[[str], ChannelT]) -> None:
+                 make_channel: Callable[[str], Any]) -> None:
         self._targets = list(targets)
         self._make = make_channel
         self._mutex = threading.Lock()
         self._index = 0
-        self._channels: dict[int, ChannelT] = {}
+        self._connections: dict[int, Connection] = {}
 
-    def current(self) -> tuple[int, ChannelT]:
+    def current(self) -> tuple[int, Connection]:
         with self._mutex:
-            channel = self._channels.get(self._index)
-            if channel is None:
+            connection = self._connections.get(self._index)
+            if connection is None:
                 channel = self._make(self._targets[self._index])
-                self._channels[self._index] = channel
-            return self._index, channel
+                connection = Connection(channel,
+                                        pb_grpc.LockServiceStub(channel))
+                self._connections[self._index] = connection
+            return self._index, connection
 
     def failed(self, index: int) -> None:
         """The endpoint `index` did not answer: later calls use the next."""
@@ -191,10 +200,11 @@ class Endpoints(Generic[ChannelT]):
             if index == self._index:
                 self._index = (self._index + 1) % len(self._targets)
 
-    def all_channels(self) -> list[ChannelT]:
+    def take_channels(self) -> list[Any]:
+        """Every channel made, for the caller to close; forgets them."""
         with self._mutex:
-            channels = list(self._channels.values())
-            self._channels.clear()
+            channels = [c.channel for c in self._connections.values()]
+            self._connections.clear()
             return channels
 
 

@@ -39,7 +39,6 @@ from leasekeeper._common import Endpoints
 from leasekeeper.errors import LeasekeeperError, Unavailable, from_rpc_error, is_transient
 from leasekeeper.timer import monotonic
 from leasekeeper.v1 import lock_service_pb2 as pb
-from leasekeeper.v1 import lock_service_pb2_grpc as pb_grpc
 
 RETRY_FIRST = 0.1
 RETRY_MAX = 1.0
@@ -66,7 +65,7 @@ _END = object()
 
 
 class Session:
-    def __init__(self, endpoints: Endpoints[grpc.Channel], client_id: str,
+    def __init__(self, endpoints: Endpoints, client_id: str,
                  listener: SessionListener) -> None:
         self._endpoints = endpoints
         self._client_id = client_id
@@ -223,9 +222,8 @@ class Session:
                 assert isinstance(item, pb.SessionRequest)
                 yield item
 
-        index, channel = self._endpoints.current()
-        stub = pb_grpc.LockServiceStub(channel)
-        call = stub.Session(feed())
+        index, connection = self._endpoints.current()
+        call = connection.stub.Session(feed())
         with self._cv:
             if self._state == _State.STOPPED:
                 call.cancel()

@@ -41,7 +41,6 @@ from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
 from leasekeeper.leader import TermEnd, worth_contending_again
 from leasekeeper.timer import monotonic
 from leasekeeper.v1 import lock_service_pb2 as pb
-from leasekeeper.v1 import lock_service_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
 
@@ -276,8 +275,8 @@ class _Session:
                 delay = min(delay * 2, 1.0)
 
     async def _one_stream(self, resume_id: str) -> bool:
-        index, channel = self._client._endpoints.current()
-        call = pb_grpc.LockServiceStub(channel).Session()
+        index, connection = self._client._endpoints.current()
+        call = connection.stub.Session()
         self._call = call
         opened = False
         error: Optional[LeasekeeperError] = None
@@ -369,8 +368,7 @@ class Client:
             return grpc.aio.secure_channel(target, credentials,
                                            options=options)
 
-        self._endpoints: Endpoints[grpc.aio.Channel] = Endpoints(
-            targets, make_channel)
+        self._endpoints = Endpoints(targets, make_channel)
         self._ids = _common.RequestIdSource()
         self._book = LeaseBook(self.call_timeout, idle, monotonic(), self._ids)
         self._session = _Session(self)
@@ -418,7 +416,7 @@ class Client:
             task.cancel()
         self._deliver()
         await self._session.stop()
-        for channel in self._endpoints.all_channels():
+        for channel in self._endpoints.take_channels():
             await channel.close()
 
     # -- locks ---------------------------------------------------------------
@@ -511,10 +509,10 @@ class Client:
 
     async def _unary(self, method: str, request: object,
                      timeout: float) -> Any:
-        index, channel = self._endpoints.current()
-        stub = pb_grpc.LockServiceStub(channel)
+        index, connection = self._endpoints.current()
         try:
-            return await getattr(stub, method)(request, timeout=timeout)
+            return await getattr(connection.stub, method)(request,
+                                                          timeout=timeout)
         except grpc.RpcError as rpc_error:
             error = from_rpc_error(rpc_error)
             if error.code == grpc.StatusCode.UNAVAILABLE:

@@ -55,7 +55,6 @@ from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
                                 Unavailable, from_rpc_error, is_transient)
 from leasekeeper.timer import monotonic
 from leasekeeper.v1 import lock_service_pb2 as pb
-from leasekeeper.v1 import lock_service_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
 
@@ -212,8 +211,7 @@ class Client:
                 return grpc.insecure_channel(target, options=options)
             return grpc.secure_channel(target, credentials, options=options)
 
-        self._endpoints: Endpoints[grpc.Channel] = Endpoints(targets,
-                                                             make_channel)
+        self._endpoints = Endpoints(targets, make_channel)
         self._ids = _common.RequestIdSource()
         self._cv = threading.Condition()
         self._book = LeaseBook(self.call_timeout, idle, monotonic(), self._ids)
@@ -273,7 +271,7 @@ class Client:
             call.cancel()
         self._deliver()
         self._session.stop()
-        for channel in self._endpoints.all_channels():
+        for channel in self._endpoints.take_channels():
             channel.close()
 
     # -- locks ---------------------------------------------------------------
@@ -410,24 +408,33 @@ class Client:
     # -- internals: calls ----------------------------------------------------------
 
     def _unary(self, method: str, request: object, timeout: float,
-               stop: Optional[threading.Event] = None) -> Any:
-        """One unary call; raises its LeasekeeperError. A KeyboardInterrupt
-        (or `stop`) cancels it, which withdraws a waiting Acquire."""
-        index, channel = self._endpoints.current()
-        stub = pb_grpc.LockServiceStub(channel)
-        future = getattr(stub, method).future(request, timeout=timeout)
+               stop: Optional[threading.Event] = None,
+               interruptible: bool = False) -> Any:
+        """One unary call; raises its LeasekeeperError. `interruptible` (a
+        call that may wait long: Acquire) waits on a future, so that a
+        KeyboardInterrupt or `stop` cancels it, which withdraws a waiting
+        Acquire at the server."""
+        index, connection = self._endpoints.current()
+        multicallable = getattr(connection.stub, method)
         try:
-            if stop is None:
-                return future.result()
-            while True:
-                try:
-                    return future.result(timeout=0.05)
-                except grpc.FutureTimeoutError:
-                    if stop.is_set():
-                        future.cancel()
-                        raise LeasekeeperError(
-                            f"{method} cancelled",
-                            code=grpc.StatusCode.CANCELLED) from None
+            if not interruptible and stop is None:
+                return multicallable(request, timeout=timeout)
+            future = multicallable.future(request, timeout=timeout)
+            try:
+                if stop is None:
+                    return future.result()
+                while True:
+                    try:
+                        return future.result(timeout=0.05)
+                    except grpc.FutureTimeoutError:
+                        if stop.is_set():
+                            future.cancel()
+                            raise LeasekeeperError(
+                                f"{method} cancelled",
+                                code=grpc.StatusCode.CANCELLED) from None
+            except BaseException:
+                future.cancel()
+                raise
         except grpc.RpcError as rpc_error:
             error = from_rpc_error(rpc_error)
             if error.code == grpc.StatusCode.UNAVAILABLE:
@@ -436,9 +443,6 @@ class Client:
         except grpc.FutureCancelledError:
             raise LeasekeeperError(f"{method} cancelled",
                                    code=grpc.StatusCode.CANCELLED) from None
-        except BaseException:
-            future.cancel()
-            raise
 
     def _release_with_retries(self, request: pb.ReleaseRequest) -> None:
         give_up_at = monotonic() + self.call_timeout
@@ -520,7 +524,8 @@ class Client:
             self._flush_release_of(args.lock)
             request, timeout = attempts.request(monotonic())
             try:
-                response = self._unary("Acquire", request, timeout, stop)
+                response = self._unary("Acquire", request, timeout, stop,
+                                       interruptible=True)
                 step = attempts.on_response(response)
             except LeasekeeperError as error:
                 if stop is not None and stop.is_set():
@@ -715,13 +720,13 @@ class Client:
                                      Optional[LeasekeeperError]], None]) -> None:
         """A call whose answer `done` gets (under the lock) on a gRPC
         thread; the renewal thread never blocks on an answer."""
-        index, channel = self._endpoints.current()
-        stub = pb_grpc.LockServiceStub(channel)
+        index, connection = self._endpoints.current()
         with self._cv:
             if self._closed:
                 done(None, Unavailable("the client is closed"))
                 return
-            future = getattr(stub, method).future(request, timeout=timeout)
+            future = getattr(connection.stub, method).future(request,
+                                                             timeout=timeout)
             self._calls.add(future)
 
         def finished(call: grpc.Future) -> None:
