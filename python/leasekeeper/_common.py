@@ -208,6 +208,52 @@ class Endpoints:
             return channels
 
 
+@dataclass(frozen=True)
+class ClientConfig:
+    targets: list[str]
+    client_id: str
+    holder_label: str
+    credentials: Any  # grpc.ChannelCredentials, or None for plaintext
+    channel_options: list[tuple[str, Union[str, int]]]
+    call_timeout: float
+    idle_keepalive_interval: float
+
+
+def check_client_args(endpoints: object, client_id: object,
+                      holder_label: object, tls: object, call_timeout: object,
+                      idle_keepalive_interval: object) -> ClientConfig:
+    """A Client's arguments, checked (and TLS files read) before any I/O."""
+    targets = check_endpoints(endpoints)
+    who = default_client_id() if client_id is None else check_str(
+        "client_id", client_id, max_bytes=MAX_CLIENT_ID_BYTES)
+    label = check_str("holder_label", holder_label,
+                      max_bytes=MAX_HOLDER_LABEL_BYTES, allow_empty=True)
+    if tls is not None and not isinstance(tls, TlsFiles):
+        raise TypeError("tls must be a leasekeeper.TlsFiles")
+    timeout = check_seconds("call_timeout", call_timeout, 0.001, 3600)
+    idle = check_seconds("idle_keepalive_interval", idle_keepalive_interval,
+                         0.01, 3600)
+    return ClientConfig(targets, who, label,
+                        tls.credentials() if tls is not None else None,
+                        channel_options(tls), timeout, idle)
+
+
+def check_page(prefix: object, page_size: object) -> None:
+    check_str("prefix", prefix, allow_empty=True)
+    if isinstance(page_size, bool) or not isinstance(page_size, int):
+        raise TypeError("page_size must be an int")
+    if page_size < 0:
+        raise ValueError("page_size must not be negative")
+
+
+def force_release_request(lock: object, client_id: object,
+                          reason: object) -> pb.ForceReleaseRequest:
+    return pb.ForceReleaseRequest(
+        lock=check_str("lock", lock),
+        client_id=check_str("client_id", client_id, allow_empty=True),
+        reason=check_str("reason", reason, allow_empty=True))
+
+
 def channel_options(tls: Optional[TlsFiles]) -> list[tuple[str, Union[str, int]]]:
     options: list[tuple[str, Union[str, int]]] = [
         # A lock client wants to learn of a dead connection quickly.
@@ -340,3 +386,9 @@ class ReleasedLease:
     client_id: str
     token: int
     shared: bool
+
+    @staticmethod
+    def all_of(response: pb.ForceReleaseResponse) -> list["ReleasedLease"]:
+        return [ReleasedLease(r.client_id, r.token,
+                              r.mode == pb.LOCK_MODE_SHARED)
+                for r in response.released]

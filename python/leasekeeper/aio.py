@@ -34,11 +34,12 @@ import grpc.aio
 from leasekeeper import _common
 from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
+from leasekeeper._lease_base import LeaseBase
 from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
                                  ReleasedLease, TlsFiles)
 from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
                                 Unavailable, from_rpc_error, is_transient)
-from leasekeeper.leader import TermEnd, worth_contending_again
+from leasekeeper.leader import TermEnd, term_end, worth_contending_again
 from leasekeeper.timer import monotonic
 from leasekeeper.v1 import lock_service_pb2 as pb
 
@@ -61,37 +62,17 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
     return event.is_set()
 
 
-class Lease:
+class Lease(LeaseBase):
     """One held lock (see leasekeeper.Lease for the guarantees)."""
 
     def __init__(self, client: "Client", state: LeaseState) -> None:
+        super().__init__(state)
         self._client = client
-        self._state = state
         self.lost: asyncio.Event = state.lost  # type: ignore[assignment]
-
-    @property
-    def lock(self) -> str:
-        return self._state.lock
-
-    @property
-    def token(self) -> int:
-        return self._state.token
-
-    @property
-    def shared(self) -> bool:
-        return self._state.shared
-
-    @property
-    def ttl(self) -> float:
-        return self._state.ttl
 
     @property
     def end_reason(self) -> Optional[EndReason]:
         return self._state.end_reason
-
-    @property
-    def held(self) -> bool:
-        return self.end_reason is None and self.time_left() > 0
 
     def time_left(self) -> float:
         if self._state.end_reason is not None:
@@ -134,14 +115,7 @@ class Lease:
                 if exc_type is None:
                     raise
                 return
-        if exc_type is None and reason != EndReason.RELEASED:
-            raise LeaseLost(
-                f"the lease on {self.lock} (token {self.token}) ended before "
-                f"the block finished: {reason}", reason)
-
-    def __repr__(self) -> str:
-        return (f"aio.Lease(lock={self.lock!r}, token={self.token}, "
-                f"end_reason={self.end_reason})")
+        self._raise_if_uncovered(exc_type is not None, reason)
 
 
 class LockRequest:
@@ -345,22 +319,13 @@ class Client:
                  client_id: Optional[str] = None, holder_label: str = "",
                  tls: Optional[TlsFiles] = None, call_timeout: float = 5.0,
                  idle_keepalive_interval: float = 5.0) -> None:
-        targets = _common.check_endpoints(endpoints)
-        self.client_id = (
-            _common.default_client_id() if client_id is None else
-            _common.check_str("client_id", client_id,
-                              max_bytes=_common.MAX_CLIENT_ID_BYTES))
-        self.holder_label = _common.check_str(
-            "holder_label", holder_label,
-            max_bytes=_common.MAX_HOLDER_LABEL_BYTES, allow_empty=True)
-        if tls is not None and not isinstance(tls, TlsFiles):
-            raise TypeError("tls must be a leasekeeper.TlsFiles")
-        self.call_timeout = _common.check_seconds("call_timeout", call_timeout,
-                                                  0.001, 3600)
-        idle = _common.check_seconds("idle_keepalive_interval",
-                                     idle_keepalive_interval, 0.01, 3600)
-        credentials = tls.credentials() if tls is not None else None
-        options = _common.channel_options(tls)
+        config = _common.check_client_args(endpoints, client_id,
+                                           holder_label, tls, call_timeout,
+                                           idle_keepalive_interval)
+        self.client_id = config.client_id
+        self.holder_label = config.holder_label
+        self.call_timeout = config.call_timeout
+        credentials, options = config.credentials, config.channel_options
 
         def make_channel(target: str) -> grpc.aio.Channel:
             if credentials is None:
@@ -368,9 +333,11 @@ class Client:
             return grpc.aio.secure_channel(target, credentials,
                                            options=options)
 
-        self._endpoints = Endpoints(targets, make_channel)
+        self._endpoints = Endpoints(config.targets, make_channel)
         self._ids = _common.RequestIdSource()
-        self._book = LeaseBook(self.call_timeout, idle, monotonic(), self._ids)
+        self._book = LeaseBook(self.call_timeout,
+                               config.idle_keepalive_interval, monotonic(),
+                               self._ids)
         self._session = _Session(self)
         self._wake: Optional[asyncio.Event] = None
         self._maintenance: Optional[asyncio.Task[None]] = None
@@ -469,11 +436,7 @@ class Client:
     async def list_locks(self, prefix: str = "",
                          page_size: int = 0) -> list[LockSummary]:
         """Every matching lock, all pages."""
-        _common.check_str("prefix", prefix, allow_empty=True)
-        if isinstance(page_size, bool) or not isinstance(page_size, int):
-            raise TypeError("page_size must be an int")
-        if page_size < 0:
-            raise ValueError("page_size must not be negative")
+        _common.check_page(prefix, page_size)
         locks: list[LockSummary] = []
         token = ""
         while True:
@@ -487,16 +450,9 @@ class Client:
 
     async def force_release(self, lock: str, client_id: str = "",
                             reason: str = "") -> list[ReleasedLease]:
-        request = pb.ForceReleaseRequest(
-            lock=_common.check_str("lock", lock),
-            client_id=_common.check_str("client_id", client_id,
-                                        allow_empty=True),
-            reason=_common.check_str("reason", reason, allow_empty=True))
-        response = await self._unary("ForceRelease", request,
-                                     self.call_timeout)
-        return [ReleasedLease(r.client_id, r.token,
-                              r.mode == pb.LOCK_MODE_SHARED)
-                for r in response.released]
+        request = _common.force_release_request(lock, client_id, reason)
+        return ReleasedLease.all_of(await self._unary(
+            "ForceRelease", request, self.call_timeout))
 
     def pause_renewals_for_testing(self, paused: bool) -> None:
         self._book.paused = paused
@@ -837,12 +793,7 @@ async def run_as_leader(client: Client, name: str, ttl: float,
         finally:
             for watcher in watchers:
                 watcher.cancel()
-        if stop.is_set():
-            end = TermEnd.CANCELLED
-        elif not lease.held:
-            end = TermEnd.LEASE_LOST
-        else:
-            end = TermEnd.WORK_FAILED if failure else TermEnd.WORK_RETURNED
+        end = term_end(stop.is_set(), lease.held, failure is not None)
         if on_term_end is not None:
             on_term_end(lease, end)
         if end == TermEnd.LEASE_LOST:

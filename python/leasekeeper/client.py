@@ -47,6 +47,7 @@ import grpc
 from leasekeeper import _common
 from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
+from leasekeeper._lease_base import LeaseBase
 from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
                                  ReleasedLease, TlsFiles)
 from leasekeeper._session import Session
@@ -59,7 +60,7 @@ from leasekeeper.v1 import lock_service_pb2 as pb
 T = TypeVar("T")
 
 
-class Lease:
+class Lease(LeaseBase):
     """One held lock, renewed in the background until released or lost.
 
     Guarantees:
@@ -72,38 +73,15 @@ class Lease:
     """
 
     def __init__(self, client: "Client", state: LeaseState) -> None:
+        super().__init__(state)
         self._client = client
-        self._state = state
         self.lost: threading.Event = state.lost  # type: ignore[assignment]
 
     @property
-    def lock(self) -> str:
-        return self._state.lock
-
-    @property
-    def token(self) -> int:
-        """The fencing token of this grant (renewals keep it)."""
-        return self._state.token
-
-    @property
-    def shared(self) -> bool:
-        return self._state.shared
-
-    @property
-    def ttl(self) -> float:
-        return self._state.ttl
-
-    @property
     def end_reason(self) -> Optional[EndReason]:
-        """None while held; then why it ended."""
         return self._client._end_reason(self._state)
 
-    @property
-    def held(self) -> bool:
-        return self.end_reason is None and self.time_left() > 0
-
     def time_left(self) -> float:
-        """Seconds until the client's deadline (0 once ended or past it)."""
         return self._client._time_left(self._state)
 
     def check(self) -> None:
@@ -158,14 +136,7 @@ class Lease:
                 if exc_type is None:
                     raise
                 return
-        if exc_type is None and reason != EndReason.RELEASED:
-            raise LeaseLost(
-                f"the lease on {self.lock} (token {self.token}) ended before "
-                f"the block finished: {reason}", reason)
-
-    def __repr__(self) -> str:
-        return (f"Lease(lock={self.lock!r}, token={self.token}, "
-                f"end_reason={self.end_reason})")
+        self._raise_if_uncovered(exc_type is not None, reason)
 
 
 class Client:
@@ -189,32 +160,25 @@ class Client:
                  client_id: Optional[str] = None, holder_label: str = "",
                  tls: Optional[TlsFiles] = None, call_timeout: float = 5.0,
                  idle_keepalive_interval: float = 5.0) -> None:
-        targets = _common.check_endpoints(endpoints)
-        self.client_id = (
-            _common.default_client_id() if client_id is None else
-            _common.check_str("client_id", client_id,
-                              max_bytes=_common.MAX_CLIENT_ID_BYTES))
-        self.holder_label = _common.check_str(
-            "holder_label", holder_label,
-            max_bytes=_common.MAX_HOLDER_LABEL_BYTES, allow_empty=True)
-        if tls is not None and not isinstance(tls, TlsFiles):
-            raise TypeError("tls must be a leasekeeper.TlsFiles")
-        self.call_timeout = _common.check_seconds("call_timeout", call_timeout,
-                                                  0.001, 3600)
-        idle = _common.check_seconds("idle_keepalive_interval",
-                                     idle_keepalive_interval, 0.01, 3600)
-        credentials = tls.credentials() if tls is not None else None
-        options = _common.channel_options(tls)
+        config = _common.check_client_args(endpoints, client_id,
+                                           holder_label, tls, call_timeout,
+                                           idle_keepalive_interval)
+        self.client_id = config.client_id
+        self.holder_label = config.holder_label
+        self.call_timeout = config.call_timeout
+        credentials, options = config.credentials, config.channel_options
 
         def make_channel(target: str) -> grpc.Channel:
             if credentials is None:
                 return grpc.insecure_channel(target, options=options)
             return grpc.secure_channel(target, credentials, options=options)
 
-        self._endpoints = Endpoints(targets, make_channel)
+        self._endpoints = Endpoints(config.targets, make_channel)
         self._ids = _common.RequestIdSource()
         self._cv = threading.Condition()
-        self._book = LeaseBook(self.call_timeout, idle, monotonic(), self._ids)
+        self._book = LeaseBook(self.call_timeout,
+                               config.idle_keepalive_interval, monotonic(),
+                               self._ids)
         self._closed = False
         self._calls: set[grpc.Future] = set()
         self._session = Session(self._endpoints, self.client_id, self)
@@ -358,11 +322,10 @@ class Client:
                    page_size: int = 0) -> Iterator[LockSummary]:
         """Every lock with a holder or a waiter whose name starts with
         `prefix`, in name order, fetched a page at a time."""
-        _common.check_str("prefix", prefix, allow_empty=True)
-        if isinstance(page_size, bool) or not isinstance(page_size, int):
-            raise TypeError("page_size must be an int")
-        if page_size < 0:
-            raise ValueError("page_size must not be negative")
+        _common.check_page(prefix, page_size)
+        return self._pages(prefix, page_size)
+
+    def _pages(self, prefix: str, page_size: int) -> Iterator[LockSummary]:
         token = ""
         while True:
             response = self._unary("ListLocks", pb.ListLocksRequest(
@@ -380,15 +343,9 @@ class Client:
         it when empty). With mutual TLS only an admin identity may; without
         client certificates anybody. Raises NotHolder if nobody (or not
         client_id) holds it; PERMISSION_DENIED / UNAUTHENTICATED errors."""
-        request = pb.ForceReleaseRequest(
-            lock=_common.check_str("lock", lock),
-            client_id=_common.check_str("client_id", client_id,
-                                        allow_empty=True),
-            reason=_common.check_str("reason", reason, allow_empty=True))
-        response = self._unary("ForceRelease", request, self.call_timeout)
-        return [ReleasedLease(r.client_id, r.token,
-                              r.mode == pb.LOCK_MODE_SHARED)
-                for r in response.released]
+        request = _common.force_release_request(lock, client_id, reason)
+        return ReleasedLease.all_of(self._unary("ForceRelease", request,
+                                                self.call_timeout))
 
     # -- testing -----------------------------------------------------------------
 

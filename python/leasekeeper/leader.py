@@ -65,6 +65,16 @@ class TermEnd(str, enum.Enum):
         return self.value
 
 
+def term_end(stopped: bool, held: bool, failed: bool) -> TermEnd:
+    """How a term ended, once its work has returned: the caller's stop
+    wins over a lost lease, which wins over what the work did."""
+    if stopped:
+        return TermEnd.CANCELLED
+    if not held:
+        return TermEnd.LEASE_LOST
+    return TermEnd.WORK_FAILED if failed else TermEnd.WORK_RETURNED
+
+
 def worth_contending_again(error: LeasekeeperError) -> bool:
     return (is_transient(error) or error.code == grpc.StatusCode.ABORTED
             or error.reason in ("SESSION_ENDED", "LIMIT_EXCEEDED",
@@ -129,12 +139,7 @@ def run_as_leader(client: "Client", name: str, ttl: float,
             term.set()
             watcher.join()
 
-        if stop.is_set():
-            end = TermEnd.CANCELLED
-        elif not lease.held:
-            end = TermEnd.LEASE_LOST
-        else:
-            end = TermEnd.WORK_FAILED if failure else TermEnd.WORK_RETURNED
+        end = term_end(stop.is_set(), lease.held, failure is not None)
         if on_term_end is not None:
             on_term_end(lease, end)
         if end == TermEnd.LEASE_LOST:
