@@ -20,7 +20,6 @@ Thread-safety: a LocalServer is used from one thread.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import shutil
@@ -57,14 +56,15 @@ def find_leasekeeperd() -> str:
         " (run scripts/build or set LEASEKEEPER_BIN)")
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the test process dies, so a
-    crashed test leaves no daemon behind (Linux; elsewhere a no-op)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+def _with_parent_death_signal(args: list[str]) -> list[str]:
+    """Runs the daemon under util-linux's setpriv --pdeathsig, when there is
+    one, so a crashed test process leaves no daemon behind. (Not a
+    preexec_fn: forking a process that runs gRPC's threads is unsafe, and
+    without one subprocess spawns with vfork.)"""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return args
+    return [setpriv, "--pdeathsig", "KILL", *args]
 
 
 class LocalServer:
@@ -104,9 +104,9 @@ class LocalServer:
         if not any(flag.startswith("--data-dir") for flag in self._flags):
             args.append("--data-dir=")
         args += self._flags
-        self._process = subprocess.Popen(args, stdout=subprocess.PIPE,
-                                         stdin=subprocess.DEVNULL,
-                                         preexec_fn=_die_with_parent)
+        self._process = subprocess.Popen(_with_parent_death_signal(args),
+                                         stdout=subprocess.PIPE,
+                                         stdin=subprocess.DEVNULL)
         assert self._process.stdout is not None
         line = b""
         deadline = time.monotonic() + self._start_timeout
