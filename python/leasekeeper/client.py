@@ -180,6 +180,9 @@ class Client:
                                config.idle_keepalive_interval, monotonic(),
                                self._ids)
         self._closed = False
+        # When the renewal thread wakes next if nothing changes (0 while it
+        # works): see _nudge_locked.
+        self._planned_wake = 0.0
         self._calls: set[grpc.Future] = set()
         self._session = Session(self._endpoints, self.client_id, self)
         self._maintenance = threading.Thread(
@@ -528,7 +531,8 @@ class Client:
             state = self._book.register(lock, token, shared, ttl, session_id,
                                         counted_from, lease_left, monotonic(),
                                         threading.Event())
-            self._cv.notify_all()
+            self._nudge_locked(0.0 if state.end_reason is not None else
+                               state.timer.next_attempt_at)
         self._deliver()
         return Lease(self, state)
 
@@ -611,7 +615,8 @@ class Client:
             error = failure
         with self._cv:
             self._book.finish_release(state, error, request_id, monotonic())
-            self._cv.notify_all()
+            if state.lock in self._book.pending_releases:
+                self._nudge_locked(0.0)
         self._deliver()
         if error is None:
             return
@@ -644,6 +649,12 @@ class Client:
 
     # -- the renewal thread -------------------------------------------------------
 
+    def _nudge_locked(self, due_at: float) -> None:
+        """Wakes the renewal thread if something is due before it would
+        wake anyway (a lock and release per batch need not wake it)."""
+        if due_at < self._planned_wake:
+            self._cv.notify_all()
+
     def _maintain(self) -> None:
         while True:
             with self._cv:
@@ -652,7 +663,9 @@ class Client:
                 now = monotonic()
                 plan = self._book.plan(now, self._session.connected_id())
                 if plan.empty():
+                    self._planned_wake = plan.wake_at
                     self._cv.wait(max(0.0, plan.wake_at - now))
+                    self._planned_wake = 0.0
                 ended = self._book.take_ended()
             for state in ended:
                 state.lost.set()

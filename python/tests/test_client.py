@@ -334,3 +334,44 @@ def test_a_lease_write_checks_its_arguments_before_any_call(
             lease.write("k", 5)  # type: ignore[arg-type]
         with pytest.raises(ValueError):
             lease.write("", b"v")
+
+
+def test_renew_extends_the_deadline_and_reports_a_lost_lease(
+        make_client: MakeClient) -> None:
+    client, operator = make_client(), make_client()
+    lease = client.lock("jobs/a", ttl=3)
+    client.pause_renewals_for_testing(True)
+    time.sleep(0.2)
+    before = lease.time_left()
+    lease.renew()
+    assert lease.time_left() > before + 0.1
+    operator.force_release("jobs/a")
+    with pytest.raises(leasekeeper.LeaseLost) as lost:
+        lease.renew()
+    assert lost.value.end_reason == "forced" and lease.lost.is_set()
+    with pytest.raises(leasekeeper.LeaseLost):
+        lease.release()  # ended already
+
+
+def test_releasing_twice_reports_the_first_release(
+        make_client: MakeClient) -> None:
+    lease = make_client().lock("jobs/a", ttl=5)
+    lease.release()
+    with pytest.raises(leasekeeper.LeaseLost) as again:
+        lease.release()
+    assert again.value.end_reason == "released"
+
+
+def test_a_session_cut_shorter_than_the_grace_is_resumed(
+        make_client: MakeClient) -> None:
+    """Live: cuts the stream for 0.2 s of the 0.5 s grace."""
+    client, observer = make_client(), make_client()
+    with client.lock("jobs/a", ttl=3) as lease:
+        client.suspend_session_for_testing(0.2)
+        time.sleep(0.1)
+        assert observer.status(client.client_id).session == "grace"
+        time.sleep(0.6)
+        assert observer.status(client.client_id).session == "open"
+        assert lease.held and not lease.lost.is_set()
+        [holder] = observer.inspect("jobs/a").holders
+        assert holder.token == lease.token
