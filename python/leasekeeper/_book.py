@@ -8,7 +8,9 @@ C++ client's client/internal/client_core.h):
      it at the server.
   2. While the session stream is connected, one keepalive renews every lease
      of the client: it is sent when any lease is due (a third of its ttl
-     after its last successful renewal was sent) or after the idle interval,
+     after its last successful renewal was sent) or after the idle interval
+     (at most the session's grace, so a lease the server ended without
+     telling, e.g. by ForceRelease, is found out within about the grace),
      and counts as a renewal, from its send, of every lease it covered once
      its ack says at least that many leases were renewed. An ack that counts
      fewer makes each covered lease renew by a Renew call at once, to learn
@@ -150,6 +152,8 @@ class LeaseBook:
     def __init__(self, call_timeout: float, idle_keepalive_interval: float,
                  now: float, new_request_id: "RequestIds") -> None:
         self.call_timeout = call_timeout
+        self._configured_idle_interval = idle_keepalive_interval
+        # The idle interval in force: at most the session's grace (rule 2).
         self.idle_keepalive_interval = idle_keepalive_interval
         self.leases: dict[int, LeaseState] = {}
         self.by_lock: dict[str, LeaseState] = {}
@@ -383,7 +387,16 @@ class LeaseBook:
         if token != 0 and lease is not None and lease.token == token:
             self.end(lease, reason, now)
 
-    def on_session_opened(self, resumed: bool, now: float) -> None:
+    def on_session_opened(self, resumed: bool, grace: float,
+                          now: float) -> None:
+        """A session opened whose server waits `grace` seconds for a
+        resume."""
+        if grace > 0:
+            self.idle_keepalive_interval = min(self._configured_idle_interval,
+                                               grace)
+            self._next_idle_keepalive_at = min(
+                self._next_idle_keepalive_at,
+                now + self.idle_keepalive_interval)
         if resumed:
             # Renew everything at once: renewals may have failed meanwhile.
             self._next_idle_keepalive_at = now

@@ -45,7 +45,8 @@ RETRY_MAX = 1.0
 
 
 class SessionListener(Protocol):
-    def on_session_opened(self, session_id: str, resumed: bool) -> None: ...
+    def on_session_opened(self, session_id: str, resumed: bool,
+                          grace: float) -> None: ...
     def on_keepalive_ack(self, sequence: int, renewed_leases: int) -> None: ...
     def on_notice(self, notice: pb.LockNotice) -> None: ...
     def on_session_interrupted(self) -> None: ...
@@ -244,7 +245,8 @@ class Session:
                         self._last_error = None
                         self._cv.notify_all()
                     self._listener.on_session_opened(
-                        response.opened.session_id, response.opened.resumed)
+                        response.opened.session_id, response.opened.resumed,
+                        response.opened.grace_ms / 1000)
                 elif kind == "keepalive_ack":
                     self._listener.on_keepalive_ack(
                         response.keepalive_ack.sequence,

@@ -270,7 +270,9 @@ class _Session:
                     self.id = response.opened.session_id
                     self.connected = True
                     self._last_error = None
-                    book.on_session_opened(response.opened.resumed, now)
+                    book.on_session_opened(response.opened.resumed,
+                                           response.opened.grace_ms / 1000,
+                                           now)
                     self._changed.set()
                 elif kind == "keepalive_ack":
                     book.on_keepalive_ack(

@@ -151,7 +151,7 @@ class Client:
     call_timeout: the transport deadline of each call, seconds (a lock's
       wait comes on top).
     idle_keepalive_interval: keepalive period while no lease needs one
-      sooner.
+      sooner; at most the server's session grace.
     Raises ValueError / TypeError for bad arguments; no I/O happens until the
     first call.
     """
@@ -748,9 +748,10 @@ class Client:
 
     # -- SessionListener (the session thread) ---------------------------------------
 
-    def on_session_opened(self, session_id: str, resumed: bool) -> None:
+    def on_session_opened(self, session_id: str, resumed: bool,
+                          grace: float) -> None:
         with self._cv:
-            self._book.on_session_opened(resumed, monotonic())
+            self._book.on_session_opened(resumed, grace, monotonic())
             self._cv.notify_all()
 
     def on_keepalive_ack(self, sequence: int, renewed_leases: int) -> None:

@@ -102,12 +102,12 @@ async def test_async_cancelling_a_wait_withdraws_it(
 @pytest.mark.asyncio
 async def test_async_force_release_sets_lost(
         clients: tuple[aio.Client, aio.Client]) -> None:
-    """Live: waits for the next keepalive of a 0.9 s ttl."""
+    """Live: a 30 s lease is found lost within the 0.5 s session grace."""
     client, operator = clients
     with pytest.raises(leasekeeper.LeaseLost):
-        async with client.lock("jobs/a", ttl=0.9) as lease:
+        async with client.lock("jobs/a", ttl=30) as lease:
             await operator.force_release("jobs/a", reason="test")
-            await asyncio.wait_for(lease.lost.wait(), 0.9)
+            await asyncio.wait_for(lease.lost.wait(), 0.5 + 0.3)
             assert lease.end_reason == "forced"
             with pytest.raises(leasekeeper.LeaseLost):
                 await lease.write("k", b"v")

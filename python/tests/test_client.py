@@ -139,16 +139,19 @@ def test_writes_are_fenced_by_the_token(make_client: MakeClient) -> None:
     assert new_holder.read("jobs/a", "cursor") == b"2"
 
 
-def test_force_release_sets_lost_and_the_exit_reports_it(
+def test_force_release_sets_lost_within_the_grace_and_the_exit_reports_it(
         make_client: MakeClient) -> None:
-    """Live: waits for the next keepalive (a third of a 0.9 s ttl)."""
+    """Live: a 30 s lease is found lost within the 0.5 s session grace (a
+    keepalive at least every grace), not at its next third of the ttl."""
     client, operator = make_client(), make_client()
     with pytest.raises(leasekeeper.LeaseLost) as lost:
-        with client.lock("jobs/a", ttl=0.9) as lease:
+        with client.lock("jobs/a", ttl=30) as lease:
             [released] = operator.force_release("jobs/a", client.client_id,
                                                 "test")
+            released_at = time.monotonic()
             assert released.token == lease.token
-            assert lease.lost.wait(0.9)
+            assert lease.lost.wait(2.0)
+            assert time.monotonic() - released_at < 0.5 + 0.3
             assert lease.end_reason == leasekeeper.EndReason.FORCED
             with pytest.raises(leasekeeper.LeaseLost):
                 lease.check()

@@ -214,3 +214,15 @@ def test_client_busy_after_a_retry_adopts_the_lease() -> None:
     fresh = attempts()
     fresh.request(now=0.0)
     assert fresh.on_error(busy, now=0.1).step == Step.RAISE
+
+
+def test_keepalives_come_at_least_every_session_grace() -> None:
+    book = new_book()  # idle interval 5 s
+    hold(book, "a", ttl=30.0)
+    book.on_session_opened(resumed=False, grace=2.0, now=0.0)
+    assert book.plan(1.9, "s1").keepalive_sequence is None
+    first = book.plan(2.0, "s1").keepalive_sequence
+    assert first is not None
+    book.on_keepalive_ack(first, 1, now=2.1)
+    assert book.plan(3.9, "s1").keepalive_sequence is None
+    assert book.plan(4.0, "s1").keepalive_sequence is not None
