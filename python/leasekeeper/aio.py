@@ -413,10 +413,19 @@ class Client:
                             work: Callable[[Lease, asyncio.Event],
                                            Awaitable[T]],
                             stop: asyncio.Event, *,
-                            retry_delay: Optional[float] = None) -> Optional[T]:
+                            retry_delay: Optional[float] = None,
+                            on_term_start: Optional[
+                                Callable[[Lease], None]] = None,
+                            on_term_end: Optional[
+                                Callable[[Lease, TermEnd], None]] = None,
+                            on_contention_error: Optional[
+                                Callable[[LeasekeeperError], None]] = None,
+                            ) -> Optional[T]:
         """As leasekeeper.Client.run_as_leader, with an async work."""
-        return await run_as_leader(self, name, ttl, work, stop,
-                                   retry_delay=retry_delay)
+        return await run_as_leader(
+            self, name, ttl, work, stop, retry_delay=retry_delay,
+            on_term_start=on_term_start, on_term_end=on_term_end,
+            on_contention_error=on_contention_error)
 
     async def read(self, lock: str, key: str) -> Optional[bytes]:
         request = pb.ReadRequest(lock=_common.check_str("lock", lock),
@@ -753,8 +762,11 @@ async def run_as_leader(client: Client, name: str, ttl: float,
                         work: Callable[[Lease, asyncio.Event], Awaitable[T]],
                         stop: asyncio.Event, *,
                         retry_delay: Optional[float] = None,
+                        on_term_start: Optional[Callable[[Lease], None]] = None,
                         on_term_end: Optional[Callable[[Lease, TermEnd],
                                                        None]] = None,
+                        on_contention_error: Optional[
+                            Callable[[LeasekeeperError], None]] = None,
                         ) -> Optional[T]:
     """leasekeeper.leader.run_as_leader for asyncio: the same terms; `term`
     is an asyncio.Event set when the lease is lost or `stop` is set."""
@@ -774,6 +786,8 @@ async def run_as_leader(client: Client, name: str, ttl: float,
                 return None
             if not worth_contending_again(error):
                 raise
+            if on_contention_error is not None:
+                on_contention_error(error)
             await _wait_event(stop, delay)
             continue
         if not lease.held:
@@ -789,6 +803,8 @@ async def run_as_leader(client: Client, name: str, ttl: float,
         result: Optional[T] = None
         failure: Optional[Exception] = None
         try:
+            if on_term_start is not None:
+                on_term_start(lease)
             result = await work(lease, term)
         except Exception as raised:  # reported after the release
             failure = raised

@@ -171,3 +171,27 @@ async def test_async_bad_arguments_raise_before_any_call() -> None:
     with pytest.raises(ValueError):
         await client.read("a", "")
     await client.close()
+
+
+@pytest.mark.asyncio
+async def test_async_a_lost_lease_ends_the_term_and_it_contends_again(
+        clients: tuple[aio.Client, aio.Client]) -> None:
+    client, operator = clients
+    stop = asyncio.Event()
+    ends: list[leasekeeper.TermEnd] = []
+    tokens: list[int] = []
+
+    async def work(lease: aio.Lease, term: asyncio.Event) -> None:
+        tokens.append(lease.token)
+        if len(tokens) == 1:
+            await operator.force_release("sweeper")
+        else:
+            stop.set()
+        await asyncio.wait_for(term.wait(), 2.0)
+
+    await client.run_as_leader("sweeper", ttl=5, work=work, stop=stop,
+                               on_term_end=lambda lease, end: ends.append(end))
+    assert ends == [leasekeeper.TermEnd.LEASE_LOST,
+                    leasekeeper.TermEnd.CANCELLED]
+    assert tokens == [1, 2]
+    assert (await operator.inspect("sweeper")).holders == []
