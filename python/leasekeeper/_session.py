@@ -13,7 +13,8 @@ Lifecycle:
   any --stop--> stopped
 A first open that fails for a transient reason is retried (100 ms doubling
 to 1 s) while somebody wants the session; a resume is retried the same way
-until the server answers, which after its grace is SESSION_ENDED.
+until the server answers, which after its grace is SESSION_ENDED. A lost
+session is not replaced until the next ensure_open.
 
 Invariants:
   1. At most one stream exists at a time; id is set while the state is open
@@ -81,6 +82,7 @@ class Session:
         self._attempts = 0
         self._close_ok = False
         self._suspended_until = 0.0
+        self._abandoned = ""
         self._thread: Optional[threading.Thread] = None
 
     # -- callers -----------------------------------------------------------
@@ -162,6 +164,12 @@ class Session:
                 return
             self._id = ""
             call = self._call
+            if call is None:
+                self._state = _State.IDLE  # between streams: nothing to cut
+            else:
+                # The cut stream's end is this drop, not a failed open.
+                self._abandoned = session_id
+            self._cv.notify_all()
         if call is not None:
             call.cancel()
 
@@ -276,12 +284,20 @@ class Session:
                 self._close_ok = error is None
                 self._state = _State.IDLE
                 self._id = ""
+            elif self._abandoned:
+                lost, self._abandoned = self._abandoned, ""
+                self._state = _State.IDLE
+                self._id = ""
             elif error is not None and error.reason == "SESSION_ENDED":
                 # A resume refused, or a newer session of this client
                 # replaced this one: everything it held is gone.
                 lost = had or resume_id
                 self._state = _State.IDLE
                 self._id = ""
+                # The next ensure_open opens a new session, not this thread:
+                # two processes sharing a client id would take turns ending
+                # each other's sessions for ever.
+                self._want_open = False
             elif had:
                 self._state = _State.RESUMING
                 interrupted = True

@@ -160,6 +160,7 @@ class _Session:
         self._changed = asyncio.Event()
         self._last_error: Optional[LeasekeeperError] = None
         self._closing = False
+        self._lost = False
         self._suspended_until = 0.0
 
     async def ensure_open(self, timeout: float) -> str:
@@ -235,7 +236,9 @@ class _Session:
                 await asyncio.sleep(wait)
             resume = self.id
             opened = await self._one_stream(resume)
-            if self._closing:
+            if self._closing or self._lost:
+                # A lost session is replaced by the next ensure_open only.
+                self._lost = False
                 return
             if not self.id and not self._client._book.leases and not opened:
                 # A first open that failed for good: ensure_open reports it.
@@ -299,6 +302,7 @@ class _Session:
         elif error is not None and error.reason == "SESSION_ENDED":
             lost = self.id or resume_id
             self.id = ""
+            self._lost = True
             book.on_session_lost(lost, now)
         elif self.id:
             book.on_session_interrupted(now)

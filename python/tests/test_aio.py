@@ -195,3 +195,21 @@ async def test_async_a_lost_lease_ends_the_term_and_it_contends_again(
                     leasekeeper.TermEnd.CANCELLED]
     assert tokens == [1, 2]
     assert (await operator.inspect("sweeper")).holders == []
+
+
+@pytest.mark.asyncio
+async def test_async_a_newer_session_of_the_same_id_ends_the_older_ones(
+        leasekeeperd: LocalServer) -> None:
+    first = aio.Client(leasekeeperd.address, client_id="batch/shared-id")
+    second = aio.Client(leasekeeperd.address, client_id="batch/shared-id")
+    try:
+        lease = await first.lock("jobs/a", ttl=30)
+        async with second.lock("jobs/b", ttl=30):
+            await asyncio.wait_for(lease.lost.wait(), 2.0)
+            assert lease.end_reason == "session_lost"
+        again = await first.lock("jobs/a", ttl=30, wait=5)
+        assert again.token == 2
+        await again.release()
+    finally:
+        await first.close()
+        await second.close()

@@ -378,3 +378,16 @@ def test_a_session_cut_shorter_than_the_grace_is_resumed(
         assert lease.held and not lease.lost.is_set()
         [holder] = observer.inspect("jobs/a").holders
         assert holder.token == lease.token
+
+
+def test_a_newer_session_of_the_same_client_id_ends_the_older_ones_leases(
+        make_client: MakeClient) -> None:
+    first = make_client(client_id="batch/shared-id")
+    second = make_client(client_id="batch/shared-id")
+    lease = first.lock("jobs/a", ttl=30)
+    with second.lock("jobs/b", ttl=30):
+        assert lease.lost.wait(2.0)
+        assert lease.end_reason == "session_lost"
+    again = first.lock("jobs/a", ttl=30, wait=5)  # on a session of its own
+    assert again.held and again.token == 2
+    again.release()
