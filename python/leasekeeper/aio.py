@@ -39,7 +39,8 @@ from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
                                  ReleasedLease, TlsFiles)
 from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
                                 Unavailable, from_rpc_error, is_transient)
-from leasekeeper.leader import TermEnd, term_end, worth_contending_again
+from leasekeeper.leader import (TermEnd, check_leader_args, term_end,
+                                worth_contending_again)
 from leasekeeper.timer import monotonic
 from leasekeeper.v1 import lock_service_pb2 as pb
 
@@ -774,14 +775,8 @@ async def run_as_leader(client: Client, name: str, ttl: float,
                         ) -> Optional[T]:
     """leasekeeper.leader.run_as_leader for asyncio: the same terms; `term`
     is an asyncio.Event set when the lease is lost or `stop` is set."""
-    _common.check_str("name", name)
-    ttl = _common.check_ttl(ttl)
-    if not callable(work):
-        raise TypeError("work must be callable as work(lease, term)")
-    if not isinstance(stop, asyncio.Event):
-        raise TypeError("stop must be an asyncio.Event")
-    delay = ttl / 3 if retry_delay is None else _common.check_seconds(
-        "retry_delay", retry_delay, 0.0, 3600)
+    ttl, delay = check_leader_args(name, ttl, work, stop, asyncio.Event,
+                                   retry_delay)
     while not stop.is_set():
         try:
             lease = await client.lock(name, ttl=ttl, wait=None, stop=stop)

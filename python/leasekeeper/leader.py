@@ -65,6 +65,23 @@ class TermEnd(str, enum.Enum):
         return self.value
 
 
+def check_leader_args(name: object, ttl: object, work: object, stop: object,
+                      event_type: type, retry_delay: object
+                      ) -> tuple[float, float]:
+    """run_as_leader's arguments, checked before any call: the ttl and the
+    retry delay (a third of the ttl by default)."""
+    _common.check_str("name", name)
+    checked_ttl = _common.check_ttl(ttl)
+    if not callable(work):
+        raise TypeError("work must be callable as work(lease, term)")
+    if not isinstance(stop, event_type):
+        raise TypeError(f"stop must be an {event_type.__module__}."
+                        f"{event_type.__name__}")
+    delay = checked_ttl / 3 if retry_delay is None else _common.check_seconds(
+        "retry_delay", retry_delay, 0.0, 3600)
+    return checked_ttl, delay
+
+
 def term_end(stopped: bool, held: bool, failed: bool) -> TermEnd:
     """How a term ended, once its work has returned: the caller's stop
     wins over a lost lease, which wins over what the work did."""
@@ -97,14 +114,8 @@ def run_as_leader(client: "Client", name: str, ttl: float,
     on_term_start(lease) runs before the work, on_term_end(lease, end) after
     it returned and before the release; on_contention_error(error) before
     each retry. ValueError / TypeError for bad arguments, before any call."""
-    _common.check_str("name", name)
-    ttl = _common.check_ttl(ttl)
-    if not callable(work):
-        raise TypeError("work must be callable as work(lease, term)")
-    if not isinstance(stop, threading.Event):
-        raise TypeError("stop must be a threading.Event")
-    delay = ttl / 3 if retry_delay is None else _common.check_seconds(
-        "retry_delay", retry_delay, 0.0, 3600)
+    ttl, delay = check_leader_args(name, ttl, work, stop, threading.Event,
+                                   retry_delay)
     while True:
         if stop.is_set():
             return None
