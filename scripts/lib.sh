@@ -8,6 +8,12 @@ LEASEKEEPER_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev openssl python3
   libmicrohttpd-dev libssl-dev
 )
+# The Python client (python/): its runtime, tests, type check and offline
+# install (pip with Debian's setuptools and wheel, no registry).
+LEASEKEEPER_PACKAGES+=(
+  python3-grpcio python3-protobuf python3-pytest python3-pytest-asyncio mypy
+  python3-pip python3-setuptools python3-wheel
+)
 
 install_missing_packages() {
   local missing=()

@@ -1,0 +1,29 @@
+"""leasekeeper: a Python client for leasekeeperd.
+
+    import leasekeeper
+
+    with leasekeeper.Client("127.0.0.1:7233") as client:
+        with client.lock("exports/daily", ttl=30, wait=60) as lease:
+            lease.write("cursor", b"42")     # fenced by lease.token
+
+leasekeeper.aio has the same API for asyncio; leasekeeper.testing starts a
+real leasekeeperd for tests. See python/README.md.
+"""
+
+from leasekeeper._book import EndReason
+from leasekeeper._common import (HOLDER_CHECKED_WRITES, ClientStatus, Holder,
+                                 LockInfo, LockSummary, ReleasedLease,
+                                 TlsFiles, Waiter, default_client_id)
+from leasekeeper.client import Client, Lease
+from leasekeeper.errors import (ClientBusy, DeadlockVictim, LeasekeeperError,
+                                LeaseLost, LimitExceeded, LockBusy, NotHolder,
+                                StaleToken, Unavailable)
+from leasekeeper.leader import TermEnd, run_as_leader
+
+__all__ = [
+    "Client", "Lease", "EndReason", "TlsFiles", "run_as_leader", "TermEnd",
+    "LeasekeeperError", "StaleToken", "NotHolder", "ClientBusy", "LockBusy",
+    "DeadlockVictim", "LimitExceeded", "Unavailable", "LeaseLost",
+    "LockInfo", "Holder", "Waiter", "ClientStatus", "LockSummary",
+    "ReleasedLease", "HOLDER_CHECKED_WRITES", "default_client_id",
+]

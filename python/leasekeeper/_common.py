@@ -1,0 +1,394 @@
+"""What the threaded and the asyncio Client share besides the LeaseBook:
+argument checks (raised before any call), the default client id, request
+ids, TLS files, the endpoint list, request building and the feature probe for
+holder-checked writes.
+
+Thread-safety: pure functions, except Endpoints and RequestIdSource, which
+are thread-safe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence, Union
+
+import grpc
+
+from leasekeeper.v1 import lock_service_pb2 as pb
+from leasekeeper.v1 import lock_service_pb2_grpc as pb_grpc
+
+MIN_TTL = 0.001
+MAX_TTL = 86400.0
+# The longest wait one Acquire call can ask the server for; longer waits are
+# made of several calls.
+MAX_SERVER_WAIT = 86400.0
+MAX_CLIENT_ID_BYTES = 256
+MAX_HOLDER_LABEL_BYTES = 256
+FIRST_RETRY_DELAY = 0.1
+MAX_ACQUIRE_RETRY_DELAY = 1.0
+
+# Whether this proto offers holder-checked writes (WriteRequest.client_id and
+# require_held). Decided once from the generated descriptor.
+_WRITE_FIELDS = pb.WriteRequest.DESCRIPTOR.fields_by_name
+HOLDER_CHECKED_WRITES = ("client_id" in _WRITE_FIELDS
+                         and "require_held" in _WRITE_FIELDS)
+
+
+def default_client_id() -> str:
+    """"<hostname>/<pid>/<8 random hex digits>", as the C++ client makes it:
+    unique per Client, and readable in Inspect and Status."""
+    host = socket.gethostname() or "localhost"
+    return f"{host}/{os.getpid()}/{secrets.token_hex(4)}"
+
+
+def check_str(name: str, value: object, *, max_bytes: int = 0,
+              allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if not allow_empty and not value:
+        raise ValueError(f"{name} must not be empty")
+    if max_bytes and len(value.encode()) > max_bytes:
+        raise ValueError(f"{name} is longer than {max_bytes} bytes")
+    return value
+
+
+def check_seconds(name: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not "
+                        f"{type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be within {low:g}..{high:g} s, "
+                         f"not {value!r}")
+    return float(value)
+
+
+def check_ttl(ttl: object) -> float:
+    return check_seconds("ttl", ttl, MIN_TTL, MAX_TTL)
+
+
+def check_wait(wait: object) -> Optional[float]:
+    """None waits for as long as it takes."""
+    if wait is None:
+        return None
+    return check_seconds("wait", wait, 0.0, float("inf"))
+
+
+def check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def check_value(value: object) -> bytes:
+    if isinstance(value, str):
+        value = value.encode()
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"value must be bytes or str, not "
+                        f"{type(value).__name__}")
+    data = bytes(value)
+    if not data:
+        raise ValueError("value must not be empty")
+    return data
+
+
+@dataclass(frozen=True)
+class LockArgs:
+    lock: str
+    ttl: float
+    wait: Optional[float]
+    shared: bool
+    label: str
+
+
+def check_lock_args(name: object, ttl: object, wait: object, shared: object,
+                    holder_label: object, default_label: str) -> LockArgs:
+    """lock()'s and try_lock()'s arguments, checked before any call."""
+    return LockArgs(
+        check_str("name", name), check_ttl(ttl), check_wait(wait),
+        check_bool("shared", shared),
+        default_label if holder_label is None else check_str(
+            "holder_label", holder_label, max_bytes=MAX_HOLDER_LABEL_BYTES,
+            allow_empty=True))
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files for a TLS channel. root_certs None uses the system's roots;
+    a client certificate is sent only if cert_chain and private_key are both
+    given. server_name_override checks the server's certificate against that
+    name instead of the endpoint's host (e.g. when connecting by address)."""
+
+    root_certs: Optional[str] = None
+    cert_chain: Optional[str] = None
+    private_key: Optional[str] = None
+    server_name_override: Optional[str] = None
+
+    def credentials(self) -> "grpc.ChannelCredentials":
+        if (self.cert_chain is None) != (self.private_key is None):
+            raise ValueError("TlsFiles: give both cert_chain and private_key, "
+                             "or neither")
+
+        def read(path: Optional[str]) -> Optional[bytes]:
+            if path is None:
+                return None
+            with open(path, "rb") as file:
+                return file.read()
+
+        return grpc.ssl_channel_credentials(
+            root_certificates=read(self.root_certs),
+            private_key=read(self.private_key),
+            certificate_chain=read(self.cert_chain))
+
+    def options(self) -> list[tuple[str, str]]:
+        if self.server_name_override is None:
+            return []
+        return [("grpc.ssl_target_name_override", self.server_name_override)]
+
+
+def check_endpoints(endpoints: object) -> list[str]:
+    if isinstance(endpoints, str):
+        endpoints = [endpoints]
+    if not isinstance(endpoints, (list, tuple)):
+        raise TypeError("endpoints must be a str or a sequence of str")
+    checked = [check_str("endpoint", e) for e in endpoints]
+    if not checked:
+        raise ValueError("endpoints must name at least one server")
+    return checked
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A channel to one endpoint and the stub over it (made once: a stub
+    builds a callable per method)."""
+
+    channel: Any
+    stub: Any
+
+
+class Endpoints:
+    """The servers a Client may talk to, one at a time: calls go to the
+    current one; a call that found it unreachable moves on to the next (the
+    failed call is retried there by its caller). Channels are made lazily
+    and kept until close()."""
+
+    def __init__(self, targets: Sequence[str],
+                 make_channel: Callable[[str], Any]) -> None:
+        self._targets = list(targets)
+        self._make = make_channel
+        self._mutex = threading.Lock()
+        self._index = 0
+        self._connections: dict[int, Connection] = {}
+
+    def current(self) -> tuple[int, Connection]:
+        with self._mutex:
+            connection = self._connections.get(self._index)
+            if connection is None:
+                channel = self._make(self._targets[self._index])
+                connection = Connection(channel,
+                                        pb_grpc.LockServiceStub(channel))
+                self._connections[self._index] = connection
+            return self._index, connection
+
+    def failed(self, index: int) -> None:
+        """The endpoint `index` did not answer: later calls use the next."""
+        with self._mutex:
+            if index == self._index:
+                self._index = (self._index + 1) % len(self._targets)
+
+    def take_channels(self) -> list[Any]:
+        """Every channel made, for the caller to close; forgets them."""
+        with self._mutex:
+            channels = [c.channel for c in self._connections.values()]
+            self._connections.clear()
+            return channels
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    targets: list[str]
+    client_id: str
+    holder_label: str
+    credentials: Any  # grpc.ChannelCredentials, or None for plaintext
+    channel_options: list[tuple[str, Union[str, int]]]
+    call_timeout: float
+    idle_keepalive_interval: float
+
+
+def check_client_args(endpoints: object, client_id: object,
+                      holder_label: object, tls: object, call_timeout: object,
+                      idle_keepalive_interval: object) -> ClientConfig:
+    """A Client's arguments, checked (and TLS files read) before any I/O."""
+    targets = check_endpoints(endpoints)
+    who = default_client_id() if client_id is None else check_str(
+        "client_id", client_id, max_bytes=MAX_CLIENT_ID_BYTES)
+    label = check_str("holder_label", holder_label,
+                      max_bytes=MAX_HOLDER_LABEL_BYTES, allow_empty=True)
+    if tls is not None and not isinstance(tls, TlsFiles):
+        raise TypeError("tls must be a leasekeeper.TlsFiles")
+    timeout = check_seconds("call_timeout", call_timeout, 0.001, 3600)
+    idle = check_seconds("idle_keepalive_interval", idle_keepalive_interval,
+                         0.01, 3600)
+    return ClientConfig(targets, who, label,
+                        tls.credentials() if tls is not None else None,
+                        channel_options(tls), timeout, idle)
+
+
+def check_page(prefix: object, page_size: object) -> None:
+    check_str("prefix", prefix, allow_empty=True)
+    if isinstance(page_size, bool) or not isinstance(page_size, int):
+        raise TypeError("page_size must be an int")
+    if page_size < 0:
+        raise ValueError("page_size must not be negative")
+
+
+def force_release_request(lock: object, client_id: object,
+                          reason: object) -> pb.ForceReleaseRequest:
+    return pb.ForceReleaseRequest(
+        lock=check_str("lock", lock),
+        client_id=check_str("client_id", client_id, allow_empty=True),
+        reason=check_str("reason", reason, allow_empty=True))
+
+
+def channel_options(tls: Optional[TlsFiles]) -> list[tuple[str, Union[str, int]]]:
+    options: list[tuple[str, Union[str, int]]] = [
+        # A lock client wants to learn of a dead connection quickly.
+        ("grpc.keepalive_time_ms", 10_000),
+        ("grpc.keepalive_timeout_ms", 5_000),
+    ]
+    if tls is not None:
+        options.extend(tls.options())
+    return options
+
+
+class RequestIdSource:
+    """Request ids unique per Client: a random prefix and a counter."""
+
+    def __init__(self) -> None:
+        self._prefix = secrets.token_hex(6)
+        self._counter = itertools.count(1)
+
+    def __call__(self) -> str:
+        return f"{self._prefix}-{next(self._counter)}"
+
+
+def ms(seconds: float) -> int:
+    return max(0, int(round(seconds * 1000)))
+
+
+def acquire_request(client_id: str, lock: str, ttl: float, shared: bool,
+                    wait: float, request_id: str, session_id: str,
+                    holder_label: str) -> pb.AcquireRequest:
+    return pb.AcquireRequest(
+        client_id=client_id, lock=lock, ttl_ms=max(1, ms(ttl)),
+        mode=pb.LOCK_MODE_SHARED if shared else pb.LOCK_MODE_EXCLUSIVE,
+        wait_timeout_ms=ms(min(wait, MAX_SERVER_WAIT)),
+        request_id=request_id, session_id=session_id,
+        holder_label=holder_label)
+
+
+def write_request(lock: str, key: str, value: bytes, token: int,
+                  client_id: str) -> pb.WriteRequest:
+    """Fenced by `token`; also holder-checked (the server refuses the write
+    unless `client_id` holds `lock` with that token) when the proto has it."""
+    request = pb.WriteRequest(lock=lock, key=key, value=value, token=token)
+    if HOLDER_CHECKED_WRITES:
+        setattr(request, "client_id", client_id)
+        setattr(request, "require_held", True)
+    return request
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One lease, as Inspect, Status and ListLocks show it."""
+
+    client_id: str
+    lock: str
+    shared: bool
+    token: int
+    expires_in: float  # seconds left when the server answered
+    holder_label: str
+
+    @staticmethod
+    def of(holder: pb.Holder) -> "Holder":
+        return Holder(holder.client_id, holder.lock,
+                      holder.mode == pb.LOCK_MODE_SHARED, holder.token,
+                      holder.expires_in_ms / 1000, holder.holder_label)
+
+
+@dataclass(frozen=True)
+class Waiter:
+    client_id: str
+    shared: bool
+    ttl: float
+    position: int  # 1 = next in line
+    holder_label: str
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """Inspect's answer: holders by token, lowest first; queue oldest
+    first."""
+
+    holders: list[Holder]
+    queue: list[Waiter]
+
+    @staticmethod
+    def of(response: pb.InspectResponse) -> "LockInfo":
+        return LockInfo(
+            [Holder.of(h) for h in response.holders],
+            [Waiter(w.client_id, w.mode == pb.LOCK_MODE_SHARED,
+                    w.ttl_ms / 1000, w.position, w.holder_label)
+             for w in response.queue])
+
+
+@dataclass(frozen=True)
+class ClientStatus:
+    """Status's answer. session: "none", "open" or "grace"."""
+
+    registered: bool
+    age: int
+    holds: list[Holder]
+    waiting_for: str
+    session: str
+
+    @staticmethod
+    def of(response: pb.StatusResponse) -> "ClientStatus":
+        session = {pb.SESSION_STATE_OPEN: "open",
+                   pb.SESSION_STATE_GRACE: "grace"}.get(response.session,
+                                                        "none")
+        return ClientStatus(response.registered, response.age,
+                            [Holder.of(h) for h in response.holds],
+                            response.waiting_for, session)
+
+
+@dataclass(frozen=True)
+class LockSummary:
+    lock: str
+    holders: list[Holder]
+    queue_length: int
+
+    @staticmethod
+    def of(summary: pb.LockSummary) -> "LockSummary":
+        return LockSummary(summary.lock,
+                           [Holder.of(h) for h in summary.holders],
+                           summary.queue_length)
+
+
+@dataclass(frozen=True)
+class ReleasedLease:
+    """A lease ForceRelease ended."""
+
+    client_id: str
+    token: int
+    shared: bool
+
+    @staticmethod
+    def all_of(response: pb.ForceReleaseResponse) -> list["ReleasedLease"]:
+        return [ReleasedLease(r.client_id, r.token,
+                              r.mode == pb.LOCK_MODE_SHARED)
+                for r in response.released]
