@@ -188,13 +188,15 @@ class Client {
       const AcquireOptions& options = {});
 
   // Writes `value` under (lease.lock(), key) in the fenced store with the
-  // lease's token.
+  // lease's token, as a holder-checked write: the server accepts it only if
+  // this client still holds that very lease at the instant of the write.
   // Outcomes: OK (accepted); FAILED_PRECONDITION if the lease has ended
-  // (nothing is sent), or STALE_TOKEN if the store has accepted a higher
-  // token for the lock (a newer holder wrote); INVALID_ARGUMENT;
-  // RESOURCE_EXHAUSTED; UNAVAILABLE.
-  // The store checks the token, not the lease: the local check only avoids
-  // writes this client already knows to be unprotected.
+  // (nothing is sent), NOT_HOLDER if the server found it ended (it lapsed,
+  // or was released or forced off), or STALE_TOKEN if the store has
+  // accepted a higher token for the lock (a shared holder with a newer
+  // token wrote); INVALID_ARGUMENT; RESOURCE_EXHAUSTED; UNAVAILABLE.
+  // The local check only avoids writes this client already knows to be
+  // refused; the server's check is the one that protects.
   absl::Status Write(const Lease& lease, absl::string_view key,
                      absl::string_view value);
 

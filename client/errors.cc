@@ -43,6 +43,8 @@ std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
       return ErrorReason::kRequestIdReused;
     case pb::SUPERSEDED_BY_RETRY:
       return ErrorReason::kSupersededByRetry;
+    case pb::TOKEN_NOT_ISSUED:
+      return ErrorReason::kTokenNotIssued;
     default:
       return std::nullopt;
   }
@@ -74,6 +76,8 @@ pb::ErrorReason ToProtoReason(ErrorReason reason) {
       return pb::REQUEST_ID_REUSED;
     case ErrorReason::kSupersededByRetry:
       return pb::SUPERSEDED_BY_RETRY;
+    case ErrorReason::kTokenNotIssued:
+      return pb::TOKEN_NOT_ISSUED;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }
@@ -111,6 +115,8 @@ std::optional<ErrorReason> InferReason(grpc::StatusCode code,
        ErrorReason::kShuttingDown},
       {grpc::StatusCode::CANCELLED, "superseded by retry",
        ErrorReason::kSupersededByRetry},
+      {grpc::StatusCode::FAILED_PRECONDITION, "token not issued",
+       ErrorReason::kTokenNotIssued},
   };
   for (const Known& known : kKnown) {
     if (known.code == code && absl::StartsWith(message, known.text)) {
@@ -190,6 +196,8 @@ absl::string_view ErrorReasonName(ErrorReason reason) {
       return "REQUEST_ID_REUSED";
     case ErrorReason::kSupersededByRetry:
       return "SUPERSEDED_BY_RETRY";
+    case ErrorReason::kTokenNotIssued:
+      return "TOKEN_NOT_ISSUED";
   }
   return "UNKNOWN";
 }

@@ -55,6 +55,7 @@ enum class ErrorReason {
   kShuttingDown,       // UNAVAILABLE: the server stops
   kRequestIdReused,    // INVALID_ARGUMENT: same request id, other arguments
   kSupersededByRetry,  // CANCELLED: a retry with the same id took over
+  kTokenNotIssued,     // FAILED_PRECONDITION: no such token for the lock
 };
 
 // The proto's name of the reason, e.g. "CLIENT_BUSY".

@@ -119,14 +119,15 @@ absl::StatusOr<ReleaseOutcome> RpcClient::Release(
   return internal::FromResponse(*response);
 }
 
-absl::Status RpcClient::Write(absl::string_view lock, absl::string_view key,
-                              absl::string_view value, FencingToken token,
+absl::Status RpcClient::Write(const WriteCall& call,
                               const CallOptions& options) const {
   pb::WriteRequest request;
-  request.set_lock(std::string(lock));
-  request.set_key(std::string(key));
-  request.set_value(std::string(value));
-  request.set_token(token);
+  request.set_lock(call.lock);
+  request.set_key(call.key);
+  request.set_value(call.value);
+  request.set_token(call.token);
+  request.set_client_id(call.client_id);
+  request.set_require_held(call.require_held);
   return RunCall<pb::WriteResponse>(
              options,
              [&](grpc::ClientContext* context, pb::WriteResponse* out) {

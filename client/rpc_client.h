@@ -110,6 +110,20 @@ struct ReleaseCall {
   std::string session_id;
 };
 
+// A write to the fenced store.
+struct WriteCall {
+  std::string lock;
+  std::string key;
+  std::string value;
+  FencingToken token = 0;
+  // The writer. With require_held the server accepts the write only if this
+  // client holds a live lease on `lock` with exactly `token` at that
+  // instant; without it only the token rule protects the store (a holder
+  // that stalled past its lease can still write before its successor does).
+  std::string client_id;
+  bool require_held = true;
+};
+
 enum class ReleaseOutcome {
   kReleased,   // the caller held the lock; it passed on
   kWithdrawn,  // the caller waited; its request left the queue
@@ -200,11 +214,13 @@ class RpcClient {
   absl::StatusOr<ReleaseOutcome> Release(const ReleaseCall& call,
                                          const CallOptions& options = {}) const;
 
-  // Writes `value` under (lock, key) if `token` is at least the highest
-  // token the store accepted for `lock`. Outcomes: OK; INVALID_ARGUMENT;
-  // FAILED_PRECONDITION STALE_TOKEN (nothing changed); RESOURCE_EXHAUSTED.
-  absl::Status Write(absl::string_view lock, absl::string_view key,
-                     absl::string_view value, FencingToken token,
+  // Writes call.value under (call.lock, call.key) if call.token was issued
+  // for the lock, is at least the highest token the store accepted for it
+  // and, with require_held, is the token of call.client_id's live lease.
+  // Outcomes: OK; INVALID_ARGUMENT (also: require_held without a client
+  // id); FAILED_PRECONDITION TOKEN_NOT_ISSUED, NOT_HOLDER or STALE_TOKEN
+  // (nothing changed); RESOURCE_EXHAUSTED; PERMISSION_DENIED.
+  absl::Status Write(const WriteCall& call,
                      const CallOptions& options = {}) const;
 
   // The last accepted value for (lock, key), or nullopt if none was ever

@@ -5,9 +5,10 @@
 namespace leasekeeper {
 namespace {
 
-constexpr std::array<ErrorCode, 5> kAllCodes = {
+constexpr std::array<ErrorCode, 6> kAllCodes = {
     ErrorCode::kInvalidArguments, ErrorCode::kInvalidTtl,
-    ErrorCode::kClientBusy, ErrorCode::kNotHolder, ErrorCode::kStaleToken};
+    ErrorCode::kClientBusy,       ErrorCode::kNotHolder,
+    ErrorCode::kStaleToken,       ErrorCode::kTokenNotIssued};
 
 }  // namespace
 
@@ -23,6 +24,8 @@ absl::string_view ErrorText(ErrorCode code) {
       return "not holder";
     case ErrorCode::kStaleToken:
       return "stale token";
+    case ErrorCode::kTokenNotIssued:
+      return "token not issued";
   }
   return "unknown error";
 }
@@ -35,6 +38,7 @@ absl::Status MakeError(ErrorCode code) {
     case ErrorCode::kClientBusy:
     case ErrorCode::kNotHolder:
     case ErrorCode::kStaleToken:
+    case ErrorCode::kTokenNotIssued:
       return absl::FailedPreconditionError(ErrorText(code));
   }
   return absl::InternalError("unknown error code");

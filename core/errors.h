@@ -1,8 +1,10 @@
 // The contract's expected failures, as absl::Status values.
 //
-// Every failure the core reports is one of these five. The status message is
-// exactly the contract's error text ("invalid ttl"), so the replay prints
-// "error: " + message and the server forwards it verbatim. The absl code says
+// Every failure the contract's operations report is one of the first five.
+// The status message is exactly the contract's error text ("invalid ttl"), so
+// the replay prints "error: " + message and the server forwards it verbatim.
+// The codes after them come only from checks the daemon asks for and the
+// replay never does (op::Write's and op::FencedRead's daemon-only fields). The absl code says
 // which family it belongs to (INVALID_ARGUMENT for malformed input,
 // FAILED_PRECONDITION for a well-formed request the state refuses).
 //
@@ -23,10 +25,11 @@ enum class ErrorCode {
   kClientBusy,        // acquire by a client that waits, or holds that lock
   kNotHolder,         // renew/release by a client that does not hold the lock
   kStaleToken,        // write with a token below the lock's high-water mark
+  kTokenNotIssued,    // a token above the lock's fencing counter (daemon)
 };
 
 // "invalid arguments", "invalid ttl", "client busy", "not holder",
-// "stale token".
+// "stale token", "token not issued".
 absl::string_view ErrorText(ErrorCode code);
 
 // A non-OK status carrying `code`: message ErrorText(code), absl code

@@ -4,15 +4,69 @@
 
 namespace leasekeeper {
 
-absl::Status FencedStore::Write(absl::string_view lock, absl::string_view key,
-                                absl::string_view value, FencingToken token) {
+absl::Status FencedStore::CheckWriteArguments(absl::string_view lock,
+                                              absl::string_view key,
+                                              absl::string_view value,
+                                              FencingToken token) {
   if (lock.empty() || key.empty() || value.empty() || token < 1) {
     return MakeError(ErrorCode::kInvalidArguments);
   }
+  return absl::OkStatus();
+}
+
+absl::Status FencedStore::Write(absl::string_view lock, absl::string_view key,
+                                absl::string_view value, FencingToken token) {
+  if (absl::Status s = CheckWriteArguments(lock, key, value, token); !s.ok()) {
+    return s;
+  }
   if (token < HighWater(lock)) return MakeError(ErrorCode::kStaleToken);
-  Fenced& fenced = locks_[lock];
+  Fenced& fenced = Entry(lock);
   fenced.high_water = token;
-  fenced.values.insert_or_assign(std::string(key), std::string(value));
+  if (auto it = fenced.values.find(key); it != fenced.values.end()) {
+    bytes_ = bytes_ - it->second.size() + value.size();
+    it->second.assign(value.data(), value.size());
+  } else {
+    bytes_ += key.size() + value.size();
+    fenced.values.emplace(std::string(key), std::string(value));
+  }
+  return absl::OkStatus();
+}
+
+FencedStore::Fenced& FencedStore::Entry(absl::string_view lock) {
+  if (auto it = locks_.find(lock); it != locks_.end()) return it->second;
+  bytes_ += lock.size();
+  return locks_[lock];
+}
+
+size_t FencedStore::BytesAfterWrite(absl::string_view lock,
+                                    absl::string_view key,
+                                    absl::string_view value) const {
+  auto lock_it = locks_.find(lock);
+  if (lock_it == locks_.end()) {
+    return bytes_ + lock.size() + key.size() + value.size();
+  }
+  auto value_it = lock_it->second.values.find(key);
+  if (value_it == lock_it->second.values.end()) {
+    return bytes_ + key.size() + value.size();
+  }
+  return bytes_ - value_it->second.size() + value.size();
+}
+
+size_t FencedStore::KeyCount(absl::string_view lock) const {
+  auto it = locks_.find(lock);
+  return it == locks_.end() ? 0 : it->second.values.size();
+}
+
+bool FencedStore::Contains(absl::string_view lock,
+                           absl::string_view key) const {
+  auto it = locks_.find(lock);
+  return it != locks_.end() && it->second.values.contains(key);
+}
+
+absl::Status FencedStore::Fence(absl::string_view lock, FencingToken token) {
+  if (lock.empty() || token < 1) return MakeError(ErrorCode::kInvalidArguments);
+  if (token < HighWater(lock)) return MakeError(ErrorCode::kStaleToken);
+  Entry(lock).high_water = token;
   return absl::OkStatus();
 }
 
@@ -46,11 +100,15 @@ void FencedStore::ExportTo(CoreSnapshot& snapshot) const {
 
 void FencedStore::ImportFrom(const CoreSnapshot& snapshot) {
   locks_.clear();
+  bytes_ = 0;
   for (const CoreSnapshot::StoreLock& in : snapshot.store) {
-    Fenced& fenced = locks_[in.lock];
+    Fenced& fenced = Entry(in.lock);
     fenced.high_water = in.high_water;
     for (const CoreSnapshot::StoreValue& value : in.values) {
       fenced.values.insert_or_assign(value.key, value.value);
+    }
+    for (const auto& [key, value] : fenced.values) {
+      bytes_ += key.size() + value.size();
     }
   }
 }

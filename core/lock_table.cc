@@ -131,6 +131,7 @@ void LockTable::UpdateActive(LockState& lock) {
 
 void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
                           Tick at, int64_t ttl) {
+  MarkBusy(client);
   const FencingToken token = ++lock.last_token;
   const uint64_t sequence = ++last_sequence_;
   const Tick expires_at = at + ttl;
@@ -142,28 +143,46 @@ void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
   UpdateActive(lock);
 }
 
-void LockTable::RemoveHolder(LockState& lock, const Holder& holder) {
+void LockTable::RemoveHolder(LockState& lock, const Holder& holder, Tick at) {
   const FencingToken token = holder.token;
+  ClientState& client = *holder.client;
   expiry_.erase(ExpiryKey{holder.expires_at, holder.sequence, &lock, token});
-  holder.client->holds.erase(absl::string_view(lock.name));
+  client.holds.erase(absl::string_view(lock.name));
   lock.EraseHolder(token);
   UpdateActive(lock);
+  MarkIdleIfSo(client, at);
 }
 
-void LockTable::RemoveWaiter(ClientState& client) {
+void LockTable::RemoveWaiter(ClientState& client, Tick at) {
   LockState* lock = client.waiting;
   lock->MutableQueue().erase(client.waiting_entry);
   lock->DropCrowdIfEmpty();
   client.waiting = nullptr;
   --waiter_count_;
   UpdateActive(*lock);
+  MarkIdleIfSo(client, at);
+}
+
+void LockTable::MarkIdleIfSo(ClientState& client, Tick at) {
+  if (!config_.track_idle_clients || client.idle_since != kMaxTick ||
+      !client.holds.empty() || client.waiting != nullptr) {
+    return;
+  }
+  client.idle_since = at;
+  idle_.insert(IdleKey{at, client.age, &client});
+}
+
+void LockTable::MarkBusy(ClientState& client) {
+  if (client.idle_since == kMaxTick) return;
+  idle_.erase(IdleKey{client.idle_since, client.age, &client});
+  client.idle_since = kMaxTick;
 }
 
 void LockTable::GrantFromQueue(LockState& lock, Tick at) {
   while (!lock.queue_empty()) {
     const Waiter head = lock.queue().front();
     if (!Compatible(lock, head.mode)) break;
-    RemoveWaiter(*head.client);
+    RemoveWaiter(*head.client, at);
     AddHolder(lock, *head.client, head.mode, at, head.ttl);
     Emit(Event::Kind::kGrantedFromQueue, at, *head.client, lock, head.mode,
          lock.last_token, at + head.ttl);
@@ -180,7 +199,7 @@ void LockTable::Retire(Tick now) {
     const Holder& holder = *lock.FindHolder(key.token);
     Emit(Event::Kind::kLapsed, key.expires_at, *holder.client, lock,
          holder.mode, key.token, key.expires_at);
-    RemoveHolder(lock, holder);
+    RemoveHolder(lock, holder, key.expires_at);
     GrantFromQueue(lock, key.expires_at);
   }
 }
@@ -239,6 +258,7 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
   client->waiting_entry = std::prev(queue.end());
   ++waiter_count_;
   UpdateActive(lock);
+  MarkBusy(*client);
 
   // Part 3 rule 5: abort the youngest client on the cycles through the
   // requester until none is left, the requester is granted, or it is the
@@ -381,7 +401,7 @@ int LockTable::LetGoOfEverything(ClientState& client, Tick at,
   if (client.waiting != nullptr) {
     LockState& lock = *client.waiting;
     const LockMode mode = client.waiting_entry->mode;
-    RemoveWaiter(client);
+    RemoveWaiter(client, at);
     Emit(wait_event, at, client, lock, mode, 0, 0);
     GrantFromQueue(lock, at);
   }
@@ -393,7 +413,7 @@ int LockTable::LetGoOfEverything(ClientState& client, Tick at,
     LockState& lock = *lock_ptr;
     const Holder& holder = *lock.FindHolder(token);
     Emit(lease_event, at, client, lock, holder.mode, token, holder.expires_at);
-    RemoveHolder(lock, holder);
+    RemoveHolder(lock, holder, at);
     GrantFromQueue(lock, at);
     ++released;
   }
@@ -403,7 +423,37 @@ int LockTable::LetGoOfEverything(ClientState& client, Tick at,
 void LockTable::Abort(ClientState& victim, Tick at) {
   LetGoOfEverything(victim, at, Event::Kind::kAbortedWaiter,
                     Event::Kind::kAbortedHolder);
+  MarkBusy(victim);  // leaves the idle index before it is erased
   clients_.erase(clients_.find(absl::string_view(victim.name)));
+}
+
+bool LockTable::Forget(Tick now, absl::string_view client_name) {
+  AdvanceTo(now);
+  ClientState* client = FindClient(client_name);
+  if (client == nullptr || !client->holds.empty() ||
+      client->waiting != nullptr) {
+    return false;
+  }
+  MarkBusy(*client);
+  clients_.erase(clients_.find(client_name));
+  return true;
+}
+
+std::optional<LockTable::IdleClient> LockTable::OldestIdleClient() const {
+  if (idle_.empty()) return std::nullopt;
+  const IdleKey& oldest = *idle_.begin();
+  return IdleClient{oldest.since, oldest.client->name};
+}
+
+void LockTable::RestartIdleClock(absl::string_view client_name, Tick at) {
+  ClientState* client = FindClient(client_name);
+  if (client == nullptr || client->idle_since == kMaxTick ||
+      client->idle_since >= at) {
+    return;
+  }
+  MarkBusy(*client);
+  client->idle_since = at;
+  idle_.insert(IdleKey{at, client->age, client});
 }
 
 absl::StatusOr<RenewOutcome> LockTable::Renew(Tick now,
@@ -440,13 +490,13 @@ absl::StatusOr<ReleaseOutcome> LockTable::Release(Tick now,
   if (client == nullptr) return MakeError(ErrorCode::kNotHolder);
   if (auto held = client->holds.find(lock_name); held != client->holds.end()) {
     LockState& lock = *held->lock;
-    RemoveHolder(lock, *lock.FindHolder(held->token));
+    RemoveHolder(lock, *lock.FindHolder(held->token), now);
     GrantFromQueue(lock, now);
     return ReleaseOutcome::kReleased;
   }
   if (client->waiting != nullptr && client->waiting->name == lock_name) {
     LockState& lock = *client->waiting;
-    RemoveWaiter(*client);
+    RemoveWaiter(*client, now);
     GrantFromQueue(lock, now);
     return ReleaseOutcome::kWithdrawn;
   }
@@ -462,7 +512,7 @@ bool LockTable::Withdraw(Tick now, absl::string_view client_name,
     return false;
   }
   LockState& lock = *client->waiting;
-  RemoveWaiter(*client);
+  RemoveWaiter(*client, now_);
   GrantFromQueue(lock, now_);
   return true;
 }
@@ -547,6 +597,21 @@ std::optional<absl::string_view> LockTable::WaitingFor(
   return absl::string_view((*it)->waiting->name);
 }
 
+FencingToken LockTable::LastToken(absl::string_view lock_name) const {
+  auto it = locks_.find(lock_name);
+  return it == locks_.end() ? 0 : (*it)->last_token;
+}
+
+bool LockTable::HoldsWithToken(absl::string_view client_name,
+                               absl::string_view lock_name,
+                               FencingToken token) const {
+  auto client = clients_.find(client_name);
+  if (client == clients_.end()) return false;
+  auto held = (*client)->holds.find(lock_name);
+  // Every held lease is live: leases are retired at their expiry (rule 1).
+  return held != (*client)->holds.end() && held->token == token;
+}
+
 std::vector<std::string> LockTable::ActiveLocks(absl::string_view prefix,
                                                 absl::string_view after,
                                                 size_t limit) {
@@ -596,6 +661,7 @@ void LockTable::ExportTo(CoreSnapshot& snapshot) const {
 }
 
 absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
+  idle_.clear();
   locks_.clear();
   clients_.clear();
   expiry_.clear();
@@ -606,6 +672,7 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
   last_age_ = snapshot.last_age;
   last_sequence_ = snapshot.last_sequence;
   auto fail = [this](absl::string_view why) {
+    idle_.clear();
     locks_.clear();
     clients_.clear();
     expiry_.clear();
@@ -665,6 +732,9 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
     }
     UpdateActive(lock);
   }
+  // The snapshot does not say since when a client was idle: its idle time
+  // starts again at the snapshot's instant (never earlier than it began).
+  for (const auto& client : clients_) MarkIdleIfSo(*client, now_);
   return absl::OkStatus();
 }
 
@@ -776,6 +846,19 @@ absl::Status LockTable::CheckInvariants() const {
       }
     }
   }
+  size_t idle = 0;
+  for (const auto& client_ptr : clients_) {
+    const ClientState& client = *client_ptr;
+    const bool is_idle = client.holds.empty() && client.waiting == nullptr;
+    const bool indexed = client.idle_since != kMaxTick;
+    if (indexed) ++idle;
+    if (indexed != (is_idle && config_.track_idle_clients) ||
+        (indexed && !idle_.contains(IdleKey{client.idle_since, client.age,
+                                            nullptr}))) {
+      return absl::InternalError(absl::StrCat("idle index: ", client.name));
+    }
+  }
+  if (idle != idle_.size()) return absl::InternalError("idle size");
   absl::flat_hash_set<uint64_t> ages;
   for (const auto& client_ptr : clients_) {
     const ClientState& client = *client_ptr;

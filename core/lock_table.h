@@ -26,6 +26,8 @@
 //     lock; a client that holds or waits is registered.
 //  6. The wait-for graph has no cycle (each queued acquire resolves the
 //     cycles through its requester before returning).
+//  7. With CoreConfig::track_idle_clients, a registered client is in the
+//     idle index iff it holds nothing and waits for nothing.
 //
 // Cost: an operation's work depends only on what it touches (Part 4): the
 // leases that lapse before it, the lock and client it names, and, for an
@@ -185,6 +187,30 @@ class LockTable {
   // of its last grant or renewal. Returns the number renewed.
   int RenewAll(Tick now, absl::string_view client);
 
+  // Unregisters `client` if it holds nothing and waits for nothing (true);
+  // otherwise, or if it is not registered, changes nothing (false). A
+  // daemon-only operation (the contract keeps a client registered until it
+  // is aborted); a client that acquires again registers afresh with a new,
+  // larger age, as after an abort. Cost: O(log idle clients).
+  bool Forget(Tick now, absl::string_view client);
+
+  // Idle clients (registered, holding nothing, waiting for nothing), kept in
+  // an index by the instant they became idle only with
+  // CoreConfig::track_idle_clients, for the owner that forgets them. The
+  // index is a schedule, not state: Forget is the operation that changes
+  // the table, and it decides by itself whether the client is idle.
+  struct IdleClient {
+    Tick since = 0;
+    absl::string_view client;  // valid until the next mutating call
+  };
+  // The longest-idle client (earliest since, then lowest age); nullopt if
+  // none or not tracking. O(1).
+  std::optional<IdleClient> OldestIdleClient() const;
+  // Moves an idle client's `since` forward to `at` (the owner found a reason
+  // to keep it, e.g. a session). No-op for a client that is not idle or
+  // idle since `at` or later. O(log idle clients).
+  void RestartIdleClock(absl::string_view client, Tick at);
+
   // Retires every lease with expires_at <= now (rule 1) and nothing else.
   void AdvanceTo(Tick now);
 
@@ -203,6 +229,15 @@ class LockTable {
   // until the next mutating call). O(1).
   size_t QueueLength(absl::string_view lock) const;
   std::optional<absl::string_view> WaitingFor(absl::string_view client) const;
+
+  // Also as of the latest `now` seen, for the daemon's checks on fenced
+  // writes and reads (core/state_machine.h): the highest token ever issued
+  // for `lock` (0 for a lock never granted), O(1); and whether `client`
+  // holds a live lease on `lock` with exactly `token`, O(log locks held by
+  // the client).
+  FencingToken LastToken(absl::string_view lock) const;
+  bool HoldsWithToken(absl::string_view client, absl::string_view lock,
+                      FencingToken token) const;
 
   // Names of locks that have a holder or a waiter, in ascending order,
   // starting after `after`, at most `limit`. Cost: O(log n + limit).
@@ -333,9 +368,10 @@ class LockTable {
     Queue::iterator waiting_entry;
     // Mark of the cycle search (CycleThrough), scratch, not state: 2 * the
     // search's epoch once reached forward, 2 * epoch + 1 once also found on
-    // a cycle. One word rather than two keeps a client in a 96-byte
-    // allocation.
+    // a cycle. One word rather than two.
     mutable uint64_t search_mark = 0;
+    // Its key in idle_ while it is there, else kMaxTick.
+    Tick idle_since = kMaxTick;
   };
   // Hash and equality of owned LockState/ClientState by name, so that the
   // sets below find them by absl::string_view.
@@ -361,6 +397,17 @@ class LockTable {
       return NameOf(a) == NameOf(b);
     }
   };
+  // Idle clients by (since, age): ages are unique, so the order is total
+  // and the same in every run.
+  struct IdleKey {
+    Tick since;
+    uint64_t age;
+    ClientState* client;
+    bool operator<(const IdleKey& other) const {
+      if (since != other.since) return since < other.since;
+      return age < other.age;
+    }
+  };
   struct ExpiryKey {
     Tick expires_at;
     uint64_t sequence;
@@ -378,8 +425,13 @@ class LockTable {
   void AddHolder(LockState& lock, ClientState& client, LockMode mode, Tick at,
                  int64_t ttl);
   // REQUIRES: `holder` is one of lock's holders (it is invalidated).
-  void RemoveHolder(LockState& lock, const Holder& holder);
-  void RemoveWaiter(ClientState& client);
+  // `at`: the instant the lease or wait ended (for the idle index).
+  void RemoveHolder(LockState& lock, const Holder& holder, Tick at);
+  void RemoveWaiter(ClientState& client, Tick at);
+  // The idle index (track_idle_clients): enters a client that holds and
+  // waits for nothing, idle since `at`; and takes one out.
+  void MarkIdleIfSo(ClientState& client, Tick at);
+  void MarkBusy(ClientState& client);
   void GrantFromQueue(LockState& lock, Tick at);
   void UpdateActive(LockState& lock);
   // Withdraws the client's wait and ends every lease it holds, in ascending
@@ -416,6 +468,7 @@ class LockTable {
   absl::flat_hash_set<std::unique_ptr<ClientState>, NameHash, NameEq> clients_;
   absl::btree_set<ExpiryKey> expiry_;
   absl::btree_set<const LockState*, ByLockName> active_locks_;
+  absl::btree_set<IdleKey> idle_;  // only with track_idle_clients
   // Cycle-search scratch, kept to avoid allocating per search.
   mutable uint64_t search_epoch_ = 0;
   mutable std::vector<ClientState*> search_stack_;

@@ -43,18 +43,51 @@ absl::StatusOr<Reply> StateMachine::Apply(const Operation& op) {
           [&](const op::RenewAll& r) -> absl::StatusOr<Reply> {
             return Reply(table_.RenewAll(at, r.client));
           },
-          [&](const op::Write& w) -> absl::StatusOr<Reply> {
-            table_.AdvanceTo(at);
-            absl::Status status = store_.Write(w.lock, w.key, w.value, w.token);
-            if (!status.ok()) return status;
-            return Reply(std::monostate{});
-          },
+          [&](const op::Write& w) { return ApplyWrite(at, w); },
           [&](const op::Advance&) -> absl::StatusOr<Reply> {
             table_.AdvanceTo(at);
             return Reply(std::monostate{});
           },
+          [&](const op::FencedRead& r) { return ApplyFencedRead(at, r); },
+          [&](const op::Forget& f) -> absl::StatusOr<Reply> {
+            return Reply(table_.Forget(at, f.client));
+          },
       },
       op.body);
+}
+
+absl::StatusOr<Reply> StateMachine::ApplyWrite(Tick at, const op::Write& w) {
+  table_.AdvanceTo(at);
+  if (absl::Status s =
+          FencedStore::CheckWriteArguments(w.lock, w.key, w.value, w.token);
+      !s.ok()) {
+    return s;
+  }
+  if (w.require_held && w.client.empty()) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  if (w.refuse_unissued && w.token > table_.LastToken(w.lock)) {
+    return MakeError(ErrorCode::kTokenNotIssued);
+  }
+  if (w.require_held && !table_.HoldsWithToken(w.client, w.lock, w.token)) {
+    return MakeError(ErrorCode::kNotHolder);
+  }
+  absl::Status status = store_.Write(w.lock, w.key, w.value, w.token);
+  if (!status.ok()) return status;
+  return Reply(std::monostate{});
+}
+
+absl::StatusOr<Reply> StateMachine::ApplyFencedRead(Tick at,
+                                                    const op::FencedRead& r) {
+  table_.AdvanceTo(at);
+  if (r.lock.empty() || r.key.empty() || r.token < 1) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  if (r.token > table_.LastToken(r.lock)) {
+    return MakeError(ErrorCode::kTokenNotIssued);
+  }
+  if (absl::Status s = store_.Fence(r.lock, r.token); !s.ok()) return s;
+  return Reply(ReadOutcome{store_.Read(r.lock, r.key)});
 }
 
 CoreSnapshot StateMachine::Snapshot() const {

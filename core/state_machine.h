@@ -55,10 +55,39 @@ struct ReleaseAll {
 struct RenewAll {
   std::string client;
 };
+// A write to the fenced store. With the daemon-only fields left at their
+// defaults it is the contract's write (rule 6: the token rule alone, the
+// store never looks at leases), which is what leasekeeper-replay sends.
+// leasekeeperd sets them; each is checked in the same step as the token
+// rule, so the log replays the decision exactly. Order of the checks:
+// arguments, token issued, writer holds, token rule.
 struct Write {
   std::string lock;
   std::string key;
   std::string value;
+  FencingToken token = 0;
+  // Daemon-only: refuse a token above the lock's fencing counter
+  // (kTokenNotIssued), so a made-up token cannot raise the mark past every
+  // real holder.
+  bool refuse_unissued = false;
+  // Daemon-only: accept only if `client` holds a live lease on `lock` with
+  // exactly `token` at op.at (kNotHolder; kInvalidArguments if `client` is
+  // empty). Ignored when false.
+  bool require_held = false;
+  std::string client{};
+};
+// Daemon-only: forget an idle client (see LockTable::Forget).
+struct Forget {
+  std::string client;
+};
+// Daemon-only: a read that carries the reader's token. The token must have
+// been issued for the lock (kTokenNotIssued) and not be below its
+// high-water mark (kStaleToken); it then becomes the mark, so any later
+// write with a lower token is refused, and the value is returned.
+// kInvalidArguments for an empty lock or key or a token < 1.
+struct FencedRead {
+  std::string lock;
+  std::string key;
   FencingToken token = 0;
 };
 // Only the passage of time: retires leases with expires_at <= at.
@@ -68,16 +97,23 @@ struct Advance {};
 struct Operation {
   Tick at = 0;
   std::variant<op::Acquire, op::Renew, op::Release, op::Withdraw,
-               op::ReleaseAll, op::RenewAll, op::Write, op::Advance>
+               op::ReleaseAll, op::RenewAll, op::Write, op::Advance,
+               op::FencedRead, op::Forget>
       body;
 };
 
+// What a FencedRead answers: the last accepted value, or nullopt.
+struct ReadOutcome {
+  std::optional<std::string> value;
+};
+
 // What Apply answers for each kind of operation: AcquireOutcome, RenewOutcome,
-// ReleaseOutcome, `bool` (Withdraw: whether a wait was withdrawn), `int`
+// ReleaseOutcome, `bool` (Withdraw: whether a wait was withdrawn; Forget:
+// whether the client was forgotten), `int`
 // (ReleaseAll/RenewAll: leases affected), std::monostate (Write accepted,
-// Advance).
+// Advance), ReadOutcome (FencedRead).
 using Reply = std::variant<AcquireOutcome, RenewOutcome, ReleaseOutcome, bool,
-                           int, std::monostate>;
+                           int, std::monostate, ReadOutcome>;
 
 class StateMachine {
  public:
@@ -110,6 +146,9 @@ class StateMachine {
   const FencedStore& store() const { return store_; }
 
  private:
+  absl::StatusOr<Reply> ApplyWrite(Tick at, const op::Write& write);
+  absl::StatusOr<Reply> ApplyFencedRead(Tick at, const op::FencedRead& read);
+
   LockTable table_;
   FencedStore store_;
 };

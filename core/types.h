@@ -48,6 +48,10 @@ struct CoreConfig {
   // Whether LockTable keeps Events for TakeEvents(). The server needs them;
   // the replay does not, and skips their cost.
   bool record_events = true;
+  // Whether LockTable keeps its index of idle clients (OldestIdleClient),
+  // for a daemon that forgets them. The replay keeps the contract (a client
+  // stays registered) and skips the index.
+  bool track_idle_clients = false;
 };
 
 }  // namespace leasekeeper

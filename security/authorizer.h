@@ -26,7 +26,9 @@
 // Which check each RPC makes (in this order; the first failure answers):
 //   Acquire, Renew, Release   CheckActAs(client_id), CheckUseLock(lock)
 //   Session (open)            CheckActAs(client_id)
-//   Write, Read               CheckUseLock(lock)
+//   Write                     CheckActAs(client_id) if it is set,
+//                             CheckUseLock(lock)
+//   Read                      CheckUseLock(lock)
 //   Inspect                   CheckObserveLock(lock)     grant or admin
 //   Status                    CheckObserveClient(id)     own client or admin
 //   ListLocks                 CheckListLocks(prefix)     admin, or a granted

@@ -76,6 +76,14 @@ struct WriteArgs {
   std::string key{};
   std::string value{};
   FencingToken token = 0;
+  std::string client{};  // required when require_held
+  bool require_held = false;
+};
+
+struct ReadArgs {
+  std::string lock{};
+  std::string key{};
+  FencingToken token = 0;  // 0: a plain read; else a fenced read
 };
 
 struct HolderInfo {

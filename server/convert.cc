@@ -172,8 +172,9 @@ absl::StatusOr<WriteArgs> ParseWrite(const pb::WriteRequest& request,
           .Required(request.key(), "key")
           .Required(request.value(), "value")
           .Argument(request.token() >= 1, "token")
-          .Size(request.lock(), limits.max_lock_name_bytes,
-                "max-lock-name-bytes")
+          .Argument(!request.require_held() || !request.client_id().empty(),
+                    "client_id")
+          .CallerAndLockSizes(request, limits)
           .Size(request.key(), limits.max_key_bytes, "max-key-bytes")
           .Size(request.value(), limits.max_value_bytes, "max-value-bytes")
           .status();
@@ -181,17 +182,24 @@ absl::StatusOr<WriteArgs> ParseWrite(const pb::WriteRequest& request,
   return WriteArgs{.lock = request.lock(),
                    .key = request.key(),
                    .value = request.value(),
-                   .token = request.token()};
+                   .token = request.token(),
+                   .client = request.client_id(),
+                   .require_held = request.require_held()};
 }
 
-absl::Status ValidateRead(const pb::ReadRequest& request,
-                          const Limits& limits) {
-  return Checker()
-      .Required(request.lock(), "lock")
-      .Required(request.key(), "key")
-      .Size(request.lock(), limits.max_lock_name_bytes, "max-lock-name-bytes")
-      .Size(request.key(), limits.max_key_bytes, "max-key-bytes")
-      .status();
+absl::StatusOr<ReadArgs> ParseRead(const pb::ReadRequest& request,
+                                   const Limits& limits) {
+  absl::Status status =
+      Checker()
+          .Required(request.lock(), "lock")
+          .Required(request.key(), "key")
+          .Size(request.lock(), limits.max_lock_name_bytes,
+                "max-lock-name-bytes")
+          .Size(request.key(), limits.max_key_bytes, "max-key-bytes")
+          .status();
+  if (!status.ok()) return status;
+  return ReadArgs{
+      .lock = request.lock(), .key = request.key(), .token = request.token()};
 }
 
 absl::Status ValidateInspect(const pb::InspectRequest& request,

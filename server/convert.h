@@ -32,7 +32,8 @@ absl::StatusOr<ReleaseArgs> ParseRelease(const v1::ReleaseRequest& request,
                                          const Limits& limits);
 absl::StatusOr<WriteArgs> ParseWrite(const v1::WriteRequest& request,
                                      const Limits& limits);
-absl::Status ValidateRead(const v1::ReadRequest& request, const Limits& limits);
+absl::StatusOr<ReadArgs> ParseRead(const v1::ReadRequest& request,
+                                   const Limits& limits);
 absl::Status ValidateInspect(const v1::InspectRequest& request,
                              const Limits& limits);
 absl::Status ValidateStatus(const v1::StatusRequest& request,

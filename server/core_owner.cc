@@ -68,7 +68,9 @@ struct CoreOwner::Effects {
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
-      state_(CoreConfig{.max_ttl = kMaxTtlMs}),
+      state_(CoreConfig{
+          .max_ttl = kMaxTtlMs,
+          .track_idle_clients = config_.forget_idle_clients_after_ms > 0}),
       retry_cache_(config_.retry_cache) {}
 
 CoreOwner::~CoreOwner() = default;
@@ -81,8 +83,18 @@ Tick CoreOwner::NowLocked() {
   return last_tick_;
 }
 
+Tick CoreOwner::ForgetDeadlineLocked() const {
+  const std::optional<LockTable::IdleClient> oldest =
+      state_.table().OldestIdleClient();
+  if (!oldest.has_value()) return kMaxTick;
+  // The index holds only past instants; kMaxTick bounds both terms.
+  return std::min(kMaxTick,
+                  oldest->since + config_.forget_idle_clients_after_ms);
+}
+
 Tick CoreOwner::NextDeadlineLocked() const {
-  Tick next = state_.table().NextExpiry().value_or(kMaxTick);
+  Tick next = std::min(state_.table().NextExpiry().value_or(kMaxTick),
+                       ForgetDeadlineLocked());
   if (!wait_deadlines_.empty()) {
     next = std::min(next, wait_deadlines_.begin()->first.first);
   }
@@ -100,7 +112,8 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
                              : wait_deadlines_.begin()->first.first;
     const Tick grace_at =
         grace_deadlines_.empty() ? kMaxTick : grace_deadlines_.begin()->first;
-    const Tick next = std::min({lapse_at, wait_at, grace_at});
+    const Tick forget_at = ForgetDeadlineLocked();
+    const Tick next = std::min({lapse_at, wait_at, grace_at, forget_at});
     if (next > now || next >= kMaxTick) return;
 
     if (lapse_at == next) {
@@ -123,6 +136,19 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
                                     .lock = key.second});
       }
       FinishParkedLocked(key, WaitTimedOut(), /*cache=*/true, now, fx);
+    } else if (grace_at != next) {
+      // forget_at == next: the longest-idle client has been idle long
+      // enough. A session keeps it (its idle time restarts when the session
+      // ends); so does a store that refuses the operation (tried again one
+      // period later).
+      const std::string client(state_.table().OldestIdleClient()->client);
+      bool forgotten = false;
+      if (!session_of_client_.contains(client)) {
+        absl::StatusOr<Reply> reply =
+            ApplyLocked(Operation{next, op::Forget{client}});
+        forgotten = reply.ok() && std::get<bool>(*reply);
+      }
+      if (!forgotten) state_.table().RestartIdleClock(client, now);
     } else {
       const std::string session_id = grace_deadlines_.begin()->second;
       grace_deadlines_.erase(grace_deadlines_.begin());
@@ -833,10 +859,24 @@ absl::Status CoreOwner::Write(const WriteArgs& args) {
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    absl::StatusOr<Reply> applied = ApplyLocked(
-        Operation{now, op::Write{args.lock, args.key, args.value, args.token}});
+    result = CheckStoreLimitsLocked(args);
+    if (result.ok()) {
+      // Every daemon write refuses tokens never issued for the lock; the
+      // holder check only when asked. The replay leaves both off (rule 6).
+      result = ApplyLocked(
+                   Operation{now,
+                             op::Write{.lock = args.lock,
+                                       .key = args.key,
+                                       .value = args.value,
+                                       .token = args.token,
+                                       .refuse_unissued = true,
+                                       .require_held = args.require_held,
+                                       .client = args.require_held
+                                                     ? args.client
+                                                     : std::string()}})
+                   .status();
+    }
     DigestEventsLocked(now, NoVictims(), fx);
-    result = applied.status();
     if (ErrorCodeOf(result) == ErrorCode::kStaleToken &&
         ShouldLog(LogEvent::kStaleWriteRefused)) {
       fx.logs.push_back(
@@ -869,9 +909,15 @@ std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
 }
 
 absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
-    const std::string& lock, const std::string& key) {
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return state_.Read(now, lock, key);
+    const ReadArgs& args) {
+  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+                          -> absl::StatusOr<std::optional<std::string>> {
+    if (args.token == 0) return state_.Read(now, args.lock, args.key);
+    // A fenced read raises the lock's high-water mark: an operation, logged.
+    absl::StatusOr<Reply> applied = ApplyLocked(
+        Operation{now, op::FencedRead{args.lock, args.key, args.token}});
+    if (!applied.ok()) return applied.status();
+    return std::get<ReadOutcome>(*applied).value;
   });
 }
 
@@ -1124,6 +1170,8 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
   }
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
+  // Idle from the end of its session on, not from its last lease.
+  state_.table().RestartIdleClock(session.client, at);
   DigestEventsLocked(now, NoVictims(), fx);
   if (session.sink != nullptr && stream_status.has_value()) {
     fx.stream_ends.emplace_back(std::move(session.sink),
@@ -1175,7 +1223,8 @@ CoreOwner::Stats CoreOwner::GetStats() {
                .parked_calls = parked_.size(),
                .sessions = sessions_.size(),
                .retry_entries = retry_cache_.size(),
-               .labels = labels_.size()};
+               .labels = labels_.size(),
+               .registered_clients = state_.table().registered_client_count()};
 }
 
 absl::Status CoreOwner::CheckConsistency() {

@@ -10,7 +10,8 @@
 // Time: each public call reads the Clock once under the mutex and first
 // brings the state up to that tick, processing every due deadline in the
 // order it happened (lease lapses, which hand locks on at their exact
-// instant; wait timeouts; session grace ends), each applied at its own tick.
+// instant; wait timeouts; session grace ends; forgetting a client idle for
+// --forget-idle-clients-after), each applied at its own tick.
 // A lease lapse and a wait timeout at the same tick: the lapse goes first,
 // so a grant at the timeout instant wins. RunDueTimers does the same for the
 // timer thread (ExpiryTicker), which sleeps until NextDeadline; a call that
@@ -161,10 +162,14 @@ class CoreOwner {
   };
   absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
       const std::string& lock, const std::string& client);
-  // Outcomes: OK; core errors (a stale token is logged).
+  // Outcomes: OK; LimitExceeded (max-keys-per-lock, max-store-bytes);
+  // core errors (a stale token is logged): kTokenNotIssued
+  // for a token never issued for the lock, kNotHolder (require_held) if
+  // args.client holds no live lease on it with exactly args.token.
   absl::Status Write(const WriteArgs& args);
-  absl::StatusOr<std::optional<std::string>> Read(const std::string& lock,
-                                                  const std::string& key);
+  // The value, or nullopt. With a token, a fenced read (op::FencedRead),
+  // applied and logged like a write. Outcomes: core errors.
+  absl::StatusOr<std::optional<std::string>> Read(const ReadArgs& args);
   absl::StatusOr<InspectAnswer> Inspect(const std::string& lock);
   absl::StatusOr<StatusAnswer> Status(const std::string& client);
   // Locks with a holder or waiter whose name starts with `prefix`, after
@@ -240,6 +245,7 @@ class CoreOwner {
     size_t sessions = 0;
     size_t retry_entries = 0;
     size_t labels = 0;
+    size_t registered_clients = 0;  // the core's: holders, waiters, idle
   };
   Stats GetStats();
 
@@ -261,6 +267,8 @@ class CoreOwner {
     uint64_t sessions_lost = 0;    // ended by their grace running out
     uint64_t forced_releases = 0;  // leases ended by ForceRelease
     uint64_t locks_per_client_refused = 0;
+    uint64_t store_bytes_refused = 0;    // Writes over --max-store-bytes
+    uint64_t keys_per_lock_refused = 0;  // Writes over --max-keys-per-lock
   };
   Counters GetCounters();
 
@@ -292,6 +300,9 @@ class CoreOwner {
       ABSL_LOCKS_EXCLUDED(mu_);
   Tick NowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Tick NextDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When the longest-idle client is due to be forgotten (kMaxTick: none,
+  // or forgetting is off).
+  Tick ForgetDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdvanceLocked(Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleLocked(Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Reply> ApplyLocked(Operation op)
@@ -386,6 +397,12 @@ class CoreOwner {
   // OK, or LimitExceeded("max-locks-per-client") if `client` already holds
   // that many leases. Cost: O(leases of the client).
   absl::Status CheckLocksPerClientLocked(const std::string& client, Tick now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK, or LimitExceeded("max-keys-per-lock") if the write adds a key to a
+  // lock that has that many, or LimitExceeded("max-store-bytes") if it
+  // grows the store past that size. Checked before the core's own checks,
+  // so a refused write is never logged. O(1).
+  absl::Status CheckStoreLimitsLocked(const WriteArgs& args)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Counters counters_ ABSL_GUARDED_BY(mu_);
 

@@ -82,4 +82,22 @@ absl::Status CoreOwner::CheckLocksPerClientLocked(const std::string& client,
   return LimitExceeded("max-locks-per-client", static_cast<int64_t>(limit));
 }
 
+absl::Status CoreOwner::CheckStoreLimitsLocked(const WriteArgs& args) {
+  const FencedStore& store = state_.store();
+  const Limits& limits = config_.limits;
+  if (!store.Contains(args.lock, args.key) &&
+      store.KeyCount(args.lock) >= limits.max_keys_per_lock) {
+    ++counters_.keys_per_lock_refused;
+    return LimitExceeded("max-keys-per-lock",
+                         static_cast<int64_t>(limits.max_keys_per_lock));
+  }
+  const size_t after = store.BytesAfterWrite(args.lock, args.key, args.value);
+  if (after > limits.max_store_bytes && after > store.bytes()) {
+    ++counters_.store_bytes_refused;
+    return LimitExceeded("max-store-bytes",
+                         static_cast<int64_t>(limits.max_store_bytes));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace leasekeeper::server

@@ -94,6 +94,10 @@ reflection, grpc.health.v1.Health). Stops on SIGTERM/SIGINT.
                               (default info)
   --session-grace DUR         how long a lost session may be resumed before
                               its locks are released (default 2s)
+  --forget-idle-clients-after DUR
+                              forget (unregister) a client that holds, waits
+                              for and has a session for nothing after this
+                              long (default 24h; 0 = never)
   --max-client-id-bytes N     (default 256)
   --max-lock-name-bytes N     (default 256)
   --max-key-bytes N           (default 256)
@@ -103,6 +107,10 @@ reflection, grpc.health.v1.Health). Stops on SIGTERM/SIGINT.
   --max-waiters-per-lock N    (default 10000)
   --max-sessions N            (default 100000)
   --max-locks-per-client N    leases one client may hold (default 1000)
+  --max-store-bytes N         bytes of lock names, keys and values the
+                              fenced store may hold (default 2147483648)
+  --max-keys-per-lock N       keys one lock may hold in the fenced store
+                              (default 10000)
   --max-request-bytes N       largest request message (default 0: the
                               larger of 4 MiB and max-value-bytes + 64 KiB)
   --retry-cache-entries N     (default 100000)
@@ -199,6 +207,14 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
          config.session_grace_ms = *ms;
          return absl::OkStatus();
        }},
+      {"forget-idle-clients-after",
+       [&](absl::string_view flag, absl::string_view value) {
+         absl::StatusOr<int64_t> ms =
+             ParseDurationMs(flag, value, 365 * kMaxTtlMs);
+         if (!ms.ok()) return ms.status();
+         config.forget_idle_clients_after_ms = *ms;
+         return absl::OkStatus();
+       }},
       {"max-client-id-bytes", size_flag(&limits.max_client_id_bytes, 65536)},
       {"max-lock-name-bytes", size_flag(&limits.max_lock_name_bytes, 65536)},
       {"max-key-bytes", size_flag(&limits.max_key_bytes, 65536)},
@@ -208,6 +224,10 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
       {"max-sessions", size_flag(&limits.max_sessions, 100'000'000)},
       {"max-locks-per-client",
        size_flag(&limits.max_locks_per_client, 100'000'000)},
+      {"max-store-bytes",
+       size_flag(&limits.max_store_bytes, int64_t{1} << 50)},
+      {"max-keys-per-lock",
+       size_flag(&limits.max_keys_per_lock, 100'000'000)},
       {"max-request-bytes",
        [&](absl::string_view flag, absl::string_view value) {
          absl::StatusOr<int64_t> n =

@@ -709,10 +709,22 @@ grpc::ServerUnaryReactor* LockServiceImpl::Release(
 grpc::ServerUnaryReactor* LockServiceImpl::Write(
     grpc::CallbackServerContext* context, const pb::WriteRequest* request,
     pb::WriteResponse* /*response*/) {
+  // A writer that names its client acts as that client, as for Acquire:
+  // under mutual TLS it cannot write under another identity's lease. And
+  // there every write is holder-checked, so that an identity granted the
+  // lock's prefix cannot write with another holder's token either.
   if (absl::Status denied =
-          authorizer_.CheckUseLock(PeerOf(context), request->lock());
+          request->client_id().empty()
+              ? authorizer_.CheckUseLock(PeerOf(context), request->lock())
+              : AuthorizeLockCall(authorizer_, context, request->client_id(),
+                                  request->lock());
       !denied.ok()) {
     return FinishNow(context, denied);
+  }
+  if (authorizer_.requires_identity() && !request->require_held()) {
+    return FinishNow(context,
+                     absl::PermissionDeniedError(
+                         "under mutual TLS a write must set require_held"));
   }
   absl::StatusOr<WriteArgs> args = ParseWrite(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
@@ -727,11 +739,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
       !denied.ok()) {
     return FinishNow(context, denied);
   }
-  if (absl::Status s = ValidateRead(*request, limits_); !s.ok()) {
-    return FinishNow(context, s);
-  }
-  absl::StatusOr<std::optional<std::string>> value =
-      owner_.Read(request->lock(), request->key());
+  absl::StatusOr<ReadArgs> args = ParseRead(*request, limits_);
+  if (!args.ok()) return FinishNow(context, args.status());
+  absl::StatusOr<std::optional<std::string>> value = owner_.Read(*args);
   if (value.ok() && value->has_value()) {
     response->set_found(true);
     response->set_value(**value);

@@ -39,6 +39,14 @@ struct Limits {
   // Leases one client may hold at once; an Acquire beyond it is refused
   // (--max-locks-per-client).
   size_t max_locks_per_client = 1'000;
+  // Payload bytes of the fenced store (lock names, keys, values) that a
+  // Write may grow it to (--max-store-bytes). 2 GiB: a few thousand values
+  // of the largest size; the store lives in memory and in every snapshot,
+  // so lower it on a small machine. A write that does not grow the store is
+  // never refused by it.
+  size_t max_store_bytes = size_t{2} << 30;
+  // Keys one lock may hold in the fenced store (--max-keys-per-lock).
+  size_t max_keys_per_lock = 10'000;
   // Largest request message gRPC accepts, in bytes; a larger one is refused
   // by gRPC with RESOURCE_EXHAUSTED before any handler runs
   // (--max-request-bytes). 0: max(4 MiB, max_value_bytes + 64 KiB).
@@ -100,6 +108,13 @@ struct ServerConfig {
   int64_t session_grace_ms = 2'000;
   Limits limits;
   RetryCacheConfig retry_cache;
+  // A client that holds nothing, waits for nothing and has no session is
+  // forgotten (unregistered: its age is gone, a later Acquire registers it
+  // afresh) after this long (--forget-idle-clients-after); 0: never. The one
+  // place the daemon departs from the contract's "a client stays
+  // registered": without it a fleet that uses a fresh client id per run
+  // grows the client table without bound.
+  int64_t forget_idle_clients_after_ms = 86'400'000;
   // How long SIGTERM waits for in-flight calls before cancelling them.
   int64_t shutdown_grace_ms = 2'000;
   DurabilityConfig durability;

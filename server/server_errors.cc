@@ -17,6 +17,8 @@ constexpr char kPayloadUrl[] = "type.googleapis.com/leasekeeper.v1.ErrorDetail";
 
 static_assert(static_cast<int>(Reason::kSupersededByRetry) ==
               pb::SUPERSEDED_BY_RETRY);
+static_assert(static_cast<int>(Reason::kTokenNotIssued) ==
+              pb::TOKEN_NOT_ISSUED);
 static_assert(static_cast<int>(Reason::kInvalidTtl) == pb::INVALID_TTL);
 static_assert(static_cast<int>(Reason::kLimitExceeded) == pb::LIMIT_EXCEEDED);
 
@@ -38,6 +40,8 @@ Reason ReasonOfCoreError(ErrorCode code) {
       return Reason::kNotHolder;
     case ErrorCode::kStaleToken:
       return Reason::kStaleToken;
+    case ErrorCode::kTokenNotIssued:
+      return Reason::kTokenNotIssued;
   }
   return Reason::kUnspecified;
 }

@@ -38,6 +38,7 @@ enum class Reason {
   kShuttingDown = 10,       // UNAVAILABLE "server shutting down"
   kRequestIdReused = 11,    // INVALID_ARGUMENT "request id reused"
   kSupersededByRetry = 12,  // CANCELLED "superseded by retry"
+  kTokenNotIssued = 13,     // FAILED_PRECONDITION "token not issued"
 };
 
 // Stable name of a reason, e.g. "CLIENT_BUSY" (the ErrorReason enum name).

@@ -95,6 +95,14 @@ absl::Status RegisterServerMetrics(metrics::Registry& registry,
        "Requests refused by a limit that depends on the server's state.",
        {{"limit", "max-locks-per-client"}},
        &Counters::locks_per_client_refused},
+      {"leasekeeper_limit_refusals_total",
+       "Requests refused by a limit that depends on the server's state.",
+       {{"limit", "max-store-bytes"}},
+       &Counters::store_bytes_refused},
+      {"leasekeeper_limit_refusals_total",
+       "Requests refused by a limit that depends on the server's state.",
+       {{"limit", "max-keys-per-lock"}},
+       &Counters::keys_per_lock_refused},
   };
   for (const CounterSeries& series : counters) {
     const auto field = series.field;
@@ -123,6 +131,10 @@ absl::Status RegisterServerMetrics(metrics::Registry& registry,
        &Stats::sessions},
       {"leasekeeper_retry_cache_entries", "Answers kept for retries.",
        &Stats::retry_entries},
+      {"leasekeeper_registered_clients",
+       "Clients registered now (holding, waiting or idle and not yet "
+       "forgotten).",
+       &Stats::registered_clients},
   };
   for (const GaugeSeries& series : gauges) {
     const auto field = series.field;

@@ -17,8 +17,19 @@ enum Kind : uint8_t {
   kRenewAll = 6,
   kWrite = 7,
   kAdvance = 8,
+  kCheckedWrite = 32,
+  kFencedRead = 33,
+  kForget = 34,
   kRestartGrace = 64,
 };
+
+// The checks byte of a CheckedWrite.
+constexpr uint8_t kRefuseUnissuedBit = 1;
+constexpr uint8_t kRequireHeldBit = 2;
+
+bool IsContractWrite(const op::Write& w) {
+  return !w.refuse_unissued && !w.require_held && w.client.empty();
+}
 
 // No field can be longer than the entry itself; the log bounds entries.
 constexpr uint64_t kAnyLength = ~uint64_t{0};
@@ -79,13 +90,29 @@ void EncodeOperation(const Operation& operation, std::string& out) {
             PutLengthPrefixed(out, r.client);
           },
           [&](const op::Write& w) {
-            PutHeader(out, kWrite, operation.at);
+            const bool contract = IsContractWrite(w);
+            PutHeader(out, contract ? kWrite : kCheckedWrite, operation.at);
             PutLengthPrefixed(out, w.lock);
             PutLengthPrefixed(out, w.key);
             PutLengthPrefixed(out, w.value);
             PutVarint64(out, w.token);
+            if (contract) return;
+            out.push_back(static_cast<char>(
+                (w.refuse_unissued ? kRefuseUnissuedBit : 0) |
+                (w.require_held ? kRequireHeldBit : 0)));
+            PutLengthPrefixed(out, w.client);
           },
           [&](const op::Advance&) { PutHeader(out, kAdvance, operation.at); },
+          [&](const op::FencedRead& r) {
+            PutHeader(out, kFencedRead, operation.at);
+            PutLengthPrefixed(out, r.lock);
+            PutLengthPrefixed(out, r.key);
+            PutVarint64(out, r.token);
+          },
+          [&](const op::Forget& f) {
+            PutHeader(out, kForget, operation.at);
+            PutLengthPrefixed(out, f.client);
+          },
       },
       operation.body);
 }
@@ -101,12 +128,17 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
   uint8_t kind = 0;
   Tick at = 0;
   if (!in.GetByte(version)) return Malformed("empty");
-  if (version != kOperationCodecVersion) {
+  if (version < kOldestReadableCodecVersion ||
+      version > kOperationCodecVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "log entry has codec version ", version, "; this build reads version ",
-        kOperationCodecVersion));
+        "log entry has codec version ", version, "; this build reads versions ",
+        kOldestReadableCodecVersion, " to ", kOperationCodecVersion));
   }
   if (!in.GetByte(kind)) return Malformed("no kind");
+  if (version == 1 &&
+      (kind == kCheckedWrite || kind == kFencedRead || kind == kForget)) {
+    return Malformed(absl::StrCat("kind ", kind, " in a version 1 entry"));
+  }
   if (!in.GetSignedVarint64(at)) return Malformed("bad tick");
   if (at < kMinTick || at > kMaxTick) return Malformed("tick out of range");
 
@@ -169,6 +201,32 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
       operation.body = std::move(w);
       break;
     }
+    case kCheckedWrite: {
+      op::Write w;
+      uint8_t checks = 0;
+      ok = in.GetString(w.lock, kAnyLength) && in.GetString(w.key, kAnyLength) &&
+           in.GetString(w.value, kAnyLength) && in.GetVarint64(w.token) &&
+           in.GetByte(checks) &&
+           (checks & ~(kRefuseUnissuedBit | kRequireHeldBit)) == 0 &&
+           in.GetString(w.client, kAnyLength);
+      w.refuse_unissued = (checks & kRefuseUnissuedBit) != 0;
+      w.require_held = (checks & kRequireHeldBit) != 0;
+      operation.body = std::move(w);
+      break;
+    }
+    case kFencedRead: {
+      op::FencedRead r;
+      ok = in.GetString(r.lock, kAnyLength) && in.GetString(r.key, kAnyLength) &&
+           in.GetVarint64(r.token);
+      operation.body = std::move(r);
+      break;
+    }
+    case kForget: {
+      op::Forget f;
+      ok = in.GetString(f.client, kAnyLength);
+      operation.body = std::move(f);
+      break;
+    }
     case kAdvance:
       operation.body = op::Advance{};
       break;
@@ -218,9 +276,18 @@ bool SameOperation(const Operation& a, const Operation& b) {
           [&](const op::Write& x) {
             const auto& y = std::get<op::Write>(b.body);
             return x.lock == y.lock && x.key == y.key && x.value == y.value &&
-                   x.token == y.token;
+                   x.token == y.token &&
+                   x.refuse_unissued == y.refuse_unissued &&
+                   x.require_held == y.require_held && x.client == y.client;
           },
           [&](const op::Advance&) { return true; },
+          [&](const op::FencedRead& x) {
+            const auto& y = std::get<op::FencedRead>(b.body);
+            return x.lock == y.lock && x.key == y.key && x.token == y.token;
+          },
+          [&](const op::Forget& x) {
+            return x.client == std::get<op::Forget>(b.body).client;
+          },
       },
       a.body);
 }

@@ -1,12 +1,13 @@
 // OperationCodec: the binary encoding of one log entry, i.e. one Operation
 // the core applied (or a RestartGrace, see restart_grace.h).
 //
-// Format, version 1 (all integers LEB128 varints; "s" = zigzag-signed;
+// Format, version 2 (all integers LEB128 varints; "s" = zigzag-signed;
 // strings = varint length + bytes):
 //
 //   byte     codec version (kOperationCodecVersion)
 //   byte     kind: 1 Acquire, 2 Renew, 3 Release, 4 Withdraw, 5 ReleaseAll,
-//            6 RenewAll, 7 Write, 8 Advance, 64 RestartGrace
+//            6 RenewAll, 7 Write, 8 Advance, 32 CheckedWrite, 33 FencedRead,
+//            34 Forget, 64 RestartGrace
 //   s-varint at (the operation's Tick)
 //   fields of the kind, in this order:
 //     Acquire     client, lock, s ttl, byte mode (0 exclusive, 1 shared)
@@ -17,8 +18,16 @@
 //     RenewAll    client
 //     Write       lock, key, value, varint token
 //     Advance     (none)
+//     CheckedWrite lock, key, value, varint token, byte checks (bit 0
+//                 refuse_unissued, bit 1 require_held; others 0), client
+//     FencedRead  lock, key, varint token
+//     Forget      client
 //     RestartGrace s grace_ticks
 //
+// A Write whose daemon-only fields are all unset (the contract's write) is
+// encoded as kind 7, any other as CheckedWrite. Version 1 is version 2
+// without kinds 32 to 34; it is still read (data dirs of older builds), and
+// a version-1 entry of a newer kind is malformed.
 // The entry has no length or checksum of its own: the log frames and
 // checksums it. A new field or kind means a new codec version; a decoder
 // refuses versions it does not know rather than guessing.
@@ -49,7 +58,9 @@
 
 namespace leasekeeper::storage {
 
-inline constexpr uint8_t kOperationCodecVersion = 1;
+inline constexpr uint8_t kOperationCodecVersion = 2;
+// The oldest version DecodeLogEntry still reads.
+inline constexpr uint8_t kOldestReadableCodecVersion = 1;
 
 using LogEntry = std::variant<Operation, RestartGrace>;
 
@@ -67,7 +78,7 @@ inline std::string EncodeOperation(const Operation& operation) {
 // Outcomes:
 //  - the entry;
 //  - FailedPrecondition: a codec version this build does not read (the
-//    message names both versions);
+//    message names it and the versions this build reads);
 //  - DataLoss: anything else malformed (unknown kind, truncated field, a
 //    tick outside [kMinTick, kMaxTick], a mode byte other than 0/1, bytes
 //    left over).

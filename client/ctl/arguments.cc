@@ -37,7 +37,7 @@ const FlagSpec kFlags[] = {
     {"key", true, {}},
     {"tls-server-name", true, {}},
     {"help", false, {}},
-    {"client", true, {kAcquire, kRenew, kRelease, kRun}},
+    {"client", true, {kAcquire, kRenew, kRelease, kRun, kWrite}},
     {"ttl", true, {kAcquire, kRenew, kRun}},
     {"shared", false, {kAcquire, kRun}},
     {"wait", true, {kAcquire, kRun}},
@@ -97,9 +97,11 @@ Commands:
       Sets ID's lease on LOCK to last DUR from now; keeps the token.
   release LOCK --client ID
       Releases ID's lease on LOCK, or withdraws ID's wait for it.
-  write LOCK KEY VALUE --token N
-      Writes VALUE under (LOCK, KEY) in the fenced store, if N is at least
-      the highest token the store accepted for LOCK ("stale token" if not).
+  write LOCK KEY VALUE --token N [--client ID]
+      Writes VALUE under (LOCK, KEY) in the fenced store, if ID (default
+      $LEASEKEEPER_CLIENT_ID, which run sets) holds a live lease on LOCK
+      with token N ("not holder" if not) and N is at least the highest
+      token the store accepted for LOCK ("stale token" if not).
   read LOCK KEY
       Prints the last accepted value (exit 1 if nothing was ever written).
   inspect LOCK

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -244,8 +245,25 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       return kExitOk;
     }
     case Command::kWrite: {
-      absl::Status written =
-          rpc.Write(in.lock, in.key, in.value, in.token, call);
+      // A holder-checked write, as the client library makes it.
+      std::string writer = in.client_id;
+      if (const char* env = std::getenv("LEASEKEEPER_CLIENT_ID");
+          writer.empty() && env != nullptr) {
+        writer = env;
+      }
+      if (writer.empty()) {
+        err << "leasekeeper-ctl: write needs --client ID (the lease holder; "
+               "run sets LEASEKEEPER_CLIENT_ID)\n";
+        return kExitUsage;
+      }
+      absl::Status written = rpc.Write(
+          client::WriteCall{.lock = in.lock,
+                            .key = in.key,
+                            .value = in.value,
+                            .token = in.token,
+                            .client_id = writer,
+                            .require_held = true},
+          call);
       if (!written.ok()) {
         return Fail(err, absl::StrCat("write ", in.lock, " ", in.key), written);
       }

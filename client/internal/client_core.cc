@@ -589,7 +589,12 @@ absl::Status ClientCore::Write(LeaseState& lease, absl::string_view key,
         absl::StrCat("not writing with the token of the lease on ", lease.lock,
                      ": it has ended (", LeaseEndReasonName(*ended), ")"));
   }
-  return rpc_.Write(lease.lock, key, value, lease.token,
+  return rpc_.Write(WriteCall{.lock = lease.lock,
+                              .key = std::string(key),
+                              .value = std::string(value),
+                              .token = lease.token,
+                              .client_id = options_.client_id,
+                              .require_held = true},
                     CallOptionsWithin(options_.call_timeout));
 }
 

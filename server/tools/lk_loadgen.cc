@@ -2,8 +2,8 @@
 //
 //   leasekeeper-loadgen [--target=127.0.0.1:7233] [--samples=1000]
 //                       [--clients=64] [--seconds=5] [--lanes=10]
-//                       [--server-pid=PID]
-//                       [--only=release|expiry|throughput|memory]
+//                       [--server-pid=PID] [--ids=200000]
+//                       [--only=release|expiry|throughput|memory|clients]
 //
 // Figures:
 //  release    time from sending a Release to the waiting Acquire of the next
@@ -19,6 +19,11 @@
 //             waiting for each other (contended hand-over).
 //  memory     (needs --server-pid) VmRSS of the server before and after
 //             100,000 held locks plus 10,000 blocked waiters.
+//  clients    (needs --server-pid) VmRSS of the server before and after
+//             --ids distinct client ids have each taken a lock and released
+//             it (--clients at a time, each on a lock of its own), so that
+//             only their registrations remain, unless the server forgets
+//             idle clients (--forget-idle-clients-after).
 // Lock names are unique per run, so it can run against a live server; every
 // lease it takes is released, or lapses within 60 s.
 #include <unistd.h>
@@ -57,6 +62,7 @@ struct Options {
   int seconds = 5;
   int server_pid = 0;
   int lanes = 10;  // concurrent holder/waiter pairs in the expiry test
+  int ids = 200'000;  // distinct client ids in the clients figure
   std::string only;
 };
 
@@ -400,6 +406,47 @@ void MeasureMemory(const Options& o) {
   for (std::thread& t : releasers) t.join();
 }
 
+void MeasureClientChurn(const Options& o) {
+  if (o.server_pid <= 0) {
+    std::printf("clients: pass --server-pid=PID of leasekeeperd\n");
+    return;
+  }
+  constexpr int kChannels = 8;
+  std::vector<std::unique_ptr<pb::LockService::Stub>> stubs;
+  for (int i = 0; i < kChannels; ++i) {
+    stubs.push_back(pb::LockService::NewStub(NewChannel(o.target, 400 + i)));
+  }
+  const long before = RssKiB(o.server_pid);
+  std::atomic<int> next{0};
+  std::atomic<int64_t> failures{0};
+  const Clock::time_point start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < o.clients; ++c) {
+    threads.emplace_back([&, c] {
+      pb::LockService::Stub& stub = *stubs[c % kChannels];
+      const std::string lock = absl::StrCat("lg/", run_id, "/churn/", c);
+      for (int i = next++; i < o.ids; i = next++) {
+        const std::string client = absl::StrCat("lg-churn-", run_id, "-", i);
+        pb::AcquireResponse response;
+        if (!Acquire(stub, Request(client, lock, 60'000, 0), &response).ok() ||
+            !response.has_granted() || !Release(stub, client, lock).ok()) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const long after = RssKiB(o.server_pid);
+  std::printf(
+      "clients: VmRSS %ld KiB before, %ld KiB after %d distinct client ids "
+      "came and went (%.1f s, %lld failures): ~%.0f bytes per id\n",
+      before, after, o.ids, seconds, static_cast<long long>(failures.load()),
+      (after - before) * 1024.0 / o.ids);
+}
+
 bool ParseInt(absl::string_view value, int* out) {
   return absl::SimpleAtoi(value, out);
 }
@@ -427,6 +474,8 @@ int main(int argc, char** argv) {
       ok = ParseInt(value, &o.lanes);
     } else if (name == "--server-pid") {
       ok = ParseInt(value, &o.server_pid);
+    } else if (name == "--ids") {
+      ok = ParseInt(value, &o.ids) && o.ids > 0;
     } else if (name == "--only") {
       o.only = std::string(value);
     } else {
@@ -436,7 +485,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--target=HOST:PORT] [--samples=N] "
                    "[--clients=N] [--seconds=N] [--lanes=N] [--server-pid=PID] "
-                   "[--only=release|expiry|throughput|memory]\n",
+                   "[--ids=N] "
+                   "[--only=release|expiry|throughput|memory|clients]\n",
                    argv[0]);
       return 2;
     }
@@ -455,5 +505,6 @@ int main(int argc, char** argv) {
     MeasureThroughput(o, /*contended=*/true);
   }
   if (wants("memory")) MeasureMemory(o);
+  if (o.only == "clients") MeasureClientChurn(o);  // slow: on request only
   return 0;
 }

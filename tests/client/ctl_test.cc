@@ -93,8 +93,9 @@ TEST_F(CtlTest, OneShotCommandsRoundTripInJson) {
   ASSERT_EQ(renewed.exit_code, 0) << renewed.err;
   EXPECT_EQ(nlohmann::json::parse(renewed.out)["token"], token);
 
-  ProcessResult written = RunCtl(
-      {"write", lock, "part-1", "rows 1-100", "--token", absl::StrCat(token)});
+  ProcessResult written = RunCtl({"write", lock, "part-1", "rows 1-100",
+                                  "--token", absl::StrCat(token), "--client",
+                                  "ops"});
   ASSERT_EQ(written.exit_code, 0) << written.err;
   ProcessResult read = RunCtl({"read", lock, "part-1"});
   ASSERT_EQ(read.exit_code, 0) << read.err;
@@ -117,12 +118,28 @@ TEST_F(CtlTest, OneShotCommandsRoundTripInJson) {
   EXPECT_NE(again.err.find("not holder"), std::string::npos) << again.err;
 }
 
-TEST_F(CtlTest, StaleWritesAndMissingValuesExitOne) {
+TEST_F(CtlTest, RefusedWritesAndMissingValuesExitOne) {
   const std::string lock = LockName();
-  ASSERT_EQ(RunCtl({"write", lock, "k", "new", "--token", "5"}).exit_code, 0);
-  ProcessResult stale = RunCtl({"write", lock, "k", "old", "--token", "4"});
-  EXPECT_EQ(stale.exit_code, 1);
-  EXPECT_NE(stale.err.find("stale token"), std::string::npos) << stale.err;
+  ProcessResult made_up =
+      RunCtl({"write", lock, "k", "v", "--token", "5", "--client", "ops"});
+  EXPECT_EQ(made_up.exit_code, 1);
+  EXPECT_NE(made_up.err.find("token not issued"), std::string::npos)
+      << made_up.err;
+  ASSERT_EQ(
+      RunCtl({"acquire", lock, "--client", "ops", "--ttl", "1m"}).exit_code, 0);
+  // The writer is the holder named by LEASEKEEPER_CLIENT_ID, as under run.
+  ProcessResult held = RunProcess(
+      {Ctl(), "write", lock, "k", "new", "--token", "1"},
+      {{"LEASEKEEPER_SERVER", server().address()},
+       {"LEASEKEEPER_CLIENT_ID", "ops"}});
+  EXPECT_EQ(held.exit_code, 0) << held.err;
+  ProcessResult not_holder = RunCtl(
+      {"write", lock, "k", "old", "--token", "1", "--client", "someone"});
+  EXPECT_EQ(not_holder.exit_code, 1);
+  EXPECT_NE(not_holder.err.find("not holder"), std::string::npos)
+      << not_holder.err;
+  EXPECT_EQ(RunCtl({"write", lock, "k", "v", "--token", "1"}).exit_code, 2)
+      << "no writer named: nothing to check the lease of";
   ProcessResult missing = RunCtl({"read", lock, "nothing-here"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(missing.out, "");

@@ -419,9 +419,21 @@ TEST_F(LeaseTest, FencedWritesRefuseTheOlderHolder) {
   EXPECT_GT(new_lease->token(), old_token);
   ASSERT_TRUE(second->Write(*new_lease, "part-1", "b:rows 1-100").ok());
 
-  // The old holder, stalled past its lease, writes late: refused.
-  absl::Status late = rpc().Write(lock, "part-1", "a:late", old_token);
+  // The old holder, stalled past its lease, writes late: refused, by the
+  // token rule alone and by the holder check.
+  absl::Status late = rpc().Write(WriteCall{.lock = lock,
+                                            .key = "part-1",
+                                            .value = "a:late",
+                                            .token = old_token,
+                                            .client_id = "writer-1",
+                                            .require_held = false});
   EXPECT_TRUE(HasErrorReason(late, ErrorReason::kStaleToken)) << late;
+  late = rpc().Write(WriteCall{.lock = lock,
+                               .key = "part-1",
+                               .value = "a:late",
+                               .token = old_token,
+                               .client_id = "writer-1"});
+  EXPECT_TRUE(HasErrorReason(late, ErrorReason::kNotHolder)) << late;
   // Through the client, a lease known to be over is not even sent.
   EXPECT_EQ(first->Write(*old_lease, "part-1", "a:late").code(),
             absl::StatusCode::kFailedPrecondition);

@@ -75,7 +75,10 @@ bool InQueue(const LockView& view, const std::string& client) {
 
 class Harness {
  public:
-  explicit Harness(uint64_t seed) : rng_(seed) {
+  // Odd seeds also keep the daemon's idle-client index, which
+  // CheckInvariants checks after every step.
+  explicit Harness(uint64_t seed)
+      : rng_(seed), sm_(CoreConfig{.track_idle_clients = seed % 2 == 1}) {
     for (int i = 0; i < kClients; ++i)
       clients_.push_back("c" + std::to_string(i));
     for (int i = 0; i < kLocks; ++i) locks_.push_back("L" + std::to_string(i));

@@ -23,6 +23,8 @@ class ServerLimitsTest : public ServerTest {
     config.limits.max_locks_per_client = 2;
     config.limits.max_sessions = 1;
     config.limits.max_request_bytes = 1024 + (64 << 10);
+    config.limits.max_store_bytes = 4096;
+    config.limits.max_keys_per_lock = 2;
     return config;
   }
   void SetUp() override {
@@ -65,6 +67,7 @@ TEST_F(ServerLimitsTest, NameKeyAndValueSizes) {
               16);
   ExpectUntouched("a", long_lock);
 
+  ASSERT_TRUE(client_->Acquire("writer", "L", 60'000).response.has_granted());
   ExpectLimit(client_->Write("L", std::string(9, 'k'), "v", 1), "max-key-bytes",
               8);
   ExpectLimit(client_->Write("L", "k", std::string(1025, 'v'), 1),
@@ -74,6 +77,36 @@ TEST_F(ServerLimitsTest, NameKeyAndValueSizes) {
   EXPECT_FALSE(read.response.found());
   // At the limit is fine.
   EXPECT_TRUE(client_->Write("L", "k", std::string(1024, 'v'), 1).ok());
+}
+
+TEST_F(ServerLimitsTest, KeysPerLock) {
+  ASSERT_TRUE(client_->Acquire("a", "S", 60'000).response.has_granted());
+  ASSERT_TRUE(client_->Write("S", "k1", "v", 1).ok());
+  ASSERT_TRUE(client_->Write("S", "k2", "v", 1).ok());
+  ExpectLimit(client_->Write("S", "k3", "v", 1), "max-keys-per-lock", 2);
+  EXPECT_FALSE(client_->Read("S", "k3").response.found());
+  // Replacing a value adds no key.
+  EXPECT_TRUE(client_->Write("S", "k1", "v2", 1).ok());
+  EXPECT_EQ(owner().GetCounters().keys_per_lock_refused, 1u);
+}
+
+TEST_F(ServerLimitsTest, StoreBytes) {
+  // Each lock Tn with one 1024-byte value costs 2 + 1 + 1024 bytes: three
+  // fit in 4096, a fourth does not.
+  const std::string big(1024, 'v');
+  for (const char* lock : {"T1", "T2", "T3", "T4"}) {  // one client each
+    ASSERT_TRUE(client_->Acquire(lock, lock, 60'000).response.has_granted());
+  }
+  for (const char* lock : {"T1", "T2", "T3"}) {
+    ASSERT_TRUE(client_->Write(lock, "k", big, 1).ok()) << lock;
+  }
+  ExpectLimit(client_->Write("T4", "k", big, 1), "max-store-bytes", 4096);
+  EXPECT_FALSE(client_->Read("T4", "k").response.found());
+  // A write that does not grow the store passes; a smaller one frees room.
+  EXPECT_TRUE(client_->Write("T1", "k", std::string(1024, 'w'), 1).ok());
+  EXPECT_TRUE(client_->Write("T1", "k", "small", 1).ok());
+  EXPECT_TRUE(client_->Write("T4", "k", big, 1).ok());
+  EXPECT_EQ(owner().GetCounters().store_bytes_refused, 1u);
 }
 
 TEST_F(ServerLimitsTest, WaitersPerLock) {
@@ -150,12 +183,15 @@ TEST_F(ServerLimitsTest, RequestSizeIsRefusedByGrpcBeforeAnyHandler) {
 TEST(ServerLimitFlagsTest, LimitFlagsParseAndAreChecked) {
   const char* argv[] = {"leasekeeperd", "--max-locks-per-client=5",
                         "--max-request-bytes=2000000",
-                        "--max-value-bytes=1000"};
+                        "--max-value-bytes=1000", "--max-store-bytes=65536",
+                        "--max-keys-per-lock=7"};
   absl::StatusOr<server::DaemonOptions> options =
-      server::ParseDaemonFlags(4, argv);
+      server::ParseDaemonFlags(6, argv);
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.limits.max_locks_per_client, 5u);
   EXPECT_EQ(options->config.limits.max_request_bytes, 2'000'000u);
+  EXPECT_EQ(options->config.limits.max_store_bytes, 65'536u);
+  EXPECT_EQ(options->config.limits.max_keys_per_lock, 7u);
 
   const char* too_small[] = {"leasekeeperd", "--max-request-bytes=1000"};
   absl::StatusOr<server::DaemonOptions> refused =

@@ -23,7 +23,7 @@ using security::testing::TestPki;
 constexpr char kPolicy[] = R"({
   "identities": {
     "billing-worker": {"lock_prefixes": ["billing/"]},
-    "ops-oncall": {"admin": true}
+    "ops-oncall": {"admin": true, "lock_prefixes": ["billing/"]}
   }
 })";
 
@@ -185,6 +185,55 @@ TEST_F(ServerTlsTest, ALockOutsideThePolicyGrantsIsPermissionDenied) {
   EXPECT_EQ(Acquire(*stranger, "stranger", "billing/a").error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(HoldersOf("billing/a"), 0);
+}
+
+TEST_F(ServerTlsTest, AWriteUnderAnotherIdentitysLeaseIsRefused) {
+  // billing-worker holds billing/a with token 1; ops-oncall is granted the
+  // same prefix and knows the token.
+  auto billing = Stub(&certs_->billing);
+  ASSERT_TRUE(Acquire(*billing, "billing-worker/job-7", "billing/a").ok());
+  auto ops = Stub(&certs_->ops);
+  auto write = [&](const std::string& client, bool require_held) {
+    pb::WriteRequest request;
+    request.set_lock("billing/a");
+    request.set_key("k");
+    request.set_value("v");
+    request.set_token(1);
+    request.set_client_id(client);
+    request.set_require_held(require_held);
+    pb::WriteResponse response;
+    return Call(*ops, &pb::LockService::Stub::Write, request, &response);
+  };
+  // Naming the holder's client id: not ops-oncall's to name.
+  grpc::Status as_holder = write("billing-worker/job-7", true);
+  EXPECT_EQ(as_holder.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << as_holder.error_message();
+  // As itself: it holds nothing.
+  EXPECT_EQ(write("ops-oncall", true).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  // Without the holder check: refused under mutual TLS.
+  EXPECT_EQ(write("", false).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(write("ops-oncall", false).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  pb::ReadRequest read;
+  read.set_lock("billing/a");
+  read.set_key("k");
+  pb::ReadResponse value;
+  ASSERT_TRUE(Call(*billing, &pb::LockService::Stub::Read, read, &value).ok());
+  EXPECT_FALSE(value.found());
+  // The holder itself writes.
+  pb::WriteRequest own;
+  own.set_lock("billing/a");
+  own.set_key("k");
+  own.set_value("mine");
+  own.set_token(1);
+  own.set_client_id("billing-worker/job-7");
+  own.set_require_held(true);
+  pb::WriteResponse written;
+  grpc::Status status =
+      Call(*billing, &pb::LockService::Stub::Write, own, &written);
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 TEST_F(ServerTlsTest, AClientWithoutACertificateIsRefused) {

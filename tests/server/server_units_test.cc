@@ -121,7 +121,10 @@ TEST_F(CoreOwnerTest, DeadlinesAreProcessedInTheOrderTheyHappened) {
   ASSERT_TRUE(owner_.Acquire(Args("holder", "L", 5'000), &holder_call));
   EXPECT_FALSE(owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &waiter));
   clock_.Set(6'000);  // both the wait timeout (3000) and the lapse (5000) due
-  EXPECT_EQ(owner_.RunDueTimers(), kMaxTick);
+  // All that is left: forgetting the waiter, idle since its timeout, once
+  // --forget-idle-clients-after has passed.
+  EXPECT_EQ(owner_.RunDueTimers(),
+            3'000 + ServerConfig().forget_idle_clients_after_ms);
   ASSERT_TRUE(waiter.reply().has_value());
   EXPECT_EQ(ErrorInfoOf(waiter.reply()->result.status()).reason,
             Reason::kWaitTimeout);

@@ -157,6 +157,10 @@ Result<pb::ReadResponse> TestClient::Read(const std::string& lock,
   pb::ReadRequest request;
   request.set_lock(lock);
   request.set_key(key);
+  return Read(request);
+}
+
+Result<pb::ReadResponse> TestClient::Read(const pb::ReadRequest& request) {
   return Invoke(*stub_, &pb::LockService::Stub::Read, request);
 }
 

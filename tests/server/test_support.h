@@ -110,6 +110,7 @@ class TestClient {
                                   const std::string& value, uint64_t token);
   Result<pb::ReadResponse> Read(const std::string& lock,
                                 const std::string& key);
+  Result<pb::ReadResponse> Read(const pb::ReadRequest& request);
   Result<pb::InspectResponse> Inspect(const std::string& lock);
   Result<pb::StatusResponse> Status(const std::string& client);
   Result<pb::ListLocksResponse> ListLocks(const pb::ListLocksRequest& request);

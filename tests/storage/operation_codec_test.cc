@@ -24,6 +24,20 @@ std::vector<Operation> OneOfEachKind() {
                               std::string("bin\0ary\xff", 8),
                               ~FencingToken{0}}},
       Operation{-3, op::Advance{}},
+      Operation{22, op::Write{.lock = "exports/daily",
+                              .key = "part-2",
+                              .value = "v",
+                              .token = 7,
+                              .refuse_unissued = true,
+                              .require_held = true,
+                              .client = "job-1"}},
+      Operation{23, op::Write{.lock = "L",
+                              .key = "k",
+                              .value = "v",
+                              .token = 1,
+                              .refuse_unissued = true}},
+      Operation{24, op::FencedRead{"exports/daily", "part-1", 9}},
+      Operation{25, op::Forget{"job-4"}},
   };
 }
 
@@ -72,11 +86,47 @@ TEST(OperationCodec, EveryProperPrefixAndExtensionIsAnError) {
 
 TEST(OperationCodec, UnknownVersionIsAClearError) {
   std::string bytes = EncodeOperation(Operation{1, op::Advance{}});
-  bytes[0] = 2;
+  bytes[0] = 3;
   absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
   ASSERT_FALSE(entry.ok());
   EXPECT_EQ(entry.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(entry.status().message().find("version 2"), std::string::npos);
+  EXPECT_NE(entry.status().message().find("version 3"), std::string::npos);
+  EXPECT_NE(entry.status().message().find("versions 1 to 2"),
+            std::string::npos);
+}
+
+// Bytes a version-1 build wrote: a data dir of an older leasekeeperd stays
+// readable, and its writes replay as the contract's write (no daemon check).
+TEST(OperationCodec, VersionOneEntriesStillDecode) {
+  const std::string v1_write(
+      "\x01\x07\x2a"  // version 1, Write, at 21
+      "\x01L\x01k\x01v\x05",  // lock, key, value, token 5
+      10);
+  absl::StatusOr<LogEntry> entry = DecodeLogEntry(v1_write);
+  ASSERT_TRUE(entry.ok()) << entry.status();
+  EXPECT_TRUE(SameOperation(std::get<Operation>(*entry),
+                            Operation{21, op::Write{"L", "k", "v", 5}}));
+
+  std::string v1_fenced_read =
+      EncodeOperation(Operation{1, op::FencedRead{"L", "k", 1}});
+  v1_fenced_read[0] = 1;
+  EXPECT_EQ(DecodeLogEntry(v1_fenced_read).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(OperationCodec, ContractWriteKeepsTheVersionOneLayout) {
+  const std::string bytes =
+      EncodeOperation(Operation{21, op::Write{"L", "k", "v", 5}});
+  EXPECT_EQ(bytes.substr(1), std::string("\x07\x2a\x01L\x01k\x01v\x05", 9));
+}
+
+TEST(OperationCodec, UnknownCheckBitsAreMalformed) {
+  std::string bytes = EncodeOperation(Operation{
+      1, op::Write{.lock = "L", .key = "k", .value = "v", .token = 1,
+                   .refuse_unissued = true, .client = ""}});
+  bytes[bytes.size() - 2] = 4;  // the checks byte, before the empty client
+  EXPECT_EQ(DecodeLogEntry(bytes).status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(OperationCodec, BadModeTickAndKindAreErrors) {

@@ -98,7 +98,7 @@ class OperationGenerator {
     op.at = at_;
     const std::string client = absl::StrCat("c", Pick(0, clients_ - 1));
     const std::string lock = absl::StrCat("L", Pick(0, locks_ - 1));
-    switch (Pick(0, 12)) {
+    switch (Pick(0, 14)) {
       case 0:
       case 1:
       case 2:
@@ -124,10 +124,25 @@ class OperationGenerator {
         op.body = op::RenewAll{client};
         break;
       case 10:
-      case 11:
         op.body = op::Write{lock, absl::StrCat("k", Pick(0, 3)),
                             absl::StrCat("v", Pick(0, 1000)),
                             static_cast<FencingToken>(Pick(1, 12))};
+        break;
+      case 11:  // the daemon's checked write
+        op.body = op::Write{.lock = lock,
+                            .key = absl::StrCat("k", Pick(0, 3)),
+                            .value = absl::StrCat("v", Pick(0, 1000)),
+                            .token = static_cast<FencingToken>(Pick(1, 12)),
+                            .refuse_unissued = true,
+                            .require_held = Pick(0, 1) == 0,
+                            .client = client};
+        break;
+      case 13:
+        op.body = op::Forget{client};
+        break;
+      case 12:
+        op.body = op::FencedRead{lock, absl::StrCat("k", Pick(0, 3)),
+                                 static_cast<FencingToken>(Pick(1, 12))};
         break;
       default:
         op.body = op::Advance{};
