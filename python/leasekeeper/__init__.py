@@ -11,8 +11,8 @@ real leasekeeperd for tests. See python/README.md.
 """
 
 from leasekeeper._book import EndReason
-from leasekeeper._common import (HOLDER_CHECKED_WRITES, ClientStatus, Holder,
-                                 LockInfo, LockSummary, ReleasedLease,
+from leasekeeper._common import (ClientStatus, Holder, LockInfo,
+                                 LockSummary, ReleasedLease,
                                  TlsFiles, Waiter, default_client_id)
 from leasekeeper.client import Client, Lease
 from leasekeeper.errors import (ClientBusy, DeadlockVictim, LeasekeeperError,
@@ -25,5 +25,5 @@ __all__ = [
     "LeasekeeperError", "StaleToken", "NotHolder", "ClientBusy", "LockBusy",
     "DeadlockVictim", "LimitExceeded", "Unavailable", "LeaseLost",
     "LockInfo", "Holder", "Waiter", "ClientStatus", "LockSummary",
-    "ReleasedLease", "HOLDER_CHECKED_WRITES", "default_client_id",
+    "ReleasedLease", "default_client_id",
 ]

@@ -32,11 +32,6 @@ MAX_HOLDER_LABEL_BYTES = 256
 FIRST_RETRY_DELAY = 0.1
 MAX_ACQUIRE_RETRY_DELAY = 1.0
 
-# Whether this proto offers holder-checked writes (WriteRequest.client_id and
-# require_held). Decided once from the generated descriptor.
-_WRITE_FIELDS = pb.WriteRequest.DESCRIPTOR.fields_by_name
-HOLDER_CHECKED_WRITES = ("client_id" in _WRITE_FIELDS
-                         and "require_held" in _WRITE_FIELDS)
 
 
 def default_client_id() -> str:
@@ -293,13 +288,10 @@ def acquire_request(client_id: str, lock: str, ttl: float, shared: bool,
 
 def write_request(lock: str, key: str, value: bytes, token: int,
                   client_id: str) -> pb.WriteRequest:
-    """Fenced by `token`; also holder-checked (the server refuses the write
-    unless `client_id` holds `lock` with that token) when the proto has it."""
-    request = pb.WriteRequest(lock=lock, key=key, value=value, token=token)
-    if HOLDER_CHECKED_WRITES:
-        setattr(request, "client_id", client_id)
-        setattr(request, "require_held", True)
-    return request
+    """Fenced by `token` and holder-checked: the server refuses the write
+    unless `client_id` holds a live lease on `lock` with exactly that token."""
+    return pb.WriteRequest(lock=lock, key=key, value=value, token=token,
+                           client_id=client_id, require_held=True)
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,7 @@ class Lease(LeaseBase):
         await self._client._release(self._state)
 
     async def write(self, key: str, value: bytes | str) -> None:
-        """Fenced (and holder-checked when offered) write; see
+        """Fenced and holder-checked write; see
         leasekeeper.Lease.write."""
         await self._client._write(self._state, key, value)
 

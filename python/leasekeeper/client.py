@@ -111,12 +111,12 @@ class Lease(LeaseBase):
 
     def write(self, key: str, value: bytes | str) -> None:
         """Writes `value` under (lock, key) in the fenced store with this
-        lease's token; holder-checked too when the server's proto offers it
-        (WriteRequest.client_id / require_held).
+        lease's token, and holder-checked (WriteRequest.require_held): the
+        server accepts it only while this client holds the lease.
         Raises LeaseLost if the lease has ended (nothing is sent);
         StaleToken if the store accepted a higher token for the lock;
-        NotHolder (holder-checked writes) if the server says this client no
-        longer holds it; LimitExceeded; Unavailable."""
+        NotHolder if the server says this client no longer holds it (a lease
+        that lapsed or was force-released, even if no higher token wrote); LimitExceeded; Unavailable."""
         self._client._write(self._state, key, value)
 
     def __enter__(self) -> "Lease":

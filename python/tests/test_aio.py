@@ -114,16 +114,16 @@ async def test_async_force_release_sets_lost(
 
 
 @pytest.mark.asyncio
-async def test_async_stale_token_and_errors_carry_code_and_reason(
+async def test_async_old_holder_write_refused_and_errors_carry_code_and_reason(
         clients: tuple[aio.Client, aio.Client]) -> None:
     old_holder, new_holder = clients
     old = await old_holder.lock("jobs/a", ttl=5)
     await new_holder.force_release("jobs/a")
     async with new_holder.lock("jobs/a", ttl=5) as new:
         await new.write("k", b"new")
-        with pytest.raises(leasekeeper.StaleToken) as stale:
+        with pytest.raises(leasekeeper.NotHolder) as not_holder:
             await old_holder._write(old._state, "k", b"old")
-        assert stale.value.reason == "STALE_TOKEN"
+        assert not_holder.value.reason == "NOT_HOLDER"
     with pytest.raises(leasekeeper.LimitExceeded):
         await old_holder.lock("x" * 300, ttl=5)
 

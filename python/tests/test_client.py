@@ -14,7 +14,10 @@ import grpc
 import pytest
 
 import leasekeeper
+from leasekeeper.errors import from_rpc_error
 from leasekeeper.testing import LocalServer
+from leasekeeper.v1 import lock_service_pb2 as pb
+from leasekeeper.v1 import lock_service_pb2_grpc as pb_grpc
 
 from conftest import MakeClient
 
@@ -122,7 +125,8 @@ def test_holding_a_lock_twice_is_client_busy_before_any_call(
         assert lease.held
 
 
-def test_writes_are_fenced_by_the_token(make_client: MakeClient) -> None:
+def test_writes_are_fenced_by_the_token_and_checked_against_the_holder(
+        make_client: MakeClient, leasekeeperd: LocalServer) -> None:
     old_holder, new_holder = make_client(), make_client()
     old = old_holder.lock("jobs/a", ttl=5)
     old.write("cursor", b"1")
@@ -131,11 +135,24 @@ def test_writes_are_fenced_by_the_token(make_client: MakeClient) -> None:
     new_holder.force_release("jobs/a", reason="test: take over")
     with new_holder.lock("jobs/a", ttl=5) as new:
         new.write("cursor", "2")
-        with pytest.raises(leasekeeper.StaleToken) as stale:
-            old_holder._write(old._state, "cursor", b"3")  # the raw write
-        assert stale.value.code == grpc.StatusCode.FAILED_PRECONDITION
-        assert stale.value.reason == "STALE_TOKEN"
-        assert isinstance(stale.value, leasekeeper.LeasekeeperError)
+        # The old holder's own write (past the lease's end on its side too)
+        # is refused by the holder check.
+        with pytest.raises(leasekeeper.NotHolder) as not_holder:
+            old_holder._write(old._state, "cursor", b"3")
+        assert not_holder.value.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert not_holder.value.reason == "NOT_HOLDER"
+        # A write that only carries the old token (a store-only writer, no
+        # holder check) is refused by the token rule.
+        stub = pb_grpc.LockServiceStub(
+            grpc.insecure_channel(leasekeeperd.address))
+        with pytest.raises(grpc.RpcError) as raw:
+            stub.Write(pb.WriteRequest(lock="jobs/a", key="cursor",
+                                       value=b"3", token=old.token))
+        stale = from_rpc_error(raw.value)
+        assert isinstance(stale, leasekeeper.StaleToken)
+        assert stale.code == grpc.StatusCode.FAILED_PRECONDITION
+        assert stale.reason == "STALE_TOKEN"
+        assert isinstance(stale, leasekeeper.LeasekeeperError)
     assert new_holder.read("jobs/a", "cursor") == b"2"
 
 

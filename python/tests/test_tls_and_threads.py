@@ -12,7 +12,6 @@ import pytest
 import leasekeeper
 from leasekeeper import _common
 from leasekeeper.testing import LocalServer
-from leasekeeper.v1 import lock_service_pb2 as pb
 
 from conftest import MakeClient
 
@@ -66,13 +65,8 @@ def test_one_client_serves_many_threads(make_client: MakeClient) -> None:
     assert list(client.list_locks("jobs/")) == []
 
 
-def test_writes_name_the_holder_only_where_the_proto_offers_it() -> None:
-    fields = pb.WriteRequest.DESCRIPTOR.fields_by_name
-    offered = "client_id" in fields and "require_held" in fields
-    assert _common.HOLDER_CHECKED_WRITES == offered
+def test_writes_name_the_holder_and_require_it() -> None:
     request = _common.write_request("jobs/a", "k", b"v", 7, "me")
-    assert (request.lock, request.key, request.value, request.token) == (
-        "jobs/a", "k", b"v", 7)
-    if offered:
-        assert getattr(request, "client_id") == "me"
-        assert getattr(request, "require_held") is True
+    assert (request.lock, request.key, request.value, request.token,
+            request.client_id, request.require_held) == (
+        "jobs/a", "k", b"v", 7, "me", True)
