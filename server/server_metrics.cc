@@ -21,12 +21,15 @@ constexpr char kAcquisitionsHelp[] =
     "Acquire requests the core applied, by immediate outcome (a retry "
     "answered from the retry cache is not counted again).";
 
-struct CounterSeries {
+// A series with no labels whose value is one field of a `Source` snapshot.
+template <typename Source, typename Value>
+struct FieldSeries {
   const char* name;
   const char* help;
-  uint64_t Counters::*field;
+  Value Source::*field;
 };
-constexpr CounterSeries kCounters[] = {
+
+constexpr FieldSeries<Counters, uint64_t> kCounters[] = {
     {"leasekeeper_queue_grants_total",
      "Queued requests granted later, when their turn came.",
      &Counters::granted_from_queue},
@@ -55,12 +58,7 @@ constexpr CounterSeries kCounters[] = {
      &Counters::forced_releases},
 };
 
-struct GaugeSeries {
-  const char* name;
-  const char* help;
-  size_t Stats::*field;
-};
-constexpr GaugeSeries kGauges[] = {
+constexpr FieldSeries<Stats, size_t> kGauges[] = {
     {"leasekeeper_leases_held",
      "Leases held now (a SHARED lock with n holders counts n).",
      &Stats::held_leases},
@@ -73,12 +71,7 @@ constexpr GaugeSeries kGauges[] = {
      &Stats::retry_entries},
 };
 
-struct StoreCounter {
-  const char* name;
-  const char* help;
-  uint64_t Store::*field;
-};
-constexpr StoreCounter kStoreCounters[] = {
+constexpr FieldSeries<Store, uint64_t> kStoreCounters[] = {
     {"leasekeeper_log_records_total", "Operations appended to the log.",
      &Store::records_appended},
     {"leasekeeper_log_bytes_total", "Encoded bytes appended to the log.",
@@ -104,13 +97,21 @@ MetricFamily Single(MetricType type, const char* name, const char* help,
   return family;
 }
 
+// One family per entry of `series`, valued from `source`.
+template <typename Source, typename Value, size_t kSize>
+void AddFields(MetricType type,
+               const FieldSeries<Source, Value> (&series)[kSize],
+               const Source& source, std::vector<MetricFamily>& out) {
+  for (const FieldSeries<Source, Value>& entry : series) {
+    out.push_back(Single(type, entry.name, entry.help,
+                         static_cast<double>(source.*entry.field)));
+  }
+}
+
 void CollectStorage(const std::optional<Store>& stats,
                     std::vector<MetricFamily>& out) {
   const Store store = stats.value_or(Store{});
-  for (const StoreCounter& series : kStoreCounters) {
-    out.push_back(Single(MetricType::Counter, series.name, series.help,
-                         static_cast<double>(store.*series.field)));
-  }
+  AddFields(MetricType::Counter, kStoreCounters, store, out);
   out.push_back(metrics::MakeFamily(MetricType::Histogram,
                                     "leasekeeper_fsync_duration_seconds",
                                     "Latency of each fsync of the log."));
@@ -148,10 +149,7 @@ std::vector<MetricFamily> ServerMetrics::Collect() const {
     metrics::AddValue(out.back(), static_cast<double>(value),
                       {{"outcome", outcome}});
   }
-  for (const CounterSeries& series : kCounters) {
-    out.push_back(Single(MetricType::Counter, series.name, series.help,
-                         static_cast<double>(counters.*series.field)));
-  }
+  AddFields(MetricType::Counter, kCounters, counters, out);
   out.push_back(metrics::MakeFamily(
       MetricType::Histogram, "leasekeeper_acquire_wait_seconds",
       "How long granted Acquire calls waited in the queue, from queueing to "
@@ -162,10 +160,7 @@ std::vector<MetricFamily> ServerMetrics::Collect() const {
       counters.acquire_waits,
       static_cast<double>(counters.acquire_wait_ms_sum) / 1e3);
 
-  for (const GaugeSeries& series : kGauges) {
-    out.push_back(Single(MetricType::Gauge, series.name, series.help,
-                         static_cast<double>(stats.*series.field)));
-  }
+  AddFields(MetricType::Gauge, kGauges, stats, out);
   out.push_back(Single(MetricType::Gauge, "leasekeeper_build_info",
                        "The build: its version and git commit (value 1).", 1,
                        {{"version", kBuildVersion}, {"commit", kBuildCommit}}));
