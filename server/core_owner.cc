@@ -363,6 +363,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
         auto it = parked_.find(key);
         if (it != parked_.end()) {
           waited = std::max<int64_t>(0, e.at - it->second.queued_at);
+          CountAcquireWaitLocked(waited);
           AcquireAnswer answer;
           answer.kind = AcquireAnswer::Kind::kGranted;
           answer.token = e.token;

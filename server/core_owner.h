@@ -53,6 +53,7 @@
 #ifndef LEASEKEEPER_SERVER_CORE_OWNER_H_
 #define LEASEKEEPER_SERVER_CORE_OWNER_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -266,9 +267,16 @@ class CoreOwner {
     uint64_t stale_writes_refused = 0;
     uint64_t sessions_lost = 0;    // ended by their grace running out
     uint64_t forced_releases = 0;  // leases ended by ForceRelease
-    uint64_t locks_per_client_refused = 0;
-    uint64_t store_bytes_refused = 0;    // Writes over --max-store-bytes
-    uint64_t keys_per_lock_refused = 0;  // Writes over --max-keys-per-lock
+    // Granted Acquire calls by how long they waited: 0 for a grant at once,
+    // from queueing to grant for a call that waited parked (Parked's
+    // queued_at). Per-bucket counts: acquire_waits[i] counts waits <=
+    // kAcquireWaitBoundsMs[i] (and above the bound before it), the last
+    // entry waits above every bound.
+    static constexpr std::array<int64_t, 16> kAcquireWaitBoundsMs = {
+        1,     5,      10,     25,     50,      100,     250,    500,
+        1'000, 2'500,  5'000,  10'000, 30'000,  60'000,  300'000, 3'600'000};
+    std::array<uint64_t, kAcquireWaitBoundsMs.size() + 1> acquire_waits{};
+    uint64_t acquire_wait_ms_sum = 0;
   };
   Counters GetCounters();
 
@@ -394,6 +402,9 @@ class CoreOwner {
                                     absl::StatusOr<Reply> reply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CountEventLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a granted Acquire call that waited `waited_ms` (>= 0).
+  void CountAcquireWaitLocked(int64_t waited_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OK, or LimitExceeded("max-locks-per-client") if `client` already holds
   // that many leases. Cost: O(leases of the client).
   absl::Status CheckLocksPerClientLocked(const std::string& client, Tick now)

@@ -2,6 +2,7 @@
 // lease limit. Same class and the same rules as core_owner.cc (everything
 // under mu_); kept apart so the hot paths stay readable. ForceRelease needs
 // Effects and lives in core_owner.cc.
+#include <algorithm>
 #include <variant>
 
 #include "core/errors.h"
@@ -28,6 +29,7 @@ absl::StatusOr<Reply> CoreOwner::CountLocked(const Operation& op,
     switch (acquired->kind) {
       case AcquireOutcome::Kind::kGranted:
         ++counters_.acquired_at_once;
+        CountAcquireWaitLocked(0);
         break;
       case AcquireOutcome::Kind::kQueued:
         ++counters_.acquired_queued;
@@ -72,13 +74,21 @@ void CoreOwner::CountEventLocked(const Event& event) {
   }
 }
 
+void CoreOwner::CountAcquireWaitLocked(int64_t waited_ms) {
+  const auto& bounds = Counters::kAcquireWaitBoundsMs;
+  const size_t bucket =
+      std::lower_bound(bounds.begin(), bounds.end(), waited_ms) -
+      bounds.begin();
+  ++counters_.acquire_waits[bucket];
+  counters_.acquire_wait_ms_sum += static_cast<uint64_t>(waited_ms);
+}
+
 absl::Status CoreOwner::CheckLocksPerClientLocked(const std::string& client,
                                                   Tick now) {
   const size_t limit = config_.limits.max_locks_per_client;
   // AcquireLocked's caller advanced to `now` already: nothing lapses here.
   const ClientView view = state_.table().Status(now, client);
   if (view.holds.size() < limit) return absl::OkStatus();
-  ++counters_.locks_per_client_refused;
   return LimitExceeded("max-locks-per-client", static_cast<int64_t>(limit));
 }
 
@@ -87,13 +97,11 @@ absl::Status CoreOwner::CheckStoreLimitsLocked(const WriteArgs& args) {
   const Limits& limits = config_.limits;
   if (!store.Contains(args.lock, args.key) &&
       store.KeyCount(args.lock) >= limits.max_keys_per_lock) {
-    ++counters_.keys_per_lock_refused;
     return LimitExceeded("max-keys-per-lock",
                          static_cast<int64_t>(limits.max_keys_per_lock));
   }
   const size_t after = store.BytesAfterWrite(args.lock, args.key, args.value);
   if (after > limits.max_store_bytes && after > store.bytes()) {
-    ++counters_.store_bytes_refused;
     return LimitExceeded("max-store-bytes",
                          static_cast<int64_t>(limits.max_store_bytes));
   }

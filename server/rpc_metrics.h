@@ -1,19 +1,33 @@
-// RpcMetrics: per-method call counts by gRPC status code and latency
-// histograms for leasekeeper.v1.LockService, collected by a gRPC server
-// interceptor so that no handler has to measure itself.
+// RpcMetrics: per-method call counts by gRPC status code, latency
+// histograms, and refusals by limit for leasekeeper.v1.LockService,
+// collected by a gRPC server interceptor that sees every answer the server
+// sends, so that no handler has to measure or count itself.
 //
-// Series (labels are fixed at startup: one per LockService method and code):
+// Series (prometheus-cpp families in the server's registry; labels are
+// fixed by the code: one per LockService method, code and limit flag):
 //   leasekeeper_rpcs_total{method="Acquire",code="OK"}        counter
 //   leasekeeper_rpc_duration_seconds{method="Acquire"}         histogram
+//   leasekeeper_limit_refusals_total{limit="max-lock-name-bytes"} counter
 // `method` is the short method name; `code` the gRPC code name
 // (OK, INVALID_ARGUMENT, PERMISSION_DENIED, ...). The latency runs from the
 // call's arrival to its status being sent, measured on the steady clock; a
-// waiting Acquire includes its wait. Session streams are counted but not
-// timed (their length is the session's). Calls to other services (health,
-// reflection) are not recorded.
+// waiting Acquire includes its wait (leasekeeper_acquire_wait_seconds, in
+// server/server_metrics.h, has the wait alone). Session streams are counted
+// but not timed (their length is the session's). Calls to other services
+// (health, reflection) are not recorded.
 //
-// Thread-safety: the interceptors run on gRPC's threads concurrently; each
-// records with relaxed atomics only (no lock, no allocation after setup).
+// Limit refusals: every answer refused by a limit carries an ErrorDetail
+// with reason LIMIT_EXCEEDED and the limit's flag name (server_errors.h),
+// whether it ends a call (trailing metadata) or answers one call inside a
+// Session stream (a SessionCallResult error). The interceptor counts each
+// under that name, so a refusal is counted wherever in the server it was
+// decided. The one limit not counted is --max-request-bytes: gRPC itself
+// refuses a larger message while receiving it, before the call reaches any
+// handler or interceptor (it is not in leasekeeper_rpcs_total either).
+//
+// Thread-safety: the interceptors run on gRPC's threads concurrently;
+// prometheus-cpp's counters are atomic and its histograms take a mutex of
+// their own per observation; nothing allocates on the path of an OK call.
 // The RpcMetrics must outlive the grpc::Server it is installed in.
 #ifndef LEASEKEEPER_SERVER_RPC_METRICS_H_
 #define LEASEKEEPER_SERVER_RPC_METRICS_H_
@@ -24,10 +38,26 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/support/server_interceptor.h"
-#include "metrics/registry.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
 
 namespace leasekeeper::server {
+
+// The flag names of the limits the server's own code refuses requests by
+// (server_config.h's Limits, less --max-request-bytes, see above). Each has
+// a leasekeeper_limit_refusals_total series from the start (at 0); a
+// refusal under a name not listed here is still counted, under its own
+// name.
+inline constexpr const char* kLimitFlagNames[] = {
+    "max-client-id-bytes", "max-lock-name-bytes",  "max-key-bytes",
+    "max-value-bytes",     "max-label-bytes",      "max-request-id-bytes",
+    "max-waiters-per-lock", "max-sessions",        "max-locks-per-client",
+    "max-store-bytes",      "max-keys-per-lock",
+};
 
 class RpcMetrics {
  public:
@@ -35,16 +65,19 @@ class RpcMetrics {
   static constexpr int kCodes = 17;
 
   struct Method {
-    std::array<metrics::Counter*, kCodes> calls{};
-    metrics::Histogram* latency = nullptr;  // null for streaming methods
+    std::array<prometheus::Counter*, kCodes> calls{};
+    prometheus::Histogram* latency = nullptr;  // null for streaming methods
+    // Session: its stream's call results are checked for limit refusals.
+    bool session = false;
   };
 
   // Registers the series for every method of leasekeeper.v1.LockService
   // (read from the generated descriptor, so a new RPC is covered without
-  // code changes). Outcomes: the metrics; the registry's errors (e.g.
-  // ALREADY_EXISTS if called twice on one registry).
+  // code changes) and for every limit of kLimitFlagNames. Outcomes: the
+  // metrics; INTERNAL if the service descriptor is missing or a name is
+  // taken in `registry` by another type.
   static absl::StatusOr<std::unique_ptr<RpcMetrics>> Create(
-      metrics::Registry& registry);
+      prometheus::Registry& registry);
 
   RpcMetrics(const RpcMetrics&) = delete;
   RpcMetrics& operator=(const RpcMetrics&) = delete;
@@ -57,10 +90,16 @@ class RpcMetrics {
   // or null for any other method.
   const Method* Find(const char* full_method) const;
 
+  // Counts one refusal by the limit whose flag name is `limit`. O(1) for a
+  // listed limit; takes the family's mutex.
+  void CountLimitRefusal(absl::string_view limit) const;
+
  private:
-  RpcMetrics() = default;
+  explicit RpcMetrics(prometheus::Family<prometheus::Counter>& limit_refusals)
+      : limit_refusals_(limit_refusals) {}
 
   absl::flat_hash_map<std::string, Method> methods_;
+  prometheus::Family<prometheus::Counter>& limit_refusals_;
 };
 
 }  // namespace leasekeeper::server

@@ -22,11 +22,14 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
-#include "metrics/http_server.h"
-#include "metrics/registry.h"
+#include "metrics/exposer.h"
+#include "metrics/process_collector.h"
+#include "prometheus/collectable.h"
+#include "prometheus/registry.h"
 #include "security/authorizer.h"
 #include "server/clock.h"
 #include "server/core_owner.h"
@@ -34,6 +37,7 @@
 #include "server/lock_service.h"
 #include "server/rpc_metrics.h"
 #include "server/server_config.h"
+#include "server/server_metrics.h"
 
 namespace leasekeeper::server {
 
@@ -73,8 +77,10 @@ class LeasekeeperServer {
   int metrics_port() const {
     return metrics_http_ != nullptr ? metrics_http_->port() : 0;
   }
-  // Every metric the server exposes (also without --metrics-listen).
-  const metrics::Registry& metrics_registry() const { return registry_; }
+  // The exposition of every series the server exposes, as /metrics serves
+  // it (also without --metrics-listen), less the exposer's own exposer_*
+  // series. Valid after Start.
+  std::string RenderMetrics() const;
 
  private:
   const ServerConfig config_;
@@ -86,10 +92,17 @@ class LeasekeeperServer {
   LockServiceImpl service_;
   ExpiryTicker ticker_;
   // Metrics (server/server_operations.cc); declared before server_ so that
-  // gRPC, whose interceptors use them, is destroyed first.
-  metrics::Registry registry_;
+  // gRPC, whose interceptors use them, is destroyed first, and after owner_
+  // so that the /metrics threads, which read it, stop before it goes.
+  // registry_ holds the series updated on the request path (rpc_metrics_);
+  // the collectors read their values when scraped.
+  std::shared_ptr<prometheus::Registry> registry_ =
+      std::make_shared<prometheus::Registry>();
   std::unique_ptr<RpcMetrics> rpc_metrics_;
-  std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
+  std::shared_ptr<ServerMetrics> server_metrics_;
+  std::shared_ptr<metrics::ProcessCollector> process_metrics_ =
+      std::make_shared<metrics::ProcessCollector>();
+  std::unique_ptr<metrics::MetricsExposer> metrics_http_;
   int health_port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   // server/server_operations.cc. Loads the TLS files and the policy,
@@ -97,6 +110,9 @@ class LeasekeeperServer {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> PrepareSecurity();
   // Registers the metrics and starts /metrics if configured.
   absl::Status PrepareMetrics();
+  // Everything /metrics serves besides the exposer's own series.
+  std::vector<std::shared_ptr<prometheus::Collectable>> MetricsCollectables()
+      const;
   // Adds the health-only port and the metrics interceptor.
   void ConfigureOperatorFeatures(grpc::ServerBuilder& builder);
   absl::Status RecoverStorage();

@@ -1,11 +1,13 @@
-// Server metrics: the Prometheus series leasekeeperd exposes about its
-// core, sessions and storage, read from CoreOwner when /metrics is scraped.
+// ServerMetrics: the Prometheus series leasekeeperd exposes about its core,
+// sessions and storage, and its build, read from CoreOwner each time
+// /metrics is scraped (a prometheus::Collectable).
 //
 // Nothing here is on a request's path: CoreOwner keeps plain counters under
 // its mutex (CoreOwner::GetCounters) and sizes it knows in O(1)
 // (CoreOwner::GetStats), and the durable store keeps its own statistics;
-// each scrape copies them (one short mutex hold per series). The per-RPC
-// series come from server/rpc_metrics.h.
+// each scrape copies each of them once (one short mutex hold apiece). The
+// per-RPC series and the limit refusals come from server/rpc_metrics.h, the
+// process_* series from metrics/process_collector.h.
 //
 // Series (lock names and client ids are never labels):
 //   leasekeeper_acquisitions_total{outcome="granted|queued|deadlock"}
@@ -21,13 +23,21 @@
 //   leasekeeper_stale_writes_refused_total Writes refused: stale token
 //   leasekeeper_sessions_lost_total        sessions ended by their grace
 //   leasekeeper_forced_releases_total      leases ended by ForceRelease
-//   leasekeeper_limit_refusals_total{limit="max-locks-per-client"}
+//   leasekeeper_acquire_wait_seconds       histogram: how long granted
+//                                  Acquire calls waited in the queue (0 for
+//                                  a grant at once; from queueing to grant
+//                                  for a call that waited), apart from the
+//                                  RPC latency that includes it
 //   leasekeeper_leases_held        gauge: leases held now (a SHARED lock
 //                                  with n holders counts n)
 //   leasekeeper_waiters            gauge: requests queued now
 //   leasekeeper_waiting_calls      gauge: Acquire calls parked waiting
 //   leasekeeper_sessions_open      gauge: sessions open or in grace
 //   leasekeeper_retry_cache_entries gauge
+//   leasekeeper_build_info{version,commit} gauge, always 1: the CMake
+//                                  project version and the git commit the
+//                                  binary was configured from ("unknown"
+//                                  outside a git checkout)
 // With a data dir (storage/durable_store.h):
 //   leasekeeper_log_records_total, leasekeeper_log_bytes_total,
 //   leasekeeper_fsyncs_total, leasekeeper_snapshots_total
@@ -36,24 +46,35 @@
 //   leasekeeper_storage_healthy            gauge: 1, or 0 once a write or
 //                                          fsync failed
 //
-// Thread-safety: RegisterServerMetrics once, at startup; the callbacks run
-// on the /metrics thread and take CoreOwner's mutex briefly (never while
-// holding the registry's, see metrics/registry.h).
+// Thread-safety: Collect may run on several /metrics threads at once; it
+// takes CoreOwner's mutex (and the store's) briefly, never while holding
+// any lock of its own.
 #ifndef LEASEKEEPER_SERVER_SERVER_METRICS_H_
 #define LEASEKEEPER_SERVER_SERVER_METRICS_H_
 
-#include "absl/status/status.h"
-#include "metrics/registry.h"
+#include <vector>
+
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
 #include "server/core_owner.h"
 
 namespace leasekeeper::server {
 
-// Registers the series above in `registry`, reading `owner`. REQUIRES:
-// `owner` outlives every Render of `registry`; `with_storage`: the owner has
-// a data dir (the storage series are registered only then). Outcomes: OK;
-// the registry's error if a name is taken.
-absl::Status RegisterServerMetrics(metrics::Registry& registry,
-                                   CoreOwner& owner, bool with_storage);
+class ServerMetrics final : public prometheus::Collectable {
+ public:
+  // REQUIRES: `owner` outlives every Collect. `with_storage`: the owner has
+  // a data dir (the storage series are collected only then).
+  ServerMetrics(CoreOwner& owner, bool with_storage)
+      : owner_(owner), with_storage_(with_storage) {}
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  CoreOwner& owner_;
+  const bool with_storage_;
+};
 
 }  // namespace leasekeeper::server
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "prometheus/text_serializer.h"
 #include "security/policy.h"
 #include "security/tls_config.h"
 #include "server/server.h"
-#include "server/server_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace leasekeeper::server {
@@ -58,27 +58,46 @@ LeasekeeperServer::PrepareSecurity() {
 
 absl::Status LeasekeeperServer::PrepareMetrics() {
   absl::StatusOr<std::unique_ptr<RpcMetrics>> rpc =
-      RpcMetrics::Create(registry_);
+      RpcMetrics::Create(*registry_);
   if (!rpc.ok()) return rpc.status();
   rpc_metrics_ = *std::move(rpc);
-  if (absl::Status status = RegisterServerMetrics(
-          registry_, owner_, !config_.durability.data_dir.empty());
-      !status.ok()) {
-    return status;
-  }
+  server_metrics_ = std::make_shared<ServerMetrics>(
+      owner_, !config_.durability.data_dir.empty());
   if (config_.metrics_listen.empty()) return absl::OkStatus();
-  metrics::HttpServerOptions options;
+  metrics::ExposerOptions options;
   options.error_log = [](absl::string_view message) {
     spdlog::warn("event=metrics_http_error error=\"{}\"", std::string(message));
   };
-  absl::StatusOr<std::unique_ptr<metrics::MetricsHttpServer>> http =
-      metrics::MetricsHttpServer::Start(config_.metrics_listen, registry_,
-                                        std::move(options));
+  const std::vector<std::shared_ptr<prometheus::Collectable>> collectables =
+      MetricsCollectables();
+  absl::StatusOr<std::unique_ptr<metrics::MetricsExposer>> http =
+      metrics::MetricsExposer::Start(
+          config_.metrics_listen,
+          std::vector<std::weak_ptr<prometheus::Collectable>>(
+              collectables.begin(), collectables.end()),
+          std::move(options));
   if (!http.ok()) return http.status();
   metrics_http_ = *std::move(http);
   spdlog::info("event=metrics_listening address={} path=/metrics",
                metrics_http_->address());
   return absl::OkStatus();
+}
+
+std::vector<std::shared_ptr<prometheus::Collectable>>
+LeasekeeperServer::MetricsCollectables() const {
+  return {registry_, server_metrics_, process_metrics_};
+}
+
+std::string LeasekeeperServer::RenderMetrics() const {
+  std::vector<prometheus::MetricFamily> families;
+  for (const std::shared_ptr<prometheus::Collectable>& collectable :
+       MetricsCollectables()) {
+    if (collectable == nullptr) continue;
+    for (prometheus::MetricFamily& family : collectable->Collect()) {
+      families.push_back(std::move(family));
+    }
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 void LeasekeeperServer::ConfigureOperatorFeatures(

@@ -37,7 +37,7 @@ bool ParseValue(absl::string_view text, double* value) {
     *value = -std::numeric_limits<double>::infinity();
     return true;
   }
-  if (text == "NaN") {
+  if (absl::EqualsIgnoreCase(text, "NaN")) {  // as Prometheus reads it
     *value = std::numeric_limits<double>::quiet_NaN();
     return true;
   }

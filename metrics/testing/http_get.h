@@ -1,6 +1,6 @@
-// HttpGet: a minimal blocking HTTP/1.1 client for tests (GET or HEAD with
-// `Connection: close`, no redirects, no chunked decoding beyond what
-// libmicrohttpd sends for a fixed-size body).
+// HttpGet: a minimal blocking HTTP/1.1 client for tests (any method with
+// `Connection: close`, no redirects, no chunked decoding: the body is
+// everything until the server closes).
 //
 // Thread-safety: a pure function.
 #ifndef LEASEKEEPER_METRICS_TESTING_HTTP_GET_H_

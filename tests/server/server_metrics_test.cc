@@ -4,12 +4,21 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <iterator>
 #include <map>
+#include <memory>
+#include <regex>
+#include <set>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "metrics/testing/exposition_parser.h"
 #include "metrics/testing/http_get.h"
+#include "metrics/testing/slow_clients.h"
+#include "server/rpc_metrics.h"
 #include "tests/server/test_support.h"
 
 namespace leasekeeper::testing {
@@ -48,8 +57,11 @@ class ServerMetricsTest : public ServerTest {
 
 TEST_F(ServerMetricsTest, MetricsAreOffUnlessAsked) {
   EXPECT_EQ(server_->metrics_port(), 0);
-  // The registry exists anyway (for tests and a later scrape endpoint).
-  EXPECT_TRUE(Exposition::Parse(server_->metrics_registry().Render()).ok());
+  // The series exist anyway (for tests and a later scrape endpoint).
+  absl::StatusOr<Exposition> rendered =
+      Exposition::Parse(server_->RenderMetrics());
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  EXPECT_EQ(rendered->Value("leasekeeper_leases_held"), 0);
 }
 
 TEST_F(ServerMetricsTest, CountersFollowAKnownSequenceOfOperations) {
@@ -219,6 +231,260 @@ TEST_F(ServerMetricsTest, StorageSeriesAppearWithADataDir) {
             "histogram");
   Restart(DefaultConfig());  // release the data dir before removing it
   std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_F(ServerMetricsTest, AcquireWaitCountsGrantedCallsByTheirTimeInTheQueue) {
+  StartWithMetrics();
+  // a and c are granted at once (a wait of 0); b waits parked from tick 0
+  // until a releases at 700.
+  ASSERT_TRUE(client_->Acquire("a", "L", 60'000).response.has_granted());
+  std::unique_ptr<AsyncAcquire> b =
+      client_->StartAcquire(AcquireRequest("b", "L", 60'000, 10'000));
+  ASSERT_TRUE(ParkedCallsAre(1));
+  At(700);
+  ASSERT_TRUE(client_->Acquire("c", "M", 60'000).response.has_granted());
+  ASSERT_TRUE(client_->Release("a", "L").ok());
+  Result<pb::AcquireResponse> granted = b->Get();
+  ASSERT_TRUE(granted.ok()) << granted.status.error_message();
+  ASSERT_EQ(granted.response.granted().waited_ms(), 700);
+  // d asks without waiting: it is answered "queued", so no granted call
+  // waited, even once the queue grants it.
+  ASSERT_TRUE(client_->Acquire("d", "L", 60'000).response.has_queued());
+  ASSERT_TRUE(client_->Release("b", "L").ok());
+
+  const Exposition m = Scrape();
+  EXPECT_EQ(Value(m, "leasekeeper_acquire_wait_seconds_count"), 3);
+  EXPECT_DOUBLE_EQ(Value(m, "leasekeeper_acquire_wait_seconds_sum"), 0.7);
+  EXPECT_EQ(m.families().at("leasekeeper_acquire_wait_seconds").type,
+            "histogram");
+  for (const auto& [bound, count] :
+       m.Buckets("leasekeeper_acquire_wait_seconds")) {
+    EXPECT_EQ(count, bound < 0.7 ? 2 : 3) << "le=" << bound;
+  }
+  // The RPC latency still counts every Acquire call, waits included.
+  EXPECT_EQ(Value(m, "leasekeeper_rpc_duration_seconds_count",
+                  {{"method", "Acquire"}}),
+            4);
+}
+
+class ServerLimitMetricsTest : public ServerMetricsTest {
+ protected:
+  void SetUp() override {
+    ServerMetricsTest::SetUp();
+    server::ServerConfig config = DefaultConfig();
+    config.limits.max_client_id_bytes = 16;
+    config.limits.max_lock_name_bytes = 16;
+    config.limits.max_key_bytes = 8;
+    config.limits.max_value_bytes = 1024;
+    config.limits.max_label_bytes = 8;
+    config.limits.max_request_id_bytes = 8;
+    config.limits.max_waiters_per_lock = 1;
+    config.limits.max_locks_per_client = 1;
+    config.limits.max_sessions = 1;
+    config.limits.max_keys_per_lock = 1;
+    config.limits.max_store_bytes = 1000;
+    StartWithMetrics(config);
+  }
+
+  // Opens a session for `client` on `context`; the stream, or null if the
+  // server refused it (then `refusal` is its status).
+  std::unique_ptr<grpc::ClientReaderWriter<pb::SessionRequest,
+                                           pb::SessionResponse>>
+  OpenSession(grpc::ClientContext& context, const std::string& client,
+              grpc::Status& refusal) {
+    auto stream = client_->stub().Session(&context);
+    pb::SessionRequest open;
+    open.mutable_open()->set_client_id(client);
+    EXPECT_TRUE(stream->Write(open));
+    pb::SessionResponse opened;
+    if (stream->Read(&opened) && opened.has_opened()) return stream;
+    refusal = stream->Finish();
+    return nullptr;
+  }
+
+  static double Refusals(const Exposition& m, const std::string& limit) {
+    return Value(m, "leasekeeper_limit_refusals_total", {{"limit", limit}});
+  }
+};
+
+TEST_F(ServerLimitMetricsTest, EveryLimitIsExposedAtZeroFromTheStart) {
+  const Exposition m = Scrape();
+  for (const char* limit : server::kLimitFlagNames) {
+    EXPECT_EQ(Refusals(m, limit), 0) << limit;
+  }
+}
+
+TEST_F(ServerLimitMetricsTest, EveryRefusalOfEveryLimitIsCountedUnderItsFlag) {
+  const std::string too_long(17, 'x');
+  // Sizes checked at the gRPC edge.
+  EXPECT_EQ(client_->Acquire(too_long, "L", 1000).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(client_->Acquire("a", too_long, 1000).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(client_->Write("L", "k123456789", "v", 1).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(client_->Write("L", "k", std::string(1025, 'v'), 1).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  pb::AcquireRequest labelled = AcquireRequest("a", "L", 1000);
+  labelled.set_holder_label("label-too-long");
+  EXPECT_EQ(client_->Acquire(labelled).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  pb::AcquireRequest with_id = AcquireRequest("a", "L", 1000);
+  with_id.set_request_id("request-id-too-long");
+  EXPECT_EQ(client_->Acquire(with_id).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  {
+    grpc::ClientContext context;
+    pb::ForceReleaseRequest request;
+    request.set_lock("L");
+    request.set_reason("reason-too-long");
+    pb::ForceReleaseResponse response;
+    EXPECT_EQ(
+        client_->stub().ForceRelease(&context, request, &response).error_code(),
+        grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  // State limits, checked in the core's owner.
+  ASSERT_TRUE(client_->Acquire("a", "L", 60'000).response.has_granted());
+  EXPECT_EQ(client_->Acquire("a", "M", 60'000).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);  // max-locks-per-client
+  EXPECT_EQ(client_->Write("L", "k1", std::string(1000, 'v'), 1).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);  // max-store-bytes
+  ASSERT_TRUE(client_->Write("L", "k1", "v", 1).ok());
+  EXPECT_EQ(client_->Write("L", "k2", "v", 1).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);  // max-keys-per-lock
+  ASSERT_TRUE(client_->Acquire("w1", "L", 60'000).response.has_queued());
+  EXPECT_EQ(client_->Acquire("w2", "L", 60'000).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);  // max-waiters-per-lock
+  grpc::ClientContext first_context;
+  grpc::Status refusal;
+  auto first = OpenSession(first_context, "s1", refusal);
+  ASSERT_NE(first, nullptr);
+  grpc::ClientContext second_context;
+  EXPECT_EQ(OpenSession(second_context, "s2", refusal), nullptr);
+  EXPECT_EQ(refusal.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A refusal answering one call inside a Session stream.
+  pb::SessionRequest call;
+  call.mutable_call()->set_call_id(7);
+  *call.mutable_call()->mutable_acquire() = AcquireRequest("s1", too_long, 1000);
+  ASSERT_TRUE(first->Write(call));
+  pb::SessionResponse answer;
+  ASSERT_TRUE(first->Read(&answer));
+  ASSERT_TRUE(answer.has_call_result());
+  EXPECT_EQ(answer.call_result().error().code(),
+            static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  first_context.TryCancel();
+  first->Finish().IgnoreError();
+
+  const Exposition m = Scrape();
+  const std::map<std::string, double> expected = {
+      {"max-client-id-bytes", 1},  {"max-lock-name-bytes", 2},
+      {"max-key-bytes", 1},        {"max-value-bytes", 1},
+      {"max-label-bytes", 2},      {"max-request-id-bytes", 1},
+      {"max-waiters-per-lock", 1}, {"max-sessions", 1},
+      {"max-locks-per-client", 1}, {"max-store-bytes", 1},
+      {"max-keys-per-lock", 1},
+  };
+  for (const auto& [limit, count] : expected) {
+    EXPECT_EQ(Refusals(m, limit), count) << limit;
+  }
+  // Every limit of the list is covered above.
+  EXPECT_EQ(expected.size(), std::size(server::kLimitFlagNames));
+}
+
+TEST_F(ServerMetricsTest, BuildInfoNamesTheVersionAndCommit) {
+  StartWithMetrics();
+  const Exposition m = Scrape();
+  int series = 0;
+  for (const metrics::testing::Sample& sample : m.samples()) {
+    if (sample.name != "leasekeeper_build_info") continue;
+    ++series;
+    EXPECT_EQ(sample.value, 1);
+    ASSERT_EQ(sample.labels.size(), 2u);
+    const std::string& version = sample.labels.at("version");
+    const std::string& commit = sample.labels.at("commit");
+    EXPECT_TRUE(std::regex_match(version, std::regex(R"(\d+\.\d+\.\d+)")))
+        << version;
+    EXPECT_TRUE(commit == "unknown" ||
+                std::regex_match(commit, std::regex("[0-9a-f]{7,40}")))
+        << commit;
+  }
+  EXPECT_EQ(series, 1);
+}
+
+TEST_F(ServerMetricsTest, ProcessSeriesDescribeTheDaemon) {
+  StartWithMetrics();
+  const Exposition m = Scrape();
+  EXPECT_GT(Value(m, "process_resident_memory_bytes"), 0);
+  EXPECT_GE(Value(m, "process_virtual_memory_bytes"),
+            Value(m, "process_resident_memory_bytes"));
+  EXPECT_GT(Value(m, "process_open_fds"), 3);  // at least two listeners
+  EXPECT_GT(Value(m, "process_max_fds"), 0);
+  EXPECT_GE(Value(m, "process_cpu_seconds_total"), 0);
+  const double now = absl::ToUnixSeconds(absl::Now());
+  EXPECT_LE(Value(m, "process_start_time_seconds"), now + 1);
+  EXPECT_GT(Value(m, "process_start_time_seconds"), now - 3600);
+}
+
+// Lock names, client ids and other per-request data never become labels:
+// the series are the same whatever the server holds.
+TEST_F(ServerMetricsTest, SeriesDoNotDependOnLocksOrClients) {
+  StartWithMetrics();
+  auto series = [](const Exposition& m) {
+    std::set<std::string> names;
+    for (const metrics::testing::Sample& sample : m.samples()) {
+      std::string key = sample.name;
+      for (const auto& [label, value] : sample.labels) {
+        if (label != "quantile") absl::StrAppend(&key, ",", label, "=", value);
+      }
+      names.insert(key);
+    }
+    return names;
+  };
+  const std::set<std::string> before = series(Scrape());
+  for (int i = 0; i < 20; ++i) {
+    const std::string client = absl::StrCat("client-", i);
+    const std::string lock = absl::StrCat("lock-", i);
+    pb::AcquireRequest request = AcquireRequest(client, lock, 60'000);
+    request.set_holder_label(absl::StrCat("label-", i));
+    request.set_request_id(absl::StrCat("request-", i));
+    ASSERT_TRUE(client_->Acquire(request).response.has_granted());
+    ASSERT_TRUE(client_->Write(lock, "k", "v", 1).ok());
+  }
+  const Exposition m = Scrape();
+  EXPECT_EQ(series(m), before);
+  static constexpr const char* kForbidden[] = {
+      "lock",    "lock_name", "name",       "key",        "client",
+      "client_id", "session", "session_id", "request_id", "holder",
+      "holder_label", "identity", "peer"};
+  for (const metrics::testing::Sample& sample : m.samples()) {
+    for (const auto& [label, value] : sample.labels) {
+      for (const char* forbidden : kForbidden) {
+        EXPECT_NE(label, forbidden) << sample.name;
+      }
+      for (const char* prefix : {"lock-", "client-", "label-", "request-"}) {
+        EXPECT_FALSE(absl::StartsWith(value, prefix)) << sample.name;
+      }
+    }
+  }
+}
+
+// Connections that never finish their request (stalled scrapers, port
+// scanners, peers that vanished mid-request) each occupy one HTTP worker
+// until their request timeout; with fewer of them than workers, a scrape is
+// still answered at once.
+TEST_F(ServerMetricsTest, ScrapesAreAnsweredWhileFortySlowClientsStall) {
+  StartWithMetrics();
+  metrics::testing::SlowClients slow(server_->metrics_port(), 40);
+  ASSERT_EQ(slow.connected(), 40);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<metrics::testing::HttpResponse> response =
+      metrics::testing::HttpGet(server_->metrics_port(), "/metrics");
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_TRUE(Exposition::Parse(response->body).ok());
+  // Well under the 3 s request timeout that would free a stalled worker.
+  EXPECT_LT(elapsed, std::chrono::seconds(2));
 }
 
 TEST_F(ServerMetricsTest, AnUnbindableMetricsAddressFailsStart) {
