@@ -7,6 +7,7 @@ LEASEKEEPER_PACKAGES=(
   protobuf-compiler libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev openssl python3
   libmicrohttpd-dev libssl-dev
+  libcli11-dev
 )
 
 install_missing_packages() {

@@ -295,12 +295,10 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       out << FormatLocks(*locks, in.output);
       return kExitOk;
     }
-    case Command::kHelp:
     case Command::kRun:
       break;
   }
-  out << Usage();
-  return kExitOk;
+  return kExitError;  // unreachable: kRun returned above
 }
 
 }  // namespace leasekeeper::ctl

@@ -1,6 +1,6 @@
 // leasekeeper-ctl: the command line for leasekeeperd. Usage and exit codes:
-// `leasekeeper-ctl --help` (client/ctl/arguments.cc).
-#include <cstdlib>
+// `leasekeeper-ctl --help`, `leasekeeper-ctl COMMAND --help`
+// (client/ctl/arguments.h).
 #include <iostream>
 #include <optional>
 #include <string>
@@ -12,27 +12,23 @@
 
 int main(int argc, char** argv) {
   using namespace leasekeeper::ctl;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  std::optional<std::string> server_from_environment;
-  if (const char* server = std::getenv("LEASEKEEPER_SERVER")) {
-    server_from_environment = server;
-  }
-  absl::StatusOr<Invocation> invocation =
-      ParseArguments(args, server_from_environment);
-  if (!invocation.ok()) {
-    std::cerr << "leasekeeper-ctl: " << invocation.status().message() << "\n\n"
-              << Usage();
-    return kExitUsage;
-  }
-  if (invocation->command == Command::kHelp) {
-    std::cout << Usage();
-    return kExitOk;
+  const ParsedArguments parsed =
+      ParseArguments(std::vector<std::string>(argv + 1, argv + argc));
+  switch (parsed.action) {
+    case ParsedArguments::Action::kPrintHelp:
+      std::cout << parsed.text;
+      return kExitOk;
+    case ParsedArguments::Action::kUsageError:
+      std::cerr << parsed.text;
+      return kExitUsage;
+    case ParsedArguments::Action::kExecute:
+      break;
   }
   // The relay must exist before any other thread (gRPC's included) so that
   // they all inherit the blocked signals.
   std::optional<SignalRelay> relay;
-  if (invocation->command == Command::kRun) relay.emplace();
-  const int code = Execute(*invocation, std::cout, std::cerr,
+  if (parsed.invocation.command == Command::kRun) relay.emplace();
+  const int code = Execute(parsed.invocation, std::cout, std::cerr,
                            relay.has_value() ? &*relay : nullptr);
   std::cout.flush();
   return code;

@@ -4,6 +4,7 @@
 // lost is stopped, the exit status passes through.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -44,12 +45,16 @@ std::string ReadFile(const std::string& path) {
 
 class CtlTest : public LiveServerTest {
  protected:
-  // Runs leasekeeper-ctl with LEASEKEEPER_SERVER pointing at the server.
+  using Environment = std::vector<std::pair<std::string, std::string>>;
+
+  // Runs leasekeeper-ctl with LEASEKEEPER_SERVER pointing at the server,
+  // and `environment` added.
   static ProcessResult RunCtl(std::vector<std::string> args,
+                              Environment environment = {},
                               absl::Duration timeout = absl::Seconds(20)) {
     args.insert(args.begin(), Ctl());
-    return RunProcess(args, {{"LEASEKEEPER_SERVER", server().address()}},
-                      timeout);
+    environment.emplace_back("LEASEKEEPER_SERVER", server().address());
+    return RunProcess(args, environment, timeout);
   }
   static absl::StatusOr<Subprocess> StartCtl(std::vector<std::string> args) {
     args.insert(args.begin(), Ctl());
@@ -128,13 +133,64 @@ TEST_F(CtlTest, StaleWritesAndMissingValuesExitOne) {
   EXPECT_EQ(missing.out, "");
 }
 
-TEST_F(CtlTest, BadArgumentsPrintTheProblemAndUsageAndExitTwo) {
+TEST_F(CtlTest, BadArgumentsPrintTheProblemAndTheCommandsUsageAndExitTwo) {
   ProcessResult result = RunCtl({"acquire", "L", "--ttl", "30"});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("invalid duration"), std::string::npos)
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err.find("leasekeeper-ctl acquire: --ttl: invalid duration "
+                            "\"30\" (use e.g. 500ms, 30s, 5m, 1h)\n"),
+            0u)
       << result.err;
-  EXPECT_NE(result.err.find("usage: leasekeeper-ctl"), std::string::npos);
-  EXPECT_EQ(RunCtl({"--help"}).exit_code, 0);
+  EXPECT_NE(result.err.find("usage: leasekeeper-ctl acquire [FLAGS] LOCK"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("Commands:"), std::string::npos)
+      << "the command's usage, not the overview";
+}
+
+TEST_F(CtlTest, CommandHelpPrintsThatCommandsUsageAndFlagsAndExitsZero) {
+  ProcessResult help = RunCtl({"run", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("usage: leasekeeper-ctl run [FLAGS] LOCK [CMD...]"),
+            std::string::npos)
+      << help.out;
+  for (const char* flag : {"--ttl", "--try", "--wait", "--kill-grace",
+                           "--client", "LEASEKEEPER_CLIENT"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(help.out.find("--token"), std::string::npos) << "write's flag";
+  EXPECT_EQ(help.out.find("Commands:"), std::string::npos);
+
+  ProcessResult overview = RunCtl({"--help"});
+  EXPECT_EQ(overview.exit_code, 0);
+  EXPECT_NE(overview.out.find("Commands:"), std::string::npos);
+  EXPECT_LT(std::count(help.out.begin(), help.out.end(), '\n'), 40);
+}
+
+TEST_F(CtlTest, EnvironmentVariablesStandInForFlags) {
+  const std::string lock = LockName();
+  ProcessResult acquired =
+      RunCtl({"acquire", lock, "--ttl", "30s"},
+             {{"LEASEKEEPER_CLIENT", "from-env"}, {"LEASEKEEPER_OUTPUT", "json"}});
+  ASSERT_EQ(acquired.exit_code, 0) << acquired.err;
+  EXPECT_EQ(nlohmann::json::parse(acquired.out)["client"], "from-env");
+  ASSERT_EQ(Holders(lock).size(), 1u);
+  EXPECT_EQ(Holders(lock)[0].client_id, "from-env");
+
+  // A flag wins over its variable.
+  ProcessResult released = RunCtl({"release", lock, "--client", "from-env"},
+                                  {{"LEASEKEEPER_CLIENT", "someone-else"}});
+  EXPECT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_NE(released.out.find("released"), std::string::npos) << released.out;
+
+  // LEASEKEEPER_SERVER: nothing listens on port 1 (the flag is not given,
+  // so the variable decides where the call goes).
+  ProcessResult unreachable = RunProcess(
+      {Ctl(), "inspect", lock, "--timeout", "2s"},
+      {{"LEASEKEEPER_SERVER", "127.0.0.1:1"}});
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_NE(unreachable.err.find("127.0.0.1:1"), std::string::npos)
+      << unreachable.err;
 }
 
 TEST_F(CtlTest, TwoRunsOnOneLockNeverOverlapAndSeeRisingTokens) {
