@@ -9,7 +9,10 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/ctl/completion.h"
 #include "client/ctl/duration_flag.h"
+#include "grpcpp/grpcpp.h"
+#include "version/version.h"
 
 namespace leasekeeper::ctl {
 namespace {
@@ -17,7 +20,8 @@ namespace {
 constexpr char kProgram[] = "leasekeeper-ctl";
 constexpr char kGlobalGroup[] = "Global flags";
 
-constexpr char kOverviewFooter[] = R"(Global flags go before or after the command; each falls back to its
+constexpr char kOverviewFooter[] =
+    R"(Global flags go before or after the command; each falls back to its
 environment variable (shown as Env) when not given.
 `leasekeeper-ctl COMMAND --help` shows a command's own flags.
 
@@ -57,6 +61,16 @@ CLI::Validator NonEmpty() {
       "");
 }
 
+// A validator: a value of at most `limit` bytes (the server's limit).
+CLI::Validator AtMostBytes(size_t limit) {
+  return CLI::Validator(
+      [limit](std::string& text) -> std::string {
+        if (text.size() <= limit) return "";
+        return absl::StrCat("longer than ", limit, " bytes");
+      },
+      "");
+}
+
 // The command line: one CLI11 app per command, bound to an Invocation.
 class CommandTree {
  public:
@@ -71,6 +85,9 @@ class CommandTree {
         ->group(kGlobalGroup);
     app_.option_defaults()->group("Flags");  // the commands' own
     AddGlobalFlags();
+    app_.set_version_flag("--version", VersionLine(),
+                          "This binary's version, commit and gRPC version")
+        ->group(kGlobalGroup);
     AddAcquire();
     AddRenew();
     AddRelease();
@@ -80,9 +97,20 @@ class CommandTree {
     AddStatus();
     AddLocks();
     AddRun();
+    AddForceRelease();
+    AddVersion();
+    completion_ = app_.add_subcommand("completion", "Shell completion script");
+    completion_->group("Commands");
+    completion_->description(
+        "Shell completion script\n"
+        "Load it with: source <(leasekeeper-ctl completion bash)");
+    completion_->add_option("SHELL", completion_shell_, "bash or zsh")
+        ->type_name("")
+        ->required()
+        ->check(CLI::IsMember({"bash", "zsh"}));
     help_ = app_.add_subcommand("help", "A command's usage and flags");
     help_->group("Commands");
-    help_->add_option("COMMAND", help_topic_, "The command");
+    help_->add_option("COMMAND", help_topic_, "The command")->type_name("");
   }
 
   CommandTree(const CommandTree&) = delete;
@@ -101,10 +129,18 @@ class CommandTree {
     } catch (const CLI::CallForHelp&) {
       parsed.text = app_.help();
       return parsed;
+    } catch (const CLI::CallForVersion&) {
+      parsed.text = VersionLine() + "\n";
+      return parsed;
     } catch (const CLI::ParseError& error) {
       return UsageError(error.what());
     }
     if (help_->parsed()) return Help();
+    if (completion_->parsed()) {
+      parsed.text = completion_shell_ == "bash" ? BashCompletion(app_)
+                                                : ZshCompletion(app_);
+      return parsed;
+    }
     CLI::App* selected = Selected();
     if (selected == nullptr) {
       parsed.text = app_.help();
@@ -224,9 +260,9 @@ class CommandTree {
   void AddClient(CLI::App* sub, bool required, const std::string& help) {
     CLI::Option* option =
         sub->add_option("--client", commands_.back().client_flag, help)
-                              ->envname("LEASEKEEPER_CLIENT")
-                              ->type_name("ID")
-                              ->check(NonEmpty());
+            ->envname("LEASEKEEPER_CLIENT")
+            ->type_name("ID")
+            ->check(NonEmpty());
     if (required) option->required();
   }
 
@@ -234,13 +270,7 @@ class CommandTree {
     sub->add_option("--label", in_->label,
                     "Shown next to the lease by inspect, status and locks")
         ->type_name("TEXT")
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string {
-              if (text.size() <= client::kMaxHolderLabelBytes) return "";
-              return absl::StrCat("longer than ",
-                                  client::kMaxHolderLabelBytes, " bytes");
-            },
-            ""));
+        ->check(AtMostBytes(client::kMaxHolderLabelBytes));
   }
 
   void AddTtl(CLI::App* sub, const std::string& help) {
@@ -258,7 +288,8 @@ class CommandTree {
     AddClient(sub, true, "The client that takes the lock");
     AddTtl(sub, "Length of the lease");
     sub->get_option("--ttl")->required();
-    sub->add_flag("--shared", in_->shared, "Take it shared (default exclusive)");
+    sub->add_flag("--shared", in_->shared,
+                  "Take it shared (default exclusive)");
     AddDurationFlag(*sub, "--wait", &in_->wait,
                     {absl::ZeroDuration(), client::kMaxServerWait},
                     "Wait up to this long for a busy lock");
@@ -276,9 +307,9 @@ class CommandTree {
   }
 
   void AddRelease() {
-    CLI::App* sub = AddCommand(
-        Command::kRelease, "release", "End a client's lease, or its wait",
-        "The lock passes on to the next in line.");
+    CLI::App* sub = AddCommand(Command::kRelease, "release",
+                               "End a client's lease, or its wait",
+                               "The lock passes on to the next in line.");
     AddLock(sub);
     AddClient(sub, true, "The client that holds or waits for the lock");
   }
@@ -290,7 +321,10 @@ class CommandTree {
         "token the store accepted for LOCK (\"stale token\" if not). A VALUE\n"
         "starting with '-' goes after --.");
     AddLock(sub);
-    sub->add_option("KEY", in_->key, "The key")->type_name("")->required()->check(NonEmpty());
+    sub->add_option("KEY", in_->key, "The key")
+        ->type_name("")
+        ->required()
+        ->check(NonEmpty());
     sub->add_option("VALUE", in_->value, "The value")
         ->type_name("")
         ->required()
@@ -304,8 +338,8 @@ class CommandTree {
             [this](std::string& text) -> std::string {
               uint64_t token = 0;
               if (!absl::SimpleAtoi(text, &token) || token < 1) {
-                return absl::StrCat("must be a whole number >= 1, not \"",
-                                    text, "\"");
+                return absl::StrCat("must be a whole number >= 1, not \"", text,
+                                    "\"");
               }
               in_->token = token;
               return "";
@@ -314,12 +348,15 @@ class CommandTree {
   }
 
   void AddRead() {
-    CLI::App* sub = AddCommand(
-        Command::kRead, "read", "Read from the fenced store",
-        "Prints the last accepted value (exit 1 if nothing was ever "
-        "written).");
+    CLI::App* sub =
+        AddCommand(Command::kRead, "read", "Read from the fenced store",
+                   "Prints the last accepted value (exit 1 if nothing was ever "
+                   "written).");
     AddLock(sub);
-    sub->add_option("KEY", in_->key, "The key")->type_name("")->required()->check(NonEmpty());
+    sub->add_option("KEY", in_->key, "The key")
+        ->type_name("")
+        ->required()
+        ->check(NonEmpty());
   }
 
   void AddInspect() {
@@ -364,7 +401,8 @@ class CommandTree {
                     "The command and its arguments, after --")
         ->type_name("");
     AddTtl(sub, "Length of the lease, renewed while CMD runs (default 30s)");
-    sub->add_flag("--shared", in_->shared, "Take it shared (default exclusive)");
+    sub->add_flag("--shared", in_->shared,
+                  "Take it shared (default exclusive)");
     CLI::Option* wait = AddDurationFlag(
         *sub, "--wait", &in_->wait,
         {absl::ZeroDuration(), client::kMaxServerWait},
@@ -378,6 +416,35 @@ class CommandTree {
     AddDurationFlag(*sub, "--kill-grace", &in_->kill_grace,
                     {absl::ZeroDuration(), absl::Hours(1)},
                     "SIGTERM to SIGKILL when the lease is lost (default 10s)");
+  }
+
+  void AddForceRelease() {
+    CLI::App* sub = AddCommand(
+        Command::kForceRelease, "force-release",
+        "End a stuck lease (admins only)",
+        "Ends --holder's lease on LOCK, or every holder's. The holder is not\n"
+        "told: its next renew fails with \"not holder\". The server logs who\n"
+        "did it and --reason. Under mutual TLS only an identity the policy\n"
+        "marks admin may.");
+    AddLock(sub);
+    sub->add_option("--holder", in_->holder,
+                    "The holder whose lease ends (default: every holder)")
+        ->type_name("ID")
+        ->check(NonEmpty());
+    sub->add_option("--reason", in_->reason,
+                    "Why, for the server's audit log (e.g. a ticket)")
+        ->type_name("TEXT")
+        ->required()
+        ->check(NonEmpty())
+        ->check(AtMostBytes(client::kMaxHolderLabelBytes));
+  }
+
+  void AddVersion() {
+    AddCommand(Command::kVersion, "version",
+               "This binary's version and the server's",
+               "Prints leasekeeper-ctl's version, commit and gRPC version,\n"
+               "then the server's and its uptime (exit 1 if the server\n"
+               "cannot be asked; --version asks no server).");
   }
 
   CLI::App* Selected() const {
@@ -456,6 +523,8 @@ class CommandTree {
   std::deque<CommandEntry> commands_;  // stable addresses for the bindings
   CLI::App* help_ = nullptr;
   std::string help_topic_;
+  CLI::App* completion_ = nullptr;
+  std::string completion_shell_;
 };
 
 }  // namespace
@@ -464,6 +533,11 @@ ParsedArguments ParseArguments(const std::vector<std::string>& args) {
   Invocation invocation;
   CommandTree tree(&invocation);
   return tree.Parse(args);
+}
+
+std::string VersionLine() {
+  return absl::StrCat(kProgram, " ", BuildVersion(), " (commit ", BuildCommit(),
+                      ", gRPC ", grpc::Version(), ")");
 }
 
 std::string OverviewHelp() {

@@ -14,7 +14,9 @@
 //     empty variable counts as unset. A flag on the command line wins.
 //  3. Durations take absl::ParseDuration's syntax (duration_flag.h).
 //  4. `COMMAND --help` (or `help COMMAND`) prints that command's usage and
-//     flags; `--help` or no arguments at all print the overview.
+//     flags; `--help` or no arguments at all print the overview;
+//     `--version` this binary's version; `completion bash|zsh` the shell
+//     completion script (completion.h).
 //  5. A flag a command does not take, a missing or extra argument, a bad
 //     duration, token or format is a usage error: the problem, named after
 //     the command, then that command's usage (exit code 2).
@@ -56,6 +58,8 @@ enum class Command {
   kStatus,
   kLocks,
   kRun,
+  kForceRelease,
+  kVersion,
 };
 
 enum class OutputFormat { kTable, kJson };
@@ -87,6 +91,8 @@ struct Invocation {
   client::FencingToken token = 0;                 // --token
   std::string prefix;                             // --prefix
   std::string label;                              // --label
+  std::string holder;                             // force-release --holder
+  std::string reason;                             // force-release --reason
   absl::Duration kill_grace = absl::Seconds(10);  // --kill-grace
   std::vector<std::string> command_line;          // run: after --
 };
@@ -95,12 +101,13 @@ struct Invocation {
 struct ParsedArguments {
   enum class Action {
     kExecute,     // run `invocation`
-    kPrintHelp,   // print `text` on stdout, exit 0
+    kPrintText,   // print `text` on stdout, exit 0
     kUsageError,  // print `text` on stderr, exit kExitUsage
   };
-  Action action = Action::kPrintHelp;
+  Action action = Action::kPrintText;
   Invocation invocation;
-  // kPrintHelp: the help asked for. kUsageError: "leasekeeper-ctl[ COMMAND]:
+  // kPrintText: the help, version or completion script asked for.
+  // kUsageError: "leasekeeper-ctl[ COMMAND]:
   // PROBLEM", a blank line, then the usage of that command (or the
   // overview when no command was recognised). Ends with a newline.
   std::string text;
@@ -111,6 +118,10 @@ ParsedArguments ParseArguments(const std::vector<std::string>& args);
 
 // The overview help (what `leasekeeper-ctl --help` prints).
 std::string OverviewHelp();
+
+// "leasekeeper-ctl VERSION (commit C, gRPC G)": what `--version` prints,
+// without the newline.
+std::string VersionLine();
 
 }  // namespace leasekeeper::ctl
 

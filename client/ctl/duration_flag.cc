@@ -17,9 +17,9 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view text,
         "invalid duration \"", text, "\" (use e.g. 500ms, 30s, 5m, 1h)"));
   }
   if (duration < range.min || duration > range.max) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        text, " is outside ", FormatDurationForHumans(range.min), "..",
-        FormatDurationForHumans(range.max)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(text, " is outside ", FormatDurationForHumans(range.min),
+                     "..", FormatDurationForHumans(range.max)));
   }
   return duration;
 }

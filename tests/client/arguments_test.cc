@@ -90,8 +90,7 @@ TEST(ArgumentsTest, AFlagWinsOverItsEnvironmentVariableAndEmptyIsUnset) {
   }
   {
     ScopedEnv client("LEASEKEEPER_CLIENT", "theirs");
-    EXPECT_EQ(Accepted({"release", "L", "--client", "mine"}).client_id,
-              "mine");
+    EXPECT_EQ(Accepted({"release", "L", "--client", "mine"}).client_id, "mine");
   }
   {
     ScopedEnv server("LEASEKEEPER_SERVER", "");
@@ -128,6 +127,8 @@ TEST(ArgumentsTest, EveryCommandParses) {
       {{"locks"}, Command::kLocks},
       {{"locks", "--prefix", "exports/"}, Command::kLocks},
       {{"run", "L", "--", "true"}, Command::kRun},
+      {{"force-release", "L", "--reason", "why"}, Command::kForceRelease},
+      {{"version"}, Command::kVersion},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Accepted(c.args).command, c.command)
@@ -185,8 +186,7 @@ TEST(ArgumentsTest, UsageErrorsNameTheCommandAndSayWhatIsWrong) {
        "acquire: --ttl: invalid duration \"30\""},
       {{"acquire", "L", "--client", "c", "--ttl", "0s"}, "outside 1ms..24h"},
       {{"acquire", "L", "--client", "c", "--ttl", "25h"}, "outside"},
-      {{"acquire", "L", "--client", "c", "--ttl", "1s", "--try"},
-       "acquire: "},
+      {{"acquire", "L", "--client", "c", "--ttl", "1s", "--try"}, "acquire: "},
       {{"inspect", "L", "--token", "3"}, "inspect: "},
       {{"run", "L", "--try", "--wait", "1s", "--", "true"}, "excludes"},
       {{"run", "L"}, "run: needs a command after --"},
@@ -233,7 +233,7 @@ TEST(ArgumentsTest, CommandHelpShowsOnlyThatCommandsFlags) {
         std::vector<std::string>{"help", "write"},
         std::vector<std::string>{"write", "L", "-h"}}) {
     ParsedArguments parsed = ParseArguments(args);
-    ASSERT_EQ(parsed.action, Action::kPrintHelp)
+    ASSERT_EQ(parsed.action, Action::kPrintText)
         << testing::PrintToString(args);
     EXPECT_NE(parsed.text.find("usage: leasekeeper-ctl write [FLAGS] LOCK KEY "
                                "VALUE"),
@@ -250,7 +250,7 @@ TEST(ArgumentsTest, OverviewListsCommandsFlagsAndExitCodes) {
        {std::vector<std::string>{}, std::vector<std::string>{"--help"},
         std::vector<std::string>{"help"}}) {
     ParsedArguments parsed = ParseArguments(args);
-    ASSERT_EQ(parsed.action, Action::kPrintHelp);
+    ASSERT_EQ(parsed.action, Action::kPrintText);
     EXPECT_EQ(parsed.text, OverviewHelp());
   }
   const std::string overview = OverviewHelp();
@@ -261,6 +261,36 @@ TEST(ArgumentsTest, OverviewListsCommandsFlagsAndExitCodes) {
         "0   success", "1   error", "2   usage", "75  lock busy"}) {
     EXPECT_NE(overview.find(text), std::string::npos) << text;
   }
+}
+
+TEST(ArgumentsTest, ForceReleaseTakesHolderAndReasonButNotLeasekeeperClient) {
+  ScopedEnv client("LEASEKEEPER_CLIENT", "ops");
+  Invocation in = Accepted(
+      {"force-release", "L", "--holder", "etl-a", "--reason", "INC-1"});
+  EXPECT_EQ(in.holder, "etl-a");
+  EXPECT_EQ(in.reason, "INC-1");
+  // The operator's own client id never picks whose lease ends.
+  EXPECT_EQ(Accepted({"force-release", "L", "--reason", "x"}).holder, "");
+  EXPECT_EQ(ParseArguments({"force-release", "L"}).action, Action::kUsageError);
+}
+
+TEST(ArgumentsTest, VersionFlagPrintsTheVersionLine) {
+  ParsedArguments parsed = ParseArguments({"--version"});
+  ASSERT_EQ(parsed.action, Action::kPrintText);
+  EXPECT_EQ(parsed.text, VersionLine() + "\n");
+  EXPECT_EQ(VersionLine().find("leasekeeper-ctl "), 0u);
+}
+
+TEST(ArgumentsTest, CompletionNamesEveryCommandAndRefusesOtherShells) {
+  ParsedArguments bash = ParseArguments({"completion", "bash"});
+  ASSERT_EQ(bash.action, Action::kPrintText);
+  for (const char* word : {"acquire", "force-release", "--kill-grace",
+                           "--tls-server-name", "complete -F"}) {
+    EXPECT_NE(bash.text.find(word), std::string::npos) << word;
+  }
+  ParsedArguments zsh = ParseArguments({"completion", "zsh"});
+  EXPECT_EQ(zsh.text.find("#compdef leasekeeper-ctl\n"), 0u);
+  EXPECT_EQ(ParseArguments({"completion", "fish"}).action, Action::kUsageError);
 }
 
 }  // namespace
