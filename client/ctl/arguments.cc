@@ -247,11 +247,17 @@ class CommandTree {
     return sub;
   }
 
-  void AddLock(CLI::App* sub) {
-    sub->add_option("LOCK", in_->lock, "The lock's name")
+  // A required, non-empty positional argument.
+  static void AddArgument(CLI::App* sub, const std::string& name,
+                          std::string* target, const std::string& help) {
+    sub->add_option(name, *target, help)
         ->type_name("")
         ->required()
         ->check(NonEmpty());
+  }
+
+  void AddLock(CLI::App* sub) {
+    AddArgument(sub, "LOCK", &in_->lock, "The lock's name");
   }
 
   // Each command's --client has its own storage: CLI11 applies
@@ -321,14 +327,8 @@ class CommandTree {
         "token the store accepted for LOCK (\"stale token\" if not). A VALUE\n"
         "starting with '-' goes after --.");
     AddLock(sub);
-    sub->add_option("KEY", in_->key, "The key")
-        ->type_name("")
-        ->required()
-        ->check(NonEmpty());
-    sub->add_option("VALUE", in_->value, "The value")
-        ->type_name("")
-        ->required()
-        ->check(NonEmpty());
+    AddArgument(sub, "KEY", &in_->key, "The key");
+    AddArgument(sub, "VALUE", &in_->value, "The value");
     sub->add_option_function<std::string>(
            "--token", [](const std::string&) {},
            "The writer's fencing token (e.g. $LEASEKEEPER_FENCING_TOKEN)")
@@ -353,10 +353,7 @@ class CommandTree {
                    "Prints the last accepted value (exit 1 if nothing was ever "
                    "written).");
     AddLock(sub);
-    sub->add_option("KEY", in_->key, "The key")
-        ->type_name("")
-        ->required()
-        ->check(NonEmpty());
+    AddArgument(sub, "KEY", &in_->key, "The key");
   }
 
   void AddInspect() {
@@ -369,10 +366,7 @@ class CommandTree {
     CLI::App* sub =
         AddCommand(Command::kStatus, "status", "A client's leases and wait",
                    "Its age, session, leases and the lock it waits for.");
-    sub->add_option("CLIENT", in_->client_id, "The client id")
-        ->type_name("")
-        ->required()
-        ->check(NonEmpty());
+    AddArgument(sub, "CLIENT", &in_->client_id, "The client id");
   }
 
   void AddLocks() {

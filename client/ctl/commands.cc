@@ -90,6 +90,29 @@ class Reporter {
   std::ostream& err_;
 };
 
+// A failure without a server reason (a stream the server ended) may hide
+// a refusal of the client id itself (mutual TLS: the id does not belong to
+// the certificate): a unary Status of that client, which the server
+// authorizes the same way, answers PERMISSION_DENIED or UNAUTHENTICATED in
+// words then. Otherwise `status` stays.
+absl::Status ExplainRefusedClient(const client::RpcClient& rpc,
+                                  const std::string& client_id,
+                                  const absl::Status& status,
+                                  absl::Duration timeout) {
+  if (status.ok() || client::ErrorReasonOf(status).has_value() ||
+      (status.code() != absl::StatusCode::kUnavailable &&
+       status.code() != absl::StatusCode::kCancelled)) {
+    return status;
+  }
+  absl::StatusOr<client::ClientStatus> probe =
+      rpc.Status(client_id, Within(timeout));
+  if (probe.status().code() == absl::StatusCode::kPermissionDenied ||
+      probe.status().code() == absl::StatusCode::kUnauthenticated) {
+    return probe.status();
+  }
+  return status;
+}
+
 // CLIENT_BUSY says only that the client waits for some lock or already
 // holds this one: the client's Status tells which, and the message names
 // it ("already holds L (token N)"). Other failures, and a Status call that
@@ -266,13 +289,17 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
       client::Client::Connect(in.server, channel_options, options);
   if (!created.ok()) return report.Fail(what, created.status());
   client::Client& locks = **created;
-  // A CLIENT_BUSY refusal is explained by asking the server (see
-  // ExplainClientBusy).
+  // Explained by asking the server: a CLIENT_BUSY refusal (see
+  // ExplainClientBusy), and a session the server refused, which the
+  // library sees only as a broken stream.
   auto refused = [&](const absl::Status& status) {
     const client::RpcClient rpc(
         client::MakeChannel(in.server, channel_options));
-    return report.Fail(what, ExplainClientBusy(rpc, locks.client_id(), in.lock,
-                                               status, in.timeout));
+    return report.Fail(
+        what, ExplainClientBusy(rpc, locks.client_id(), in.lock,
+                                ExplainRefusedClient(rpc, locks.client_id(),
+                                                     status, in.timeout),
+                                in.timeout));
   };
 
   client::AcquireOptions acquire_options;

@@ -575,6 +575,18 @@ TEST_F(CtlMutualTlsTest, RunPassesTheTlsFlagsOnToTheJob) {
                                "billing-worker/"));
 }
 
+TEST_F(CtlMutualTlsTest,
+       RunWithAClientIdNotOfTheCertificateSaysPermissionDenied) {
+  ProcessResult result = RunProcess({Ctl(), "run", "billing/foreign",
+                                     "--client", "someone-else", "--", "true"},
+                                    TlsEnvironment());
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("PERMISSION_DENIED"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("billing-worker"), std::string::npos)
+      << "names the certificate's identity: " << result.err;
+}
+
 TEST_F(CtlMutualTlsTest, PlaintextCtlAgainstATlsPortSaysSo) {
   ProcessResult result =
       RunProcess({Ctl(), "inspect", "billing/x", "--timeout", "3s"},
