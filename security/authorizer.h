@@ -33,6 +33,7 @@
 //   Status                    CheckObserveClient(id)     own client or admin
 //   ListLocks                 CheckListLocks(prefix)     admin, or a granted
 //                                                        prefix of `prefix`
+//   ServerInfo                CheckTransportOnly()       anybody connected
 //   ForceRelease              CheckAdmin("ForceRelease") admin only (Open
 //                             mode: allowed, see above; it is logged with
 //                             the caller's address)
@@ -79,6 +80,9 @@ class Authorizer {
                                   absl::string_view client_id) const;
   absl::Status CheckListLocks(const PeerIdentity& peer,
                               absl::string_view prefix) const;
+  // Only the transport's rule of the mode (ServerInfo): OK, or
+  // UNAUTHENTICATED as above.
+  absl::Status CheckTransportOnly(const PeerIdentity& peer) const;
   // `operation` names the refused operation in the message.
   absl::Status CheckAdmin(const PeerIdentity& peer,
                           absl::string_view operation) const;

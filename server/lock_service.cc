@@ -1,5 +1,6 @@
 #include "server/lock_service.h"
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "server/grpc_status.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
+#include "version/version.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -847,6 +849,33 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
                                                     : pb::LOCK_MODE_EXCLUSIVE);
   }
   return FinishWhenDurable(owner_, context, absl::OkStatus());
+}
+
+namespace {
+
+// The daemon's start, for ServerInfo's uptime: read once, during static
+// initialisation (before main), from the monotonic clock.
+const std::chrono::steady_clock::time_point kProcessStart =
+    std::chrono::steady_clock::now();
+
+}  // namespace
+
+grpc::ServerUnaryReactor* LockServiceImpl::ServerInfo(
+    grpc::CallbackServerContext* context,
+    const pb::ServerInfoRequest* /*request*/,
+    pb::ServerInfoResponse* response) {
+  if (absl::Status denied = authorizer_.CheckTransportOnly(PeerOf(context));
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
+  response->set_version(BuildVersion());
+  response->set_commit(BuildCommit());
+  response->set_grpc_version(grpc::Version());
+  response->set_uptime_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - kProcessStart)
+          .count());
+  return FinishNow(context, absl::OkStatus());
 }
 
 }  // namespace leasekeeper::server

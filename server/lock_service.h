@@ -67,6 +67,10 @@ class LockServiceImpl final : public v1::LockService::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::ForceReleaseRequest* request,
       v1::ForceReleaseResponse* response) override;
+  grpc::ServerUnaryReactor* ServerInfo(
+      grpc::CallbackServerContext* context,
+      const v1::ServerInfoRequest* request,
+      v1::ServerInfoResponse* response) override;
 
  private:
   CoreOwner& owner_;

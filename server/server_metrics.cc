@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "metrics/families.h"
-#include "server/build_info.h"
+#include "version/version.h"
 #include "storage/durable_store.h"
 
 namespace leasekeeper::server {
@@ -167,7 +167,7 @@ std::vector<MetricFamily> ServerMetrics::Collect() const {
   AddFields(MetricType::Gauge, kGauges, stats, out);
   out.push_back(Single(MetricType::Gauge, "leasekeeper_build_info",
                        "The build: its version and git commit (value 1).", 1,
-                       {{"version", kBuildVersion}, {"commit", kBuildCommit}}));
+                       {{"version", BuildVersion()}, {"commit", BuildCommit()}}));
   if (with_storage_) CollectStorage(owner_.StorageStats(), out);
   return out;
 }

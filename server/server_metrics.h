@@ -34,10 +34,8 @@
 //   leasekeeper_waiting_calls      gauge: Acquire calls parked waiting
 //   leasekeeper_sessions_open      gauge: sessions open or in grace
 //   leasekeeper_retry_cache_entries gauge
-//   leasekeeper_build_info{version,commit} gauge, always 1: the CMake
-//                                  project version and the git commit the
-//                                  binary was configured from ("unknown"
-//                                  outside a git checkout)
+//   leasekeeper_build_info{version,commit} gauge, always 1: BuildVersion()
+//                                  and BuildCommit() (version/version.h)
 // With a data dir (storage/durable_store.h):
 //   leasekeeper_log_records_total, leasekeeper_log_bytes_total,
 //   leasekeeper_fsyncs_total, leasekeeper_snapshots_total

@@ -1,385 +1,546 @@
 #include "client/ctl/arguments.h"
 
 #include <algorithm>
-#include <initializer_list>
-#include <map>
+#include <deque>
+#include <memory>
+#include <sstream>
+#include <utility>
 
-#include "absl/status/status.h"
-#include "absl/strings/match.h"
+#include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/ctl/completion.h"
 #include "client/ctl/duration_flag.h"
+#include "grpcpp/grpcpp.h"
+#include "version/version.h"
 
 namespace leasekeeper::ctl {
 namespace {
 
-struct FlagSpec {
-  absl::string_view name;
-  bool takes_value;
-  // Commands that take it; empty: every command (a global flag).
-  std::initializer_list<Command> commands;
-};
+constexpr char kProgram[] = "leasekeeper-ctl";
+constexpr char kGlobalGroup[] = "Global flags";
 
-constexpr Command kAcquire = Command::kAcquire;
-constexpr Command kRenew = Command::kRenew;
-constexpr Command kRelease = Command::kRelease;
-constexpr Command kWrite = Command::kWrite;
-constexpr Command kLocks = Command::kLocks;
-constexpr Command kRun = Command::kRun;
+constexpr char kOverviewFooter[] =
+    R"(Global flags go before or after the command; each falls back to its
+environment variable (shown as Env) when not given.
+`leasekeeper-ctl COMMAND --help` shows a command's own flags.
 
-const FlagSpec kFlags[] = {
-    {"server", true, {}},
-    {"output", true, {}},
-    {"timeout", true, {}},
-    {"tls", false, {}},
-    {"ca", true, {}},
-    {"cert", true, {}},
-    {"key", true, {}},
-    {"tls-server-name", true, {}},
-    {"help", false, {}},
-    {"client", true, {kAcquire, kRenew, kRelease, kRun, kWrite}},
-    {"ttl", true, {kAcquire, kRenew, kRun}},
-    {"shared", false, {kAcquire, kRun}},
-    {"wait", true, {kAcquire, kRun}},
-    {"try", false, {kRun}},
-    {"token", true, {kWrite}},
-    {"prefix", true, {kLocks}},
-    {"label", true, {kAcquire, kRun}},
-    {"kill-grace", true, {kRun}},
-};
-
-const FlagSpec* FindFlag(absl::string_view name) {
-  for (const FlagSpec& flag : kFlags) {
-    if (flag.name == name) return &flag;
-  }
-  return nullptr;
-}
-
-struct CommandSpec {
-  absl::string_view name;
-  Command command;
-  size_t positionals;  // exact count
-  absl::string_view synopsis;
-};
-
-const CommandSpec kCommands[] = {
-    {"acquire", Command::kAcquire, 1,
-     "acquire LOCK --client ID --ttl DUR [--shared] [--wait DUR]"},
-    {"renew", Command::kRenew, 1, "renew LOCK --client ID --ttl DUR"},
-    {"release", Command::kRelease, 1, "release LOCK --client ID"},
-    {"write", Command::kWrite, 3, "write LOCK KEY VALUE --token N"},
-    {"read", Command::kRead, 2, "read LOCK KEY"},
-    {"inspect", Command::kInspect, 1, "inspect LOCK"},
-    {"status", Command::kStatus, 1, "status CLIENT"},
-    {"locks", Command::kLocks, 0, "locks [--prefix P]"},
-    {"run", Command::kRun, 1,
-     "run LOCK [--ttl DUR] [--shared] [--wait DUR] [--try] -- CMD [ARGS...]"},
-    {"help", Command::kHelp, 0, "help"},
-};
-
-absl::Status Usage(absl::string_view problem) {
-  return absl::InvalidArgumentError(problem);
-}
-
-}  // namespace
-
-const char* Usage() {
-  return R"(usage: leasekeeper-ctl [GLOBAL FLAGS] COMMAND ARGS [FLAGS]
-
-Talks to leasekeeperd, the lock service.
-
-Commands:
-  acquire LOCK --client ID --ttl DUR [--shared] [--wait DUR] [--label TEXT]
-      Takes LOCK for client ID with a lease of DUR and exits; the lease is
-      not renewed (use renew). Without --wait a busy lock is not waited for
-      (nothing is left queued): exit 75. With --wait, waits up to DUR.
-  renew LOCK --client ID --ttl DUR
-      Sets ID's lease on LOCK to last DUR from now; keeps the token.
-  release LOCK --client ID
-      Releases ID's lease on LOCK, or withdraws ID's wait for it.
-  write LOCK KEY VALUE --token N [--client ID]
-      Writes VALUE under (LOCK, KEY) in the fenced store, if ID (default
-      $LEASEKEEPER_CLIENT_ID, which run sets) holds a live lease on LOCK
-      with token N ("not holder" if not) and N is at least the highest
-      token the store accepted for LOCK ("stale token" if not).
-  read LOCK KEY
-      Prints the last accepted value (exit 1 if nothing was ever written).
-  inspect LOCK
-      A lock's holders and queue.
-  status CLIENT
-      A client's age, session, leases and the lock it waits for.
-  locks [--prefix P]
-      Locks that have a holder or a waiter, by name.
-  run LOCK [--ttl DUR] [--shared] [--wait DUR | --try] [--client ID]
-           [--label TEXT] [--kill-grace DUR] -- CMD [ARGS...]
-      Waits for LOCK (forever, up to --wait, or not at all with --try), runs
-      CMD with LEASEKEEPER_LOCK, LEASEKEEPER_FENCING_TOKEN, LEASEKEEPER_SERVER
-      and LEASEKEEPER_CLIENT_ID in its environment, renews the lease while
-      CMD runs (ttl default 30s) and releases it when CMD exits; exits with
-      CMD's exit status (128+N if CMD was killed by signal N). If the lease
-      is lost, sends CMD's process group SIGTERM, then SIGKILL after
-      --kill-grace (default 10s), and exits 1 with the reason on stderr.
-      SIGINT, SIGTERM and SIGHUP are passed on to CMD. If leasekeeper-ctl
-      itself dies, CMD is killed (it would run without the lock) and the
-      server frees the lock after its session grace.
-
-Global flags:
-  --server ADDR        host:port of leasekeeperd (default: $LEASEKEEPER_SERVER,
-                       else 127.0.0.1:7233)
-  -o, --output FORMAT  table (default, for people) or json (for scripts)
-  --timeout DUR        deadline of each call (default 10s)
-  --tls                use TLS (system roots unless --ca)
-  --ca FILE            PEM root certificates (implies --tls)
-  --cert FILE, --key FILE
-                       PEM client certificate and key (imply --tls)
-  --tls-server-name NAME
-                       expected name in the server's certificate
-  -h, --help           this text
-
-Durations: 500ms, 30s, 5m, 1h, 1m30s. Flags take --name VALUE or
---name=VALUE, before or after the arguments.
+Durations: 500ms, 30s, 5m, 1h, 1m30s.
 
 Exit codes:
   0   success
   1   error (the server refused, could not be reached, the lease was lost)
-  2   usage: bad arguments (the problem is printed with this text)
+  2   usage: bad arguments (the problem is printed with the usage)
   75  lock busy: acquire not granted, run --try or run --wait not granted
-  N   run: the command's own exit status
-)";
+  N   run: the command's own exit status)";
+
+constexpr char kCommandFooter[] =
+    "Global flags (--server, -o, --timeout, --tls, --ca, --cert, --key,\n"
+    "--tls-server-name) also apply: see leasekeeper-ctl --help.";
+
+// CLI11's formatter, but the overview lists each command with the first
+// line of its description only.
+class CtlFormatter final : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    const std::string& description = sub->get_description();
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true),
+                             description.substr(0, description.find('\n')),
+                             column_width_);
+    return out.str();
+  }
+};
+
+// A validator: a value that must not be empty.
+CLI::Validator NonEmpty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "must not be empty" : "";
+      },
+      "");
 }
 
-absl::StatusOr<Invocation> ParseArguments(
-    const std::vector<std::string>& args,
-    const std::optional<std::string>& server_from_environment) {
-  std::vector<std::string> positionals;
-  std::map<std::string, std::string> values;  // flag name -> value
-  std::vector<std::string> after_double_dash;
-  bool saw_double_dash = false;
+// A validator: a value of at most `limit` bytes (the server's limit).
+CLI::Validator AtMostBytes(size_t limit) {
+  return CLI::Validator(
+      [limit](std::string& text) -> std::string {
+        if (text.size() <= limit) return "";
+        return absl::StrCat("longer than ", limit, " bytes");
+      },
+      "");
+}
 
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      saw_double_dash = true;
-      after_double_dash.assign(args.begin() + static_cast<long>(i) + 1,
-                               args.end());
-      break;
-    }
-    std::string name;
-    std::optional<std::string> inline_value;
-    if (absl::StartsWith(arg, "--")) {
-      name = arg.substr(2);
-      const size_t equals = name.find('=');
-      if (equals != std::string::npos) {
-        inline_value = name.substr(equals + 1);
-        name = name.substr(0, equals);
-      }
-    } else if (arg == "-o") {
-      name = "output";
-    } else if (arg == "-h") {
-      name = "help";
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return Usage(absl::StrCat("unknown flag ", arg));
-    } else {
-      positionals.push_back(arg);
-      continue;
-    }
-    const FlagSpec* flag = FindFlag(name);
-    if (flag == nullptr) return Usage(absl::StrCat("unknown flag --", name));
-    std::string value;
-    if (flag->takes_value) {
-      if (inline_value.has_value()) {
-        value = *inline_value;
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return Usage(absl::StrCat("--", name, " needs a value"));
-      }
-    } else if (inline_value.has_value()) {
-      return Usage(absl::StrCat("--", name, " takes no value"));
-    }
-    if (values.contains(name)) {
-      return Usage(absl::StrCat("--", name, " given twice"));
-    }
-    values[name] = value;
+// The command line: one CLI11 app per command, bound to an Invocation.
+class CommandTree {
+ public:
+  explicit CommandTree(Invocation* in) : in_(in) {
+    app_.name(kProgram);
+    app_.description("Talks to leasekeeperd, the lock service.");
+    app_.footer(kOverviewFooter);
+    app_.fallthrough();  // global flags after the command, too
+    app_.require_subcommand(0, 1);
+    app_.formatter(MakeFormatter());
+    app_.set_help_flag("-h,--help", "This help (or a command's, after it)")
+        ->group(kGlobalGroup);
+    app_.option_defaults()->group("Flags");  // the commands' own
+    AddGlobalFlags();
+    app_.set_version_flag("--version", VersionLine(),
+                          "This binary's version, commit and gRPC version")
+        ->group(kGlobalGroup);
+    AddAcquire();
+    AddRenew();
+    AddRelease();
+    AddWrite();
+    AddRead();
+    AddInspect();
+    AddStatus();
+    AddLocks();
+    AddRun();
+    AddForceRelease();
+    AddVersion();
+    completion_ = app_.add_subcommand("completion", "Shell completion script");
+    completion_->group("Commands");
+    completion_->description(
+        "Shell completion script\n"
+        "Load it with: source <(leasekeeper-ctl completion bash)");
+    completion_->add_option("SHELL", completion_shell_, "bash or zsh")
+        ->type_name("")
+        ->required()
+        ->check(CLI::IsMember({"bash", "zsh"}));
+    help_ = app_.add_subcommand("help", "A command's usage and flags");
+    help_->group("Commands");
+    help_->add_option("COMMAND", help_topic_, "The command")->type_name("");
   }
 
+  CommandTree(const CommandTree&) = delete;
+  CommandTree& operator=(const CommandTree&) = delete;
+
+  ParsedArguments Parse(const std::vector<std::string>& args) {
+    ParsedArguments parsed;
+    if (args.empty()) {
+      parsed.text = app_.help();
+      return parsed;
+    }
+    // CLI11 takes the arguments in reverse order.
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    try {
+      app_.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+      parsed.text = app_.help();
+      return parsed;
+    } catch (const CLI::CallForVersion&) {
+      parsed.text = VersionLine() + "\n";
+      return parsed;
+    } catch (const CLI::ParseError& error) {
+      return UsageError(error.what());
+    }
+    if (help_->parsed()) return Help();
+    if (completion_->parsed()) {
+      parsed.text = completion_shell_ == "bash" ? BashCompletion(app_)
+                                                : ZshCompletion(app_);
+      return parsed;
+    }
+    CLI::App* selected = Selected();
+    if (selected == nullptr) {
+      parsed.text = app_.help();
+      return parsed;
+    }
+    if (std::string problem = Finish(args); !problem.empty()) {
+      return UsageError(problem);
+    }
+    parsed.action = ParsedArguments::Action::kExecute;
+    parsed.invocation = *in_;
+    return parsed;
+  }
+
+  // Not app_.help(): that shows the help of the command parsed last.
+  std::string Overview() const {
+    return app_.get_formatter()->make_help(&app_, kProgram,
+                                           CLI::AppFormatMode::Normal);
+  }
+
+ private:
+  static std::shared_ptr<CLI::Formatter> MakeFormatter() {
+    auto formatter = std::make_shared<CtlFormatter>();
+    formatter->column_width(28);
+    formatter->label("Usage", "usage");
+    formatter->label("OPTIONS", "FLAGS");
+    formatter->label("SUBCOMMAND", "COMMAND");
+    formatter->label("SUBCOMMANDS", "COMMANDS");
+    formatter->label("Subcommands", "Commands");
+    formatter->label("Positionals", "Arguments");
+    return formatter;
+  }
+
+  void AddGlobalFlags() {
+    app_.add_option("--server", in_->server, "host:port of leasekeeperd")
+        ->envname("LEASEKEEPER_SERVER")
+        ->type_name("ADDR")
+        ->default_str(kDefaultServer)
+        ->check(NonEmpty())
+        ->group(kGlobalGroup);
+    app_.add_option_function<std::string>(
+            "-o,--output", [](const std::string&) {},
+            "table (for people) or json (for scripts)")
+        ->envname("LEASEKEEPER_OUTPUT")
+        ->type_name("FORMAT")
+        ->default_str("table")
+        ->check(CLI::Validator(
+            [this](std::string& text) -> std::string {
+              if (text == "table") {
+                in_->output = OutputFormat::kTable;
+              } else if (text == "json") {
+                in_->output = OutputFormat::kJson;
+              } else {
+                return absl::StrCat("must be table or json, not \"", text,
+                                    "\"");
+              }
+              return "";
+            },
+            ""))
+        ->group(kGlobalGroup);
+    AddDurationFlag(app_, "--timeout", &in_->timeout,
+                    {absl::Milliseconds(1), absl::Hours(24)},
+                    "Deadline of each call")
+        ->envname("LEASEKEEPER_TIMEOUT")
+        ->default_str("10s")
+        ->group(kGlobalGroup);
+    app_.add_flag("--tls", in_->tls, "Use TLS (system roots unless --ca)")
+        ->envname("LEASEKEEPER_TLS")
+        ->group(kGlobalGroup);
+    app_.add_option("--ca", in_->tls_ca_file,
+                    "PEM root certificates (implies --tls)")
+        ->envname("LEASEKEEPER_CA")
+        ->type_name("FILE")
+        ->group(kGlobalGroup);
+    CLI::Option* cert =
+        app_.add_option("--cert", in_->tls_cert_file,
+                        "PEM client certificate (implies --tls)")
+            ->envname("LEASEKEEPER_CERT")
+            ->type_name("FILE")
+            ->group(kGlobalGroup);
+    CLI::Option* key = app_.add_option("--key", in_->tls_key_file,
+                                       "PEM client key (implies --tls)")
+                           ->envname("LEASEKEEPER_KEY")
+                           ->type_name("FILE")
+                           ->group(kGlobalGroup);
+    cert->needs(key);
+    key->needs(cert);
+    app_.add_option("--tls-server-name", in_->tls_server_name,
+                    "Expected name in the server's certificate")
+        ->envname("LEASEKEEPER_TLS_SERVER_NAME")
+        ->type_name("NAME")
+        ->group(kGlobalGroup);
+  }
+
+  CLI::App* AddCommand(Command command, const std::string& name,
+                       const std::string& summary,
+                       const std::string& description) {
+    CLI::App* sub = app_.add_subcommand(name, summary);
+    sub->group("Commands");
+    sub->get_help_ptr()->group("Flags");
+    // The summary is what the overview lists; the help shows both.
+    sub->description(absl::StrCat(summary, "\n", description));
+    sub->footer(kCommandFooter);
+    commands_.push_back(CommandEntry{sub, command, ""});
+    return sub;
+  }
+
+  // A required, non-empty positional argument.
+  static void AddArgument(CLI::App* sub, const std::string& name,
+                          std::string* target, const std::string& help) {
+    sub->add_option(name, *target, help)
+        ->type_name("")
+        ->required()
+        ->check(NonEmpty());
+  }
+
+  void AddLock(CLI::App* sub) {
+    AddArgument(sub, "LOCK", &in_->lock, "The lock's name");
+  }
+
+  // Each command's --client has its own storage: CLI11 applies
+  // LEASEKEEPER_CLIENT to every command's --client, parsed or not, and a
+  // shared target would take the variable over the flag.
+  void AddClient(CLI::App* sub, bool required, const std::string& help) {
+    CLI::Option* option =
+        sub->add_option("--client", commands_.back().client_flag, help)
+            ->envname("LEASEKEEPER_CLIENT")
+            ->type_name("ID")
+            ->check(NonEmpty());
+    if (required) option->required();
+  }
+
+  void AddLabel(CLI::App* sub) {
+    sub->add_option("--label", in_->label,
+                    "Shown next to the lease by inspect, status and locks")
+        ->type_name("TEXT")
+        ->check(AtMostBytes(client::kMaxHolderLabelBytes));
+  }
+
+  void AddTtl(CLI::App* sub, const std::string& help) {
+    AddDurationFlag(*sub, "--ttl", &in_->ttl,
+                    {client::kMinTtl, client::kMaxTtl}, help);
+  }
+
+  void AddAcquire() {
+    CLI::App* sub = AddCommand(
+        Command::kAcquire, "acquire", "Take a lock for a client and exit",
+        "The lease is not renewed (use renew). Without --wait a busy lock is\n"
+        "not waited for (nothing is left queued): exit 75. With --wait,\n"
+        "waits up to DUR.");
+    AddLock(sub);
+    AddClient(sub, true, "The client that takes the lock");
+    AddTtl(sub, "Length of the lease");
+    sub->get_option("--ttl")->required();
+    sub->add_flag("--shared", in_->shared,
+                  "Take it shared (default exclusive)");
+    AddDurationFlag(*sub, "--wait", &in_->wait,
+                    {absl::ZeroDuration(), client::kMaxServerWait},
+                    "Wait up to this long for a busy lock");
+    AddLabel(sub);
+  }
+
+  void AddRenew() {
+    CLI::App* sub =
+        AddCommand(Command::kRenew, "renew", "Extend a client's lease",
+                   "The lease lasts --ttl from now; it keeps its token.");
+    AddLock(sub);
+    AddClient(sub, true, "The client that holds the lock");
+    AddTtl(sub, "New length of the lease, from now");
+    sub->get_option("--ttl")->required();
+  }
+
+  void AddRelease() {
+    CLI::App* sub = AddCommand(Command::kRelease, "release",
+                               "End a client's lease, or its wait",
+                               "The lock passes on to the next in line.");
+    AddLock(sub);
+    AddClient(sub, true, "The client that holds or waits for the lock");
+  }
+
+  void AddWrite() {
+    CLI::App* sub = AddCommand(
+        Command::kWrite, "write", "Write to the fenced store",
+        "Writes VALUE under (LOCK, KEY) if the client (--client, else\n"
+        "$LEASEKEEPER_CLIENT_ID, which run sets) holds a live lease on LOCK\n"
+        "with token --token (\"not holder\" if not) and the token is at least\n"
+        "the highest the store accepted for LOCK (\"stale token\" if not).\n"
+        "A VALUE starting with '-' goes after --.");
+    AddLock(sub);
+    AddArgument(sub, "KEY", &in_->key, "The key");
+    AddArgument(sub, "VALUE", &in_->value, "The value");
+    AddClient(sub, false, "The lease holder that writes");
+    sub->add_option_function<std::string>(
+           "--token", [](const std::string&) {},
+           "The writer's fencing token (e.g. $LEASEKEEPER_FENCING_TOKEN)")
+        ->type_name("N")
+        ->required()
+        ->check(CLI::Validator(
+            [this](std::string& text) -> std::string {
+              uint64_t token = 0;
+              if (!absl::SimpleAtoi(text, &token) || token < 1) {
+                return absl::StrCat("must be a whole number >= 1, not \"", text,
+                                    "\"");
+              }
+              in_->token = token;
+              return "";
+            },
+            ""));
+  }
+
+  void AddRead() {
+    CLI::App* sub =
+        AddCommand(Command::kRead, "read", "Read from the fenced store",
+                   "Prints the last accepted value (exit 1 if nothing was ever "
+                   "written).");
+    AddLock(sub);
+    AddArgument(sub, "KEY", &in_->key, "The key");
+  }
+
+  void AddInspect() {
+    CLI::App* sub = AddCommand(Command::kInspect, "inspect",
+                               "A lock's holders and queue", "");
+    AddLock(sub);
+  }
+
+  void AddStatus() {
+    CLI::App* sub =
+        AddCommand(Command::kStatus, "status", "A client's leases and wait",
+                   "Its age, session, leases and the lock it waits for.");
+    AddArgument(sub, "CLIENT", &in_->client_id, "The client id");
+  }
+
+  void AddLocks() {
+    CLI::App* sub =
+        AddCommand(Command::kLocks, "locks", "Locks in use, by name",
+                   "Locks that have a holder or a waiter.");
+    sub->add_option("--prefix", in_->prefix, "Only locks starting with P")
+        ->type_name("P");
+  }
+
+  void AddRun() {
+    CLI::App* sub = AddCommand(
+        Command::kRun, "run", "Run a command under a lock",
+        "Waits for LOCK (forever, up to --wait, or not at all with --try),\n"
+        "runs CMD with LEASEKEEPER_LOCK, LEASEKEEPER_FENCING_TOKEN,\n"
+        "LEASEKEEPER_SERVER and LEASEKEEPER_CLIENT_ID in its environment,\n"
+        "renews the lease while CMD runs and releases it when CMD exits;\n"
+        "exits with CMD's exit status (128+N if CMD was killed by signal N).\n"
+        "If the lease is lost, sends CMD's process group SIGTERM, then\n"
+        "SIGKILL after --kill-grace, and exits 1 with the reason on stderr.\n"
+        "SIGINT, SIGTERM and SIGHUP are passed on to CMD. If leasekeeper-ctl\n"
+        "itself dies, CMD is killed (it would run without the lock) and the\n"
+        "server frees the lock after its session grace.");
+    AddLock(sub);
+    sub->add_option("CMD", in_->command_line,
+                    "The command and its arguments, after --")
+        ->type_name("");
+    AddTtl(sub, "Length of the lease, renewed while CMD runs (default 30s)");
+    sub->add_flag("--shared", in_->shared,
+                  "Take it shared (default exclusive)");
+    CLI::Option* wait = AddDurationFlag(
+        *sub, "--wait", &in_->wait,
+        {absl::ZeroDuration(), client::kMaxServerWait},
+        "Wait up to this long, then exit 75 (default: forever)");
+    CLI::Option* try_only = sub->add_flag(
+        "--try", in_->try_only, "Do not wait: exit 75 if the lock is busy");
+    try_only->excludes(wait);
+    wait->excludes(try_only);
+    AddClient(sub, false, "The client id (default <host>/<pid>/<random>)");
+    AddLabel(sub);
+    AddDurationFlag(*sub, "--kill-grace", &in_->kill_grace,
+                    {absl::ZeroDuration(), absl::Hours(1)},
+                    "SIGTERM to SIGKILL when the lease is lost (default 10s)");
+  }
+
+  void AddForceRelease() {
+    CLI::App* sub = AddCommand(
+        Command::kForceRelease, "force-release",
+        "End a stuck lease (admins only)",
+        "Ends --holder's lease on LOCK, or every holder's. The holder is not\n"
+        "told: its next renew fails with \"not holder\". The server logs who\n"
+        "did it and --reason. Under mutual TLS only an identity the policy\n"
+        "marks admin may.");
+    AddLock(sub);
+    sub->add_option("--holder", in_->holder,
+                    "The holder whose lease ends (default: every holder)")
+        ->type_name("ID")
+        ->check(NonEmpty());
+    sub->add_option("--reason", in_->reason,
+                    "Why, for the server's audit log (e.g. a ticket)")
+        ->type_name("TEXT")
+        ->required()
+        ->check(NonEmpty())
+        ->check(AtMostBytes(client::kMaxHolderLabelBytes));
+  }
+
+  void AddVersion() {
+    AddCommand(Command::kVersion, "version",
+               "This binary's version and the server's",
+               "Prints leasekeeper-ctl's version, commit and gRPC version,\n"
+               "then the server's and its uptime (exit 1 if the server\n"
+               "cannot be asked; --version asks no server).");
+  }
+
+  CLI::App* Selected() const {
+    for (const CommandEntry& entry : commands_) {
+      if (entry.app->parsed()) return entry.app;
+    }
+    return nullptr;
+  }
+
+  // The rules CLI11 does not express; empty when all hold.
+  std::string Finish(const std::vector<std::string>& args) {
+    for (const CommandEntry& entry : commands_) {
+      if (!entry.app->parsed()) continue;
+      in_->command = entry.command;
+      if (!entry.client_flag.empty()) in_->client_id = entry.client_flag;
+    }
+    if (!in_->tls_ca_file.empty() || !in_->tls_cert_file.empty() ||
+        !in_->tls_key_file.empty() || !in_->tls_server_name.empty()) {
+      in_->tls = true;
+    }
+    if (in_->command == Command::kRun) {
+      // The command must be exactly what follows the first `--`.
+      auto dash = std::find(args.begin(), args.end(), "--");
+      const std::vector<std::string> after(
+          dash == args.end() ? args.end() : dash + 1, args.end());
+      if (in_->command_line.empty() || in_->command_line != after) {
+        return "needs a command after --";
+      }
+      if (!in_->ttl.has_value()) in_->ttl = absl::Seconds(30);
+    }
+    return "";
+  }
+
+  ParsedArguments Help() {
+    ParsedArguments parsed;
+    if (help_topic_.empty()) {
+      parsed.text = Overview();
+      return parsed;
+    }
+    for (const CommandEntry& entry : commands_) {
+      if (entry.app->get_name() == help_topic_) {
+        parsed.text = entry.app->help(kProgram);
+        return parsed;
+      }
+    }
+    return UsageError(absl::StrCat("unknown command \"", help_topic_, "\""));
+  }
+
+  // The problem, named after the command being parsed, and its usage.
+  ParsedArguments UsageError(const std::string& problem) {
+    ParsedArguments parsed;
+    parsed.action = ParsedArguments::Action::kUsageError;
+    CLI::App* selected = Selected();
+    std::string text = problem;
+    if (selected == nullptr) {
+      // Nothing recognised as a command: the first word must be a typo.
+      std::vector<std::string> extras = app_.remaining();
+      if (!extras.empty() && !extras[0].empty() && extras[0][0] != '-') {
+        text = absl::StrCat("unknown command \"", extras[0], "\"");
+      }
+      parsed.text = absl::StrCat(kProgram, ": ", text, "\n\n", Overview());
+      return parsed;
+    }
+    parsed.text = absl::StrCat(kProgram, " ", selected->get_name(), ": ", text,
+                               "\n\n", selected->help(kProgram));
+    return parsed;
+  }
+
+  Invocation* in_;
+  CLI::App app_;
+  struct CommandEntry {
+    CLI::App* app;
+    Command command;
+    std::string client_flag;  // --client, for the commands that take it
+  };
+  std::deque<CommandEntry> commands_;  // stable addresses for the bindings
+  CLI::App* help_ = nullptr;
+  std::string help_topic_;
+  CLI::App* completion_ = nullptr;
+  std::string completion_shell_;
+};
+
+}  // namespace
+
+ParsedArguments ParseArguments(const std::vector<std::string>& args) {
   Invocation invocation;
-  if (values.contains("help") || positionals.empty()) {
-    invocation.command = Command::kHelp;
-    return invocation;
-  }
+  CommandTree tree(&invocation);
+  return tree.Parse(args);
+}
 
-  const CommandSpec* command = nullptr;
-  for (const CommandSpec& spec : kCommands) {
-    if (spec.name == positionals[0]) command = &spec;
-  }
-  if (command == nullptr) {
-    return Usage(absl::StrCat("unknown command \"", positionals[0], "\""));
-  }
-  invocation.command = command->command;
-  positionals.erase(positionals.begin());
-  if (command->command == Command::kHelp) return invocation;
+std::string VersionLine() {
+  return absl::StrCat(kProgram, " ", BuildVersion(), " (commit ", BuildCommit(),
+                      ", gRPC ", grpc::Version(), ")");
+}
 
-  // `--` separates run's command; for the others it only ends the flags.
-  if (command->command == Command::kRun) {
-    if (!saw_double_dash || after_double_dash.empty()) {
-      return Usage("run needs a command after --");
-    }
-    invocation.command_line = std::move(after_double_dash);
-  } else {
-    positionals.insert(positionals.end(), after_double_dash.begin(),
-                       after_double_dash.end());
-  }
-  if (positionals.size() != command->positionals) {
-    return Usage(absl::StrCat(
-        positionals.size() < command->positionals ? "missing" : "unexpected",
-        " arguments; usage: leasekeeper-ctl ", command->synopsis));
-  }
-  for (const std::string& positional : positionals) {
-    if (positional.empty()) return Usage("arguments must not be empty");
-  }
-
-  for (const auto& [name, value] : values) {
-    const FlagSpec* flag = FindFlag(name);
-    const bool global = flag->commands.size() == 0;
-    if (!global && std::find(flag->commands.begin(), flag->commands.end(),
-                             command->command) == flag->commands.end()) {
-      return Usage(absl::StrCat(command->name, " does not take --", name));
-    }
-  }
-
-  switch (command->command) {
-    case Command::kStatus:
-      invocation.client_id = positionals[0];
-      break;
-    case Command::kWrite:
-      invocation.value = positionals[2];
-      [[fallthrough]];
-    case Command::kRead:
-      invocation.key = positionals[1];
-      [[fallthrough]];
-    default:
-      if (!positionals.empty()) invocation.lock = positionals[0];
-      break;
-  }
-
-  // Global flags.
-  if (auto it = values.find("server"); it != values.end()) {
-    if (it->second.empty()) return Usage("--server must not be empty");
-    invocation.server = it->second;
-  } else if (server_from_environment.has_value() &&
-             !server_from_environment->empty()) {
-    invocation.server = *server_from_environment;
-  } else {
-    invocation.server = kDefaultServer;
-  }
-  if (auto it = values.find("output"); it != values.end()) {
-    if (it->second == "json") {
-      invocation.output = OutputFormat::kJson;
-    } else if (it->second == "table") {
-      invocation.output = OutputFormat::kTable;
-    } else {
-      return Usage(absl::StrCat("--output must be table or json, not \"",
-                                it->second, "\""));
-    }
-  }
-  if (auto it = values.find("timeout"); it != values.end()) {
-    absl::StatusOr<absl::Duration> timeout = ParseDurationFlag(
-        "--timeout", it->second, absl::Milliseconds(1), absl::Hours(24));
-    if (!timeout.ok()) return timeout.status();
-    invocation.timeout = *timeout;
-  }
-  invocation.tls = values.contains("tls");
-  if (auto it = values.find("ca"); it != values.end()) {
-    invocation.tls_ca_file = it->second;
-    invocation.tls = true;
-  }
-  if (auto it = values.find("cert"); it != values.end()) {
-    invocation.tls_cert_file = it->second;
-    invocation.tls = true;
-  }
-  if (auto it = values.find("key"); it != values.end()) {
-    invocation.tls_key_file = it->second;
-    invocation.tls = true;
-  }
-  if (invocation.tls_cert_file.empty() != invocation.tls_key_file.empty()) {
-    return Usage("--cert and --key go together");
-  }
-  if (auto it = values.find("tls-server-name"); it != values.end()) {
-    invocation.tls_server_name = it->second;
-    invocation.tls = true;
-  }
-
-  // Command flags.
-  if (auto it = values.find("client"); it != values.end()) {
-    if (it->second.empty()) return Usage("--client must not be empty");
-    invocation.client_id = it->second;
-  }
-  if (auto it = values.find("ttl"); it != values.end()) {
-    absl::StatusOr<absl::Duration> ttl = ParseDurationFlag(
-        "--ttl", it->second, client::kMinTtl, client::kMaxTtl);
-    if (!ttl.ok()) return ttl.status();
-    invocation.ttl = *ttl;
-  }
-  invocation.shared = values.contains("shared");
-  if (auto it = values.find("wait"); it != values.end()) {
-    absl::StatusOr<absl::Duration> wait = ParseDurationFlag(
-        "--wait", it->second, absl::ZeroDuration(), client::kMaxServerWait);
-    if (!wait.ok()) return wait.status();
-    invocation.wait = *wait;
-  }
-  invocation.try_only = values.contains("try");
-  if (invocation.try_only && invocation.wait.has_value()) {
-    return Usage("--try and --wait exclude each other");
-  }
-  if (auto it = values.find("token"); it != values.end()) {
-    uint64_t token = 0;
-    if (!absl::SimpleAtoi(it->second, &token) || token < 1) {
-      return Usage(absl::StrCat("--token must be a whole number >= 1, not \"",
-                                it->second, "\""));
-    }
-    invocation.token = token;
-  }
-  if (auto it = values.find("prefix"); it != values.end()) {
-    invocation.prefix = it->second;
-  }
-  if (auto it = values.find("label"); it != values.end()) {
-    if (it->second.size() > client::kMaxHolderLabelBytes) {
-      return Usage(absl::StrCat("--label is longer than ",
-                                client::kMaxHolderLabelBytes, " bytes"));
-    }
-    invocation.label = it->second;
-  }
-  if (auto it = values.find("kill-grace"); it != values.end()) {
-    absl::StatusOr<absl::Duration> grace = ParseDurationFlag(
-        "--kill-grace", it->second, absl::ZeroDuration(), absl::Hours(1));
-    if (!grace.ok()) return grace.status();
-    invocation.kill_grace = *grace;
-  }
-
-  // Required flags.
-  switch (command->command) {
-    case Command::kAcquire:
-    case Command::kRenew:
-      if (!invocation.ttl.has_value()) {
-        return Usage(absl::StrCat(command->name, " needs --ttl"));
-      }
-      [[fallthrough]];
-    case Command::kRelease:
-      if (invocation.client_id.empty()) {
-        return Usage(absl::StrCat(command->name, " needs --client"));
-      }
-      break;
-    case Command::kWrite:
-      if (invocation.token == 0) return Usage("write needs --token");
-      break;
-    case Command::kRun:
-      if (!invocation.ttl.has_value()) invocation.ttl = absl::Seconds(30);
-      break;
-    default:
-      break;
-  }
-  return invocation;
+std::string OverviewHelp() {
+  Invocation invocation;
+  CommandTree tree(&invocation);
+  return tree.Overview();
 }
 
 }  // namespace leasekeeper::ctl

@@ -1,15 +1,30 @@
-// leasekeeper-ctl's command line: the grammar, its parser and the usage
-// text. Parsing is pure (the environment comes in as a parameter), so the
-// tests check every rule without running the binary.
+// leasekeeper-ctl's command line: one CLI11 subcommand per command, each
+// with its own usage, flags and help, and the global flags that every
+// command takes.
 //
 //   leasekeeper-ctl [GLOBAL FLAGS] COMMAND ARGS [FLAGS] [-- CMD ARGS...]
 //
-// Flags may come before or after the command and its positional arguments,
-// as --name VALUE or --name=VALUE; everything after `--` belongs to `run`'s
-// command. A flag a command does not take, a missing or extra argument, a
-// bad duration or token is a usage error (exit code 2).
+// Rules (the tests check each):
+//  1. Global flags may come before or after the command; a command's own
+//     flags come after it. Flags take --name VALUE or --name=VALUE.
+//  2. Every global flag, and --client, falls back to an environment
+//     variable when not given (LEASEKEEPER_SERVER, LEASEKEEPER_OUTPUT,
+//     LEASEKEEPER_TIMEOUT, LEASEKEEPER_TLS, LEASEKEEPER_CA, LEASEKEEPER_CERT,
+//     LEASEKEEPER_KEY, LEASEKEEPER_TLS_SERVER_NAME, LEASEKEEPER_CLIENT); an
+//     empty variable counts as unset. A flag on the command line wins.
+//  3. Durations take absl::ParseDuration's syntax (duration_flag.h).
+//  4. `COMMAND --help` (or `help COMMAND`) prints that command's usage and
+//     flags; `--help` or no arguments at all print the overview;
+//     `--version` this binary's version; `completion bash|zsh` the shell
+//     completion script (completion.h).
+//  5. A flag a command does not take, a missing or extra argument, a bad
+//     duration, token or format is a usage error: the problem, named after
+//     the command, then that command's usage (exit code 2).
+//  6. For `run`, everything after `--` is the command to run.
 //
-// Thread-safety: pure functions.
+// Thread-safety: ParseArguments reads the environment (getenv) and is
+// otherwise pure; do not call it while another thread changes the
+// environment.
 #ifndef LEASEKEEPER_CLIENT_CTL_ARGUMENTS_H_
 #define LEASEKEEPER_CLIENT_CTL_ARGUMENTS_H_
 
@@ -17,13 +32,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client/types.h"
 
 namespace leasekeeper::ctl {
 
-// Exit codes (also in the usage text).
+// Exit codes (also in the help text).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
@@ -35,7 +49,6 @@ inline constexpr int kExitBusy = 75;  // EX_TEMPFAIL
 inline constexpr char kDefaultServer[] = "127.0.0.1:7233";
 
 enum class Command {
-  kHelp,
   kAcquire,
   kRenew,
   kRelease,
@@ -45,22 +58,24 @@ enum class Command {
   kStatus,
   kLocks,
   kRun,
+  kForceRelease,
+  kVersion,
 };
 
 enum class OutputFormat { kTable, kJson };
 
 struct Invocation {
-  Command command = Command::kHelp;
+  Command command = Command::kInspect;
 
   // Global flags.
-  std::string server;  // --server, else LEASEKEEPER_SERVER, else default
+  std::string server = kDefaultServer;         // --server
   OutputFormat output = OutputFormat::kTable;  // -o / --output table|json
   absl::Duration timeout = absl::Seconds(10);  // --timeout: per call
-  bool tls = false;                            // --tls
-  std::string tls_ca_file;                     // --ca FILE (implies --tls)
-  std::string tls_cert_file;                   // --cert FILE
-  std::string tls_key_file;                    // --key FILE
-  std::string tls_server_name;                 // --tls-server-name NAME
+  bool tls = false;             // --tls, or implied by the next four
+  std::string tls_ca_file;      // --ca FILE
+  std::string tls_cert_file;    // --cert FILE (with --key)
+  std::string tls_key_file;     // --key FILE (with --cert)
+  std::string tls_server_name;  // --tls-server-name NAME
 
   // Positional arguments.
   std::string lock;
@@ -69,27 +84,44 @@ struct Invocation {
   std::string client_id;  // status CLIENT, or --client
 
   // Command flags.
-  std::optional<absl::Duration> ttl;              // --ttl
+  std::optional<absl::Duration> ttl;              // --ttl (run: 30s)
   bool shared = false;                            // --shared
   std::optional<absl::Duration> wait;             // --wait
   bool try_only = false;                          // --try
   client::FencingToken token = 0;                 // --token
   std::string prefix;                             // --prefix
   std::string label;                              // --label
+  std::string holder;                             // force-release --holder
+  std::string reason;                             // force-release --reason
   absl::Duration kill_grace = absl::Seconds(10);  // --kill-grace
   std::vector<std::string> command_line;          // run: after --
 };
 
-// Parses the arguments after the program name. `server_from_environment` is
-// the value of LEASEKEEPER_SERVER, if set.
-// Outcomes: the invocation (kHelp for -h/--help/help or no arguments);
-// INVALID_ARGUMENT with a one-line description of the problem.
-absl::StatusOr<Invocation> ParseArguments(
-    const std::vector<std::string>& args,
-    const std::optional<std::string>& server_from_environment);
+// What the command line asks for.
+struct ParsedArguments {
+  enum class Action {
+    kExecute,     // run `invocation`
+    kPrintText,   // print `text` on stdout, exit 0
+    kUsageError,  // print `text` on stderr, exit kExitUsage
+  };
+  Action action = Action::kPrintText;
+  Invocation invocation;
+  // kPrintText: the help, version or completion script asked for.
+  // kUsageError: "leasekeeper-ctl[ COMMAND]:
+  // PROBLEM", a blank line, then the usage of that command (or the
+  // overview when no command was recognised). Ends with a newline.
+  std::string text;
+};
 
-// The full usage text, ending with a newline.
-const char* Usage();
+// Parses the arguments after the program name.
+ParsedArguments ParseArguments(const std::vector<std::string>& args);
+
+// The overview help (what `leasekeeper-ctl --help` prints).
+std::string OverviewHelp();
+
+// "leasekeeper-ctl VERSION (commit C, gRPC G)": what `--version` prints,
+// without the newline.
+std::string VersionLine();
 
 }  // namespace leasekeeper::ctl
 

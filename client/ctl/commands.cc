@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/status/status.h"
@@ -14,7 +18,10 @@
 #include "absl/strings/str_join.h"
 #include "client/channel.h"
 #include "client/client.h"
+#include "client/ctl/certificate_identity.h"
+#include "client/ctl/operator_calls.h"
 #include "client/ctl/output.h"
+#include "client/ctl/transport_probe.h"
 #include "client/errors.h"
 #include "client/rpc_client.h"
 
@@ -26,15 +33,116 @@ using client::CallOptions;
 using client::ErrorReason;
 using client::HasErrorReason;
 
+CallOptions Within(absl::Duration timeout) {
+  CallOptions options;
+  options.timeout = timeout;
+  return options;
+}
+
 std::string Describe(const absl::Status& status) {
   return absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
                       status.message());
 }
 
-int Fail(std::ostream& err, absl::string_view what,
-         const absl::Status& status) {
-  err << "leasekeeper-ctl: " << what << ": " << Describe(status) << "\n";
-  return kExitError;
+// `status` with `message` instead of its own: same code, same reason
+// payload (so ErrorReasonOf still answers).
+absl::Status Reworded(const absl::Status& status, absl::string_view message) {
+  absl::Status reworded(status.code(), message);
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    reworded.SetPayload(url, payload);
+  });
+  return reworded;
+}
+
+// Tells failures in the invocation's output format (output.h: text or a
+// JSON object, both on stderr), in words where gRPC's are not enough.
+class Reporter {
+ public:
+  Reporter(const Invocation& in, std::ostream& err) : in_(in), err_(err) {}
+
+  // Prints the failure of `what`; returns kExitError.
+  int Fail(const std::string& what, const absl::Status& status) const {
+    err_ << FormatError(what, Explained(status), in_.output);
+    return kExitError;
+  }
+
+  // A remark that is not a failure (why run did not start the job, a
+  // warning), as a text line in either format.
+  void Note(absl::string_view text) const {
+    err_ << "leasekeeper-ctl: " << text << "\n";
+  }
+
+ private:
+  // A transport failure (no server reason) may be a TLS mismatch: the
+  // port is asked what it speaks, and if it is the other protocol the
+  // message says so.
+  absl::Status Explained(const absl::Status& status) const {
+    const bool transport = (status.code() == absl::StatusCode::kUnavailable ||
+                            status.code() == absl::StatusCode::kCancelled) &&
+                           !client::ErrorReasonOf(status).has_value();
+    if (!transport) return status;
+    std::optional<std::string> mismatch = ExplainTlsMismatch(
+        in_.server, in_.tls, std::min(in_.timeout, absl::Seconds(3)));
+    if (!mismatch.has_value()) return status;
+    return absl::UnavailableError(*mismatch);
+  }
+
+  const Invocation& in_;
+  std::ostream& err_;
+};
+
+// A failure without a server reason (a stream the server ended) may hide
+// a refusal of the client id itself (mutual TLS: the id does not belong to
+// the certificate): a unary Status of that client, which the server
+// authorizes the same way, answers PERMISSION_DENIED or UNAUTHENTICATED in
+// words then. Otherwise `status` stays.
+absl::Status ExplainRefusedClient(const client::RpcClient& rpc,
+                                  const std::string& client_id,
+                                  const absl::Status& status,
+                                  absl::Duration timeout) {
+  if (status.ok() || client::ErrorReasonOf(status).has_value() ||
+      (status.code() != absl::StatusCode::kUnavailable &&
+       status.code() != absl::StatusCode::kCancelled)) {
+    return status;
+  }
+  absl::StatusOr<client::ClientStatus> probe =
+      rpc.Status(client_id, Within(timeout));
+  if (probe.status().code() == absl::StatusCode::kPermissionDenied ||
+      probe.status().code() == absl::StatusCode::kUnauthenticated) {
+    return probe.status();
+  }
+  return status;
+}
+
+// CLIENT_BUSY says only that the client waits for some lock or already
+// holds this one: the client's Status tells which, and the message names
+// it ("already holds L (token N)"). Other failures, and a Status call that
+// fails, leave `status` as it is.
+absl::Status ExplainClientBusy(const client::RpcClient& rpc,
+                               const std::string& client_id,
+                               const std::string& lock,
+                               const absl::Status& status,
+                               absl::Duration timeout) {
+  if (!HasErrorReason(status, ErrorReason::kClientBusy)) return status;
+  absl::StatusOr<client::ClientStatus> current =
+      rpc.Status(client_id, Within(timeout));
+  if (!current.ok()) return status;
+  for (const client::HolderInfo& holder : current->holds) {
+    if (holder.lock == lock) {
+      return Reworded(status, absl::StrCat(client_id, " already holds ", lock,
+                                           " (token ", holder.token, ")"));
+    }
+  }
+  if (current->waiting_for == lock) {
+    return Reworded(status,
+                    absl::StrCat(client_id, " already waits for ", lock));
+  }
+  if (!current->waiting_for.empty()) {
+    return Reworded(status,
+                    absl::StrCat(client_id, " waits for ", current->waiting_for,
+                                 " (a client waits for one lock at a time)"));
+  }
+  return status;
 }
 
 std::string RandomRequestId() {
@@ -55,19 +163,14 @@ absl::StatusOr<client::ChannelOptions> ChannelOptionsOf(
   return options;
 }
 
-CallOptions Within(absl::Duration timeout) {
-  CallOptions options;
-  options.timeout = timeout;
-  return options;
-}
-
 client::LockMode ModeOf(const Invocation& invocation) {
   return invocation.shared ? client::LockMode::kShared
                            : client::LockMode::kExclusive;
 }
 
 int Acquire(const Invocation& in, const client::RpcClient& rpc,
-            std::ostream& out, std::ostream& err) {
+            std::ostream& out, const Reporter& report) {
+  const std::string what = absl::StrCat("acquire ", in.lock);
   client::AcquireCall call;
   call.client_id = in.client_id;
   call.lock = in.lock;
@@ -83,7 +186,8 @@ int Acquire(const Invocation& in, const client::RpcClient& rpc,
       out << FormatBusy(in.lock, in.client_id, 0, in.output);
       return kExitBusy;
     }
-    return Fail(err, absl::StrCat("acquire ", in.lock), result.status());
+    return report.Fail(what, ExplainClientBusy(rpc, in.client_id, in.lock,
+                                               result.status(), in.timeout));
   }
   switch (result->outcome) {
     case AcquireOutcome::kGranted:
@@ -97,27 +201,80 @@ int Acquire(const Invocation& in, const client::RpcClient& rpc,
           Within(in.timeout));
       if (!withdrawn.ok() &&
           !HasErrorReason(withdrawn.status(), ErrorReason::kNotHolder)) {
-        return Fail(err,
-                    absl::StrCat("withdraw the queued request for ", in.lock),
-                    withdrawn.status());
+        return report.Fail(
+            absl::StrCat("withdraw the queued request for ", in.lock),
+            withdrawn.status());
       }
       out << FormatBusy(in.lock, in.client_id, result->position, in.output);
       return kExitBusy;
     }
     case AcquireOutcome::kWithdrawn:
-      err << "leasekeeper-ctl: acquire " << in.lock
-          << ": the wait was withdrawn by a release of " << in.client_id
-          << "\n";
-      return kExitError;
+      return report.Fail(
+          what, absl::AbortedError(absl::StrCat(
+                    "the wait was withdrawn by a release of ", in.client_id)));
   }
   return kExitError;
 }
 
-int Run(const Invocation& in, std::ostream& err, SignalRelay* relay,
+// A path the child can use from any working directory.
+std::string AbsolutePath(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.string();
+}
+
+// The job's environment: the lease, and how to reach the server the way
+// this ctl did, so a leasekeeper-ctl inside the job (a fenced write) works
+// without flags.
+std::vector<std::pair<std::string, std::string>> JobEnvironment(
+    const Invocation& in, const client::Lease& lease,
+    const std::string& client_id) {
+  std::vector<std::pair<std::string, std::string>> environment = {
+      {"LEASEKEEPER_LOCK", in.lock},
+      {"LEASEKEEPER_FENCING_TOKEN", absl::StrCat(lease.token())},
+      {"LEASEKEEPER_SERVER", in.server},
+      {"LEASEKEEPER_CLIENT_ID", client_id},
+  };
+  if (in.tls) environment.emplace_back("LEASEKEEPER_TLS", "1");
+  for (const auto& [name, path] :
+       {std::pair{"LEASEKEEPER_CA", &in.tls_ca_file},
+        std::pair{"LEASEKEEPER_CERT", &in.tls_cert_file},
+        std::pair{"LEASEKEEPER_KEY", &in.tls_key_file}}) {
+    if (!path->empty()) environment.emplace_back(name, AbsolutePath(*path));
+  }
+  if (!in.tls_server_name.empty()) {
+    environment.emplace_back("LEASEKEEPER_TLS_SERVER_NAME", in.tls_server_name);
+  }
+  return environment;
+}
+
+// The client id `run` uses: --client; under mutual TLS the certificate's
+// identity, host and pid (an id the server allows for that certificate);
+// otherwise empty (the library's default, host/pid/random).
+absl::StatusOr<std::string> RunClientId(
+    const Invocation& in, const client::ChannelOptions& channel_options) {
+  if (!in.client_id.empty()) return in.client_id;
+  if (!channel_options.tls.has_value() ||
+      channel_options.tls->cert_chain.empty()) {
+    return std::string();
+  }
+  absl::StatusOr<std::string> identity =
+      CertificateIdentity(channel_options.tls->cert_chain);
+  if (!identity.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(in.tls_cert_file, ": ",
+                                                   identity.status().message(),
+                                                   "; give --client"));
+  }
+  return ClientIdFor(*identity);
+}
+
+int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
         const client::ChannelOptions& channel_options) {
   const std::string what = absl::StrCat("run ", in.lock);
+  absl::StatusOr<std::string> client_id = RunClientId(in, channel_options);
+  if (!client_id.ok()) return report.Fail(what, client_id.status());
   client::ClientOptions options;
-  options.client_id = in.client_id;
+  options.client_id = *client_id;
   options.call_timeout = in.timeout;
   options.holder_label = in.label;
   if (options.holder_label.empty()) {
@@ -131,8 +288,20 @@ int Run(const Invocation& in, std::ostream& err, SignalRelay* relay,
   }
   absl::StatusOr<std::unique_ptr<client::Client>> created =
       client::Client::Connect(in.server, channel_options, options);
-  if (!created.ok()) return Fail(err, what, created.status());
+  if (!created.ok()) return report.Fail(what, created.status());
   client::Client& locks = **created;
+  // Explained by asking the server: a CLIENT_BUSY refusal (see
+  // ExplainClientBusy), and a session the server refused, which the
+  // library sees only as a broken stream.
+  auto refused = [&](const absl::Status& status) {
+    const client::RpcClient rpc(
+        client::MakeChannel(in.server, channel_options));
+    return report.Fail(
+        what, ExplainClientBusy(rpc, locks.client_id(), in.lock,
+                                ExplainRefusedClient(rpc, locks.client_id(),
+                                                     status, in.timeout),
+                                in.timeout));
+  };
 
   client::AcquireOptions acquire_options;
   acquire_options.mode = ModeOf(in);
@@ -141,10 +310,10 @@ int Run(const Invocation& in, std::ostream& err, SignalRelay* relay,
   if (in.try_only) {
     absl::StatusOr<std::optional<client::Lease>> tried =
         locks.TryAcquire(in.lock, *in.ttl, acquire_options);
-    if (!tried.ok()) return Fail(err, what, tried.status());
+    if (!tried.ok()) return refused(tried.status());
     if (!tried->has_value()) {
-      err << "leasekeeper-ctl: " << in.lock << " is busy; not running "
-          << in.command_line[0] << "\n";
+      report.Note(
+          absl::StrCat(in.lock, " is busy; not running ", in.command_line[0]));
       return kExitBusy;
     }
     lease.emplace(**std::move(tried));
@@ -157,79 +326,83 @@ int Run(const Invocation& in, std::ostream& err, SignalRelay* relay,
         return 128 + relay->last_signal();
       }
       if (acquired.status().code() == absl::StatusCode::kDeadlineExceeded) {
-        err << "leasekeeper-ctl: " << in.lock << " was not granted within "
-            << absl::FormatDuration(*in.wait) << "; not running "
-            << in.command_line[0] << "\n";
+        report.Note(absl::StrCat(in.lock, " was not granted within ",
+                                 absl::FormatDuration(*in.wait),
+                                 "; not running ", in.command_line[0]));
         return kExitBusy;
       }
-      return Fail(err, what, acquired.status());
+      return refused(acquired.status());
     }
     lease.emplace(*std::move(acquired));
   }
 
-  const std::vector<std::pair<std::string, std::string>> environment = {
-      {"LEASEKEEPER_LOCK", in.lock},
-      {"LEASEKEEPER_FENCING_TOKEN", absl::StrCat(lease->token())},
-      {"LEASEKEEPER_SERVER", in.server},
-      {"LEASEKEEPER_CLIENT_ID", locks.client_id()},
-  };
-  absl::StatusOr<ChildExit> exit = RunChild(
-      in.command_line, environment, lease->Ended(), in.kill_grace, relay);
+  absl::StatusOr<ChildExit> exit =
+      RunChild(in.command_line, JobEnvironment(in, *lease, locks.client_id()),
+               lease->Ended(), in.kill_grace, relay);
   if (!exit.ok()) {
     (void)lease->Release();
     if (exit.status().code() == absl::StatusCode::kCancelled) {
       return 128 + relay->last_signal();
     }
-    return Fail(err, what, exit.status());
+    return report.Fail(what, exit.status());
   }
-  if (!exit->start_error.empty()) {
-    err << "leasekeeper-ctl: " << exit->start_error << "\n";
-  }
+  if (!exit->start_error.empty()) report.Note(exit->start_error);
   if (std::optional<client::LeaseEndReason> lost = lease->EndReason()) {
-    err << "leasekeeper-ctl: lost the lease on " << in.lock << " (token "
-        << lease->token() << "): " << client::LeaseEndReasonName(*lost)
-        << (exit->stopped ? "; stopped " : "; ") << in.command_line[0]
-        << (exit->stopped ? "" : " had exited") << "\n";
-    return kExitError;
+    return report.Fail(
+        what, absl::AbortedError(absl::StrCat(
+                  "lost the lease on ", in.lock, " (token ", lease->token(),
+                  "): ", client::LeaseEndReasonName(*lost),
+                  exit->stopped ? "; stopped " : "; ", in.command_line[0],
+                  exit->stopped ? "" : " had exited")));
   }
   if (absl::Status released = lease->Release(); !released.ok()) {
     if (lease->EndReason() == client::LeaseEndReason::kReleased) {
       // Not confirmed by the server; it frees the lock with the session.
-      err << "leasekeeper-ctl: warning: release of " << in.lock << ": "
-          << Describe(released) << "\n";
+      report.Note(absl::StrCat("warning: release of ", in.lock, ": ",
+                               Describe(released)));
     } else {
-      err << "leasekeeper-ctl: the lease on " << in.lock
-          << " was lost before the release ("
-          << client::LeaseEndReasonName(*lease->EndReason()) << ")\n";
-      return kExitError;
+      return report.Fail(
+          what, absl::AbortedError(absl::StrCat(
+                    "the lease on ", in.lock, " was lost before the release (",
+                    client::LeaseEndReasonName(*lease->EndReason()), ")")));
     }
   }
   return exit->exit_code;
+}
+
+int Version(const Invocation& in, const client::RpcClient& rpc,
+            std::ostream& out, const Reporter& report) {
+  absl::StatusOr<ServerInfo> info = GetServerInfo(rpc, in.timeout);
+  out << FormatVersion(in.server, info, in.output);
+  if (!info.ok())
+    return report.Fail(absl::StrCat("ask ", in.server), info.status());
+  return kExitOk;
 }
 
 }  // namespace
 
 int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
             SignalRelay* relay) {
+  const Reporter report(in, err);
   absl::StatusOr<client::ChannelOptions> channel_options = ChannelOptionsOf(in);
   if (!channel_options.ok()) {
-    return Fail(err, "tls", channel_options.status());
+    return report.Fail("tls", channel_options.status());
   }
   if (in.command == Command::kRun) {
-    return Run(in, err, relay, *channel_options);
+    return Run(in, report, relay, *channel_options);
   }
   const client::RpcClient rpc(client::MakeChannel(in.server, *channel_options));
   const CallOptions call = Within(in.timeout);
   switch (in.command) {
     case Command::kAcquire:
-      return Acquire(in, rpc, out, err);
+      return Acquire(in, rpc, out, report);
     case Command::kRenew: {
       absl::StatusOr<client::RenewResult> renewed =
           rpc.Renew(client::RenewCall{in.client_id, in.lock, *in.ttl,
                                       RandomRequestId(), ""},
                     call);
       if (!renewed.ok()) {
-        return Fail(err, absl::StrCat("renew ", in.lock), renewed.status());
+        return report.Fail(absl::StrCat("renew ", in.lock), renewed.status());
       }
       out << FormatRenewed(in.lock, in.client_id, *renewed, in.output);
       return kExitOk;
@@ -239,7 +412,8 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
           client::ReleaseCall{in.client_id, in.lock, RandomRequestId(), ""},
           call);
       if (!released.ok()) {
-        return Fail(err, absl::StrCat("release ", in.lock), released.status());
+        return report.Fail(absl::StrCat("release ", in.lock),
+                           released.status());
       }
       out << FormatReleased(in.lock, in.client_id, *released, in.output);
       return kExitOk;
@@ -265,7 +439,8 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
                             .require_held = true},
           call);
       if (!written.ok()) {
-        return Fail(err, absl::StrCat("write ", in.lock, " ", in.key), written);
+        return report.Fail(absl::StrCat("write ", in.lock, " ", in.key),
+                           written);
       }
       out << FormatWritten(in.lock, in.key, in.token, in.output);
       return kExitOk;
@@ -274,15 +449,15 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       absl::StatusOr<std::optional<std::string>> value =
           rpc.Read(in.lock, in.key, call);
       if (!value.ok()) {
-        return Fail(err, absl::StrCat("read ", in.lock, " ", in.key),
-                    value.status());
+        return report.Fail(absl::StrCat("read ", in.lock, " ", in.key),
+                           value.status());
       }
       out << FormatRead(in.lock, in.key, *value, in.output);
       if (!value->has_value()) {
-        if (in.output == OutputFormat::kTable) {
-          err << "leasekeeper-ctl: nothing was written under (" << in.lock
-              << ", " << in.key << ")\n";
-        }
+        // The JSON says "found": false; people get a line.
+        if (in.output == OutputFormat::kTable)
+          report.Note(absl::StrCat("nothing was written under (", in.lock, ", ",
+                                   in.key, ")"));
         return kExitError;
       }
       return kExitOk;
@@ -290,7 +465,7 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
     case Command::kInspect: {
       absl::StatusOr<client::LockInfo> info = rpc.Inspect(in.lock, call);
       if (!info.ok()) {
-        return Fail(err, absl::StrCat("inspect ", in.lock), info.status());
+        return report.Fail(absl::StrCat("inspect ", in.lock), info.status());
       }
       out << FormatInspect(in.lock, *info, in.output);
       return kExitOk;
@@ -299,8 +474,8 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       absl::StatusOr<client::ClientStatus> status =
           rpc.Status(in.client_id, call);
       if (!status.ok()) {
-        return Fail(err, absl::StrCat("status ", in.client_id),
-                    status.status());
+        return report.Fail(absl::StrCat("status ", in.client_id),
+                           status.status());
       }
       out << FormatStatus(in.client_id, *status, in.output);
       return kExitOk;
@@ -309,16 +484,26 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       constexpr size_t kMaxLocksListed = 100'000;
       absl::StatusOr<std::vector<client::LockSummary>> locks =
           rpc.ListAllLocks(in.prefix, kMaxLocksListed, call);
-      if (!locks.ok()) return Fail(err, "locks", locks.status());
+      if (!locks.ok()) return report.Fail("locks", locks.status());
       out << FormatLocks(*locks, in.output);
       return kExitOk;
     }
-    case Command::kHelp:
+    case Command::kForceRelease: {
+      absl::StatusOr<std::vector<ForcedRelease>> released =
+          ForceRelease(rpc, in.lock, in.holder, in.reason, in.timeout);
+      if (!released.ok()) {
+        return report.Fail(absl::StrCat("force-release ", in.lock),
+                           released.status());
+      }
+      out << FormatForceReleased(in.lock, *released, in.output);
+      return kExitOk;
+    }
+    case Command::kVersion:
+      return Version(in, rpc, out, report);
     case Command::kRun:
       break;
   }
-  out << Usage();
-  return kExitOk;
+  return kExitError;  // unreachable: kRun returned above
 }
 
 }  // namespace leasekeeper::ctl

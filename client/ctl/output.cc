@@ -6,7 +6,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/ctl/duration_flag.h"
+#include "client/errors.h"
+#include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "version/version.h"
 
 namespace leasekeeper::ctl {
 namespace {
@@ -42,6 +45,16 @@ json HoldersJson(const std::vector<client::HolderInfo>& holders) {
     list.push_back(HolderJson(holder));
   }
   return list;
+}
+
+json ErrorJson(const absl::Status& status) {
+  std::optional<client::ErrorReason> reason = client::ErrorReasonOf(status);
+  return json{
+      {"code", absl::StatusCodeToString(status.code())},
+      {"reason", reason.has_value()
+                     ? json(std::string(client::ErrorReasonName(*reason)))
+                     : json(nullptr)},
+      {"message", std::string(status.message())}};
 }
 
 std::string OrDash(const std::string& text) {
@@ -279,6 +292,71 @@ std::string FormatLocks(const std::vector<client::LockSummary>& locks,
                     absl::StrCat(summary.queue_length)});
   }
   return RenderTable(rows);
+}
+
+std::string FormatForceReleased(const std::string& lock,
+                                const std::vector<ForcedRelease>& released,
+                                OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    json list = json::array();
+    for (const ForcedRelease& lease : released) {
+      list.push_back(json{{"client", lease.client_id},
+                          {"token", lease.token},
+                          {"mode", ModeName(lease.mode)}});
+    }
+    return Dump(json{{"lock", lock}, {"released", list}});
+  }
+  std::string out;
+  for (const ForcedRelease& lease : released) {
+    absl::StrAppend(&out, "force-released ", lock, " held by ", lease.client_id,
+                    " (token ", lease.token, ", ", ModeName(lease.mode), ")\n");
+  }
+  return out;
+}
+
+std::string FormatVersion(const std::string& server,
+                          const absl::StatusOr<ServerInfo>& info,
+                          OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    json out{{"client",
+              {{"version", BuildVersion()},
+               {"commit", BuildCommit()},
+               {"grpc_version", grpc::Version()}}}};
+    if (info.ok()) {
+      out["server"] =
+          json{{"address", server},
+               {"version", info->version},
+               {"commit", info->commit},
+               {"grpc_version", info->grpc_version},
+               {"uptime_ms", absl::ToInt64Milliseconds(info->uptime)}};
+    } else {
+      out["server"] = nullptr;
+    }
+    return Dump(out);
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"leasekeeper-ctl", BuildVersion(),
+       absl::StrCat("commit ", BuildCommit()),
+       absl::StrCat("gRPC ", grpc::Version())}};
+  if (info.ok()) {
+    rows.push_back({"leasekeeperd", info->version,
+                    absl::StrCat("commit ", info->commit),
+                    absl::StrCat("gRPC ", info->grpc_version),
+                    absl::StrCat("up ", FormatDurationForHumans(absl::Trunc(
+                                            info->uptime, absl::Seconds(1)))),
+                    absl::StrCat("at ", server)});
+  }
+  return RenderTable(rows);
+}
+
+std::string FormatError(const std::string& what, const absl::Status& status,
+                        OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{{"error", ErrorJson(status)}});
+  }
+  return absl::StrCat("leasekeeper-ctl: ", what, ": ",
+                      absl::StatusCodeToString(status.code()), ": ",
+                      status.message(), "\n");
 }
 
 }  // namespace leasekeeper::ctl

@@ -17,6 +17,13 @@
 //   inspect: {"lock","holders":[holder],"queue":[waiter]}
 //   status:  {"client","registered","age","session","waiting_for","holds"}
 //   locks:   {"locks":[{"lock","holders":[holder],"queue_length"}]}
+//   force-release: {"lock","released":[{"client","token","mode"}]}
+//   version: {"client":{"version","commit","grpc_version"},
+//             "server":{"address","version","commit","grpc_version",
+//             "uptime_ms"}}   server null when not reached
+//   error:   {"error":{"code","reason","message"}}  code: the gRPC code's
+//             name ("FAILED_PRECONDITION"); reason: the server's ErrorReason
+//             name ("CLIENT_BUSY") or null; on stderr, stdout stays empty
 // Strings that are not UTF-8 (values are bytes) have the bad bytes replaced
 // by U+FFFD in JSON; the table form prints them as they are.
 //
@@ -28,7 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "client/ctl/arguments.h"
+#include "client/ctl/operator_calls.h"
 #include "client/rpc_client.h"
 
 namespace leasekeeper::ctl {
@@ -61,6 +70,23 @@ std::string FormatStatus(const std::string& client_id,
                          const client::ClientStatus& status,
                          OutputFormat format);
 std::string FormatLocks(const std::vector<client::LockSummary>& locks,
+                        OutputFormat format);
+std::string FormatForceReleased(const std::string& lock,
+                                const std::vector<ForcedRelease>& released,
+                                OutputFormat format);
+
+// `server` is the address asked; `info` its answer, or the failure to get
+// it (then the JSON has "server": null and the table only the client's
+// line: the failure is for FormatError).
+std::string FormatVersion(const std::string& server,
+                          const absl::StatusOr<ServerInfo>& info,
+                          OutputFormat format);
+
+// A failed operation (`what`, e.g. "acquire L"): the table form is
+// "leasekeeper-ctl: WHAT: CODE: MESSAGE"; the JSON form is the error
+// object (without `what`: the caller knows what it ran).
+// REQUIRES: !status.ok().
+std::string FormatError(const std::string& what, const absl::Status& status,
                         OutputFormat format);
 
 }  // namespace leasekeeper::ctl

@@ -1,6 +1,9 @@
-// leasekeeper-ctl's command line: every command's shape, flags anywhere,
-// and the usage errors that make it exit 2.
+// leasekeeper-ctl's command line: every command's shape, where flags may
+// go, the environment variables, per-command help, and the usage errors
+// that make it exit 2 (each naming its command).
 #include "client/ctl/arguments.h"
+
+#include <stdlib.h>
 
 #include <string>
 #include <vector>
@@ -10,40 +13,105 @@
 namespace leasekeeper::ctl {
 namespace {
 
-absl::StatusOr<Invocation> Parse(
-    std::vector<std::string> args,
-    std::optional<std::string> env_server = std::nullopt) {
-  return ParseArguments(args, env_server);
+using Action = ParsedArguments::Action;
+
+// Parses `args`; fails the test unless they are accepted.
+Invocation Accepted(const std::vector<std::string>& args) {
+  ParsedArguments parsed = ParseArguments(args);
+  EXPECT_EQ(parsed.action, Action::kExecute)
+      << testing::PrintToString(args) << ":\n"
+      << parsed.text;
+  return parsed.invocation;
 }
+
+// Sets an environment variable for the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
 
 TEST(ArgumentsTest, AcquireTakesLockClientTtlSharedWaitAndLabel) {
-  absl::StatusOr<Invocation> in =
-      Parse({"acquire", "exports/daily", "--client", "etl-a", "--ttl=30s",
-             "--shared", "--wait", "5m", "--label", "pod-7"});
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(in->command, Command::kAcquire);
-  EXPECT_EQ(in->lock, "exports/daily");
-  EXPECT_EQ(in->client_id, "etl-a");
-  EXPECT_EQ(*in->ttl, absl::Seconds(30));
-  EXPECT_TRUE(in->shared);
-  EXPECT_EQ(*in->wait, absl::Minutes(5));
-  EXPECT_EQ(in->label, "pod-7");
+  Invocation in =
+      Accepted({"acquire", "exports/daily", "--client", "etl-a", "--ttl=30s",
+                "--shared", "--wait", "5m", "--label", "pod-7"});
+  EXPECT_EQ(in.command, Command::kAcquire);
+  EXPECT_EQ(in.lock, "exports/daily");
+  EXPECT_EQ(in.client_id, "etl-a");
+  EXPECT_EQ(*in.ttl, absl::Seconds(30));
+  EXPECT_TRUE(in.shared);
+  EXPECT_EQ(*in.wait, absl::Minutes(5));
+  EXPECT_EQ(in.label, "pod-7");
 }
 
-TEST(ArgumentsTest, FlagsMayComeBeforeTheCommand) {
-  absl::StatusOr<Invocation> in = Parse({"--server", "locks:7233", "-o", "json",
-                                         "release", "L", "--client", "c"});
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(in->command, Command::kRelease);
-  EXPECT_EQ(in->server, "locks:7233");
-  EXPECT_EQ(in->output, OutputFormat::kJson);
+TEST(ArgumentsTest, GlobalFlagsMayComeBeforeOrAfterTheCommand) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--server", "locks:7233", "-o", "json",
+                                 "release", "L", "--client", "c"},
+        std::vector<std::string>{"release", "L", "--client", "c",
+                                 "--server=locks:7233", "--output", "json"}}) {
+    Invocation in = Accepted(args);
+    EXPECT_EQ(in.command, Command::kRelease);
+    EXPECT_EQ(in.server, "locks:7233");
+    EXPECT_EQ(in.output, OutputFormat::kJson);
+  }
 }
 
-TEST(ArgumentsTest, ServerComesFromTheFlagThenTheEnvironmentThenTheDefault) {
-  EXPECT_EQ(Parse({"inspect", "L", "--server=a:1"}, "b:2")->server, "a:1");
-  EXPECT_EQ(Parse({"inspect", "L"}, "b:2")->server, "b:2");
-  EXPECT_EQ(Parse({"inspect", "L"})->server, kDefaultServer);
-  EXPECT_EQ(Parse({"inspect", "L"}, "")->server, kDefaultServer);
+TEST(ArgumentsTest, EveryGlobalFlagFallsBackToItsEnvironmentVariable) {
+  ScopedEnv server("LEASEKEEPER_SERVER", "b:2");
+  ScopedEnv output("LEASEKEEPER_OUTPUT", "json");
+  ScopedEnv timeout("LEASEKEEPER_TIMEOUT", "3s");
+  ScopedEnv ca("LEASEKEEPER_CA", "roots.pem");
+  ScopedEnv cert("LEASEKEEPER_CERT", "me.crt");
+  ScopedEnv key("LEASEKEEPER_KEY", "me.key");
+  ScopedEnv name("LEASEKEEPER_TLS_SERVER_NAME", "locks.internal");
+  ScopedEnv client("LEASEKEEPER_CLIENT", "ops");
+  Invocation in = Accepted({"release", "L"});
+  EXPECT_EQ(in.server, "b:2");
+  EXPECT_EQ(in.output, OutputFormat::kJson);
+  EXPECT_EQ(in.timeout, absl::Seconds(3));
+  EXPECT_TRUE(in.tls);
+  EXPECT_EQ(in.tls_ca_file, "roots.pem");
+  EXPECT_EQ(in.tls_cert_file, "me.crt");
+  EXPECT_EQ(in.tls_key_file, "me.key");
+  EXPECT_EQ(in.tls_server_name, "locks.internal");
+  EXPECT_EQ(in.client_id, "ops");
+}
+
+TEST(ArgumentsTest, AFlagWinsOverItsEnvironmentVariableAndEmptyIsUnset) {
+  {
+    ScopedEnv server("LEASEKEEPER_SERVER", "b:2");
+    EXPECT_EQ(Accepted({"inspect", "L", "--server=a:1"}).server, "a:1");
+  }
+  {
+    ScopedEnv client("LEASEKEEPER_CLIENT", "theirs");
+    EXPECT_EQ(Accepted({"release", "L", "--client", "mine"}).client_id, "mine");
+  }
+  {
+    ScopedEnv server("LEASEKEEPER_SERVER", "");
+    EXPECT_EQ(Accepted({"inspect", "L"}).server, kDefaultServer);
+  }
+  EXPECT_EQ(Accepted({"inspect", "L"}).server, kDefaultServer);
+  EXPECT_FALSE(Accepted({"inspect", "L"}).tls);
+}
+
+TEST(ArgumentsTest, TlsEnvironmentVariableTurnsTlsOn) {
+  ScopedEnv tls("LEASEKEEPER_TLS", "1");
+  EXPECT_TRUE(Accepted({"locks"}).tls);
+}
+
+TEST(ArgumentsTest, BadEnvironmentValuesAreUsageErrorsNamingTheFlag) {
+  ScopedEnv timeout("LEASEKEEPER_TIMEOUT", "soon");
+  ParsedArguments parsed = ParseArguments({"locks"});
+  EXPECT_EQ(parsed.action, Action::kUsageError);
+  EXPECT_NE(parsed.text.find("--timeout: invalid duration \"soon\""),
+            std::string::npos)
+      << parsed.text;
 }
 
 TEST(ArgumentsTest, EveryCommandParses) {
@@ -59,112 +127,170 @@ TEST(ArgumentsTest, EveryCommandParses) {
       {{"locks"}, Command::kLocks},
       {{"locks", "--prefix", "exports/"}, Command::kLocks},
       {{"run", "L", "--", "true"}, Command::kRun},
-      {{"help"}, Command::kHelp},
-      {{}, Command::kHelp},
-      {{"inspect", "L", "--help"}, Command::kHelp},
-      {{"-h"}, Command::kHelp},
+      {{"force-release", "L", "--reason", "why"}, Command::kForceRelease},
+      {{"version"}, Command::kVersion},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<Invocation> in = Parse(c.args);
-    ASSERT_TRUE(in.ok()) << in.status();
-    EXPECT_EQ(in->command, c.command);
+    EXPECT_EQ(Accepted(c.args).command, c.command)
+        << testing::PrintToString(c.args);
   }
 }
 
 TEST(ArgumentsTest, WriteKeepsItsValueAndToken) {
-  absl::StatusOr<Invocation> in = Parse({"write", "L", "part-1", "rows 1-100",
-                                         "--token", "18446744073709551615"});
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(in->key, "part-1");
-  EXPECT_EQ(in->value, "rows 1-100");
-  EXPECT_EQ(in->token, 18446744073709551615ull);
+  Invocation in = Accepted({"write", "L", "part-1", "rows 1-100", "--token",
+                            "18446744073709551615"});
+  EXPECT_EQ(in.key, "part-1");
+  EXPECT_EQ(in.value, "rows 1-100");
+  EXPECT_EQ(in.token, 18446744073709551615ull);
 }
 
 TEST(ArgumentsTest, AValueStartingWithADashGoesAfterDoubleDash) {
-  absl::StatusOr<Invocation> in =
-      Parse({"write", "L", "k", "--token", "2", "--", "-5"});
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(in->value, "-5");
+  EXPECT_EQ(Accepted({"write", "L", "k", "--token", "2", "--", "-5"}).value,
+            "-5");
 }
 
 TEST(ArgumentsTest, RunTakesEverythingAfterDoubleDashAsTheCommand) {
-  absl::StatusOr<Invocation> in =
-      Parse({"run", "L", "--try", "--ttl", "10s", "--", "sh", "-c",
-             "echo --ttl", "--shared"});
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(in->command_line,
+  Invocation in = Accepted({"run", "L", "--try", "--ttl", "10s", "--", "sh",
+                            "-c", "echo --ttl", "--shared"});
+  EXPECT_EQ(in.command_line,
             (std::vector<std::string>{"sh", "-c", "echo --ttl", "--shared"}));
-  EXPECT_TRUE(in->try_only);
-  EXPECT_FALSE(in->shared);
-  EXPECT_EQ(*in->ttl, absl::Seconds(10));
+  EXPECT_TRUE(in.try_only);
+  EXPECT_FALSE(in.shared);
+  EXPECT_EQ(*in.ttl, absl::Seconds(10));
 }
 
 TEST(ArgumentsTest, RunDefaultsToA30SecondLeaseAndWaitingForever) {
-  absl::StatusOr<Invocation> in = Parse({"run", "L", "--", "true"});
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_EQ(*in->ttl, absl::Seconds(30));
-  EXPECT_FALSE(in->wait.has_value());
-  EXPECT_EQ(in->kill_grace, absl::Seconds(10));
+  Invocation in = Accepted({"run", "L", "--", "true"});
+  EXPECT_EQ(*in.ttl, absl::Seconds(30));
+  EXPECT_FALSE(in.wait.has_value());
+  EXPECT_EQ(in.kill_grace, absl::Seconds(10));
+  EXPECT_TRUE(in.client_id.empty());
 }
 
-TEST(ArgumentsTest, UsageErrorsSayWhatIsWrong) {
+TEST(ArgumentsTest, UsageErrorsNameTheCommandAndSayWhatIsWrong) {
   struct Case {
     std::vector<std::string> args;
     const char* problem;
   } cases[] = {
-      {{"frobnicate"}, "unknown command"},
-      {{"inspect", "L", "--bogus"}, "unknown flag --bogus"},
-      {{"inspect", "L", "-x"}, "unknown flag -x"},
-      {{"acquire", "L", "--ttl", "1s"}, "needs --client"},
-      {{"acquire", "L", "--client", "c"}, "needs --ttl"},
-      {{"renew", "L", "--client", "c"}, "needs --ttl"},
-      {{"release", "L"}, "needs --client"},
-      {{"write", "L", "k", "v"}, "needs --token"},
-      {{"write", "L", "k", "v", "--token", "0"}, "--token"},
-      {{"write", "L", "k", "v", "--token", "x"}, "--token"},
-      {{"acquire", "L", "--client", "c", "--ttl", "30"}, "invalid duration"},
-      {{"acquire", "L", "--client", "c", "--ttl", "0s"}, "outside"},
+      {{"frobnicate"}, "leasekeeper-ctl: unknown command \"frobnicate\""},
+      {{"inspect", "L", "--bogus"}, "leasekeeper-ctl inspect: "},
+      {{"inspect", "L", "--bogus"}, "--bogus"},
+      {{"acquire", "L", "--ttl", "1s"}, "acquire: --client is required"},
+      {{"acquire", "L", "--client", "c"}, "acquire: --ttl is required"},
+      {{"renew", "L", "--client", "c"}, "renew: --ttl is required"},
+      {{"release", "L"}, "release: --client is required"},
+      {{"write", "L", "k", "v"}, "write: --token is required"},
+      {{"write", "L", "k", "v", "--token", "0"}, "--token: must be a whole"},
+      {{"write", "L", "k", "v", "--token", "x"}, "--token: must be a whole"},
+      {{"acquire", "L", "--client", "c", "--ttl", "30"},
+       "acquire: --ttl: invalid duration \"30\""},
+      {{"acquire", "L", "--client", "c", "--ttl", "0s"}, "outside 1ms..24h"},
       {{"acquire", "L", "--client", "c", "--ttl", "25h"}, "outside"},
-      {{"acquire", "L", "--client", "c", "--ttl", "1s", "--try"},
-       "does not take --try"},
-      {{"inspect", "L", "--token", "3"}, "does not take --token"},
-      {{"run", "L", "--try", "--wait", "1s", "--", "true"}, "exclude"},
-      {{"run", "L"}, "needs a command after --"},
-      {{"run", "L", "--"}, "needs a command after --"},
-      {{"inspect"}, "missing arguments"},
-      {{"inspect", "L", "M"}, "unexpected arguments"},
-      {{"read", "L"}, "missing arguments"},
+      {{"acquire", "L", "--client", "c", "--ttl", "1s", "--try"}, "acquire: "},
+      {{"inspect", "L", "--token", "3"}, "inspect: "},
+      {{"run", "L", "--try", "--wait", "1s", "--", "true"}, "excludes"},
+      {{"run", "L"}, "run: needs a command after --"},
+      {{"run", "L", "--"}, "run: needs a command after --"},
+      {{"run", "L", "true"}, "run: needs a command after --"},
+      {{"inspect"}, "inspect: LOCK is required"},
+      {{"inspect", "L", "M"}, "inspect: "},
+      {{"read", "L"}, "read: KEY is required"},
       {{"inspect", ""}, "must not be empty"},
-      {{"inspect", "L", "-o", "yaml"}, "table or json"},
-      {{"inspect", "L", "--server"}, "needs a value"},
-      {{"inspect", "L", "--tls=yes"}, "takes no value"},
-      {{"inspect", "L", "-o", "json", "-o", "table"}, "given twice"},
-      {{"inspect", "L", "--cert", "c.pem"}, "--cert and --key"},
+      {{"release", "L", "--client", ""}, "--client: must not be empty"},
+      {{"inspect", "L", "-o", "yaml"}, "must be table or json, not \"yaml\""},
+      {{"inspect", "L", "--server"}, "--server"},
+      {{"inspect", "L", "-o", "json", "-o", "table"}, "inspect: "},
+      {{"inspect", "L", "--cert", "c.pem"}, "--cert requires --key"},
+      {{"acquire", "L", "--client", "c", "--ttl", "1s", "--label",
+        std::string(client::kMaxHolderLabelBytes + 1, 'x')},
+       "--label: longer than"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<Invocation> in = Parse(c.args);
-    ASSERT_FALSE(in.ok()) << "accepted: " << testing::PrintToString(c.args);
-    EXPECT_EQ(in.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(in.status().message().find(c.problem), absl::string_view::npos)
-        << "for " << testing::PrintToString(c.args) << " got \""
-        << in.status().message() << "\", want \"" << c.problem << "\"";
+    ParsedArguments parsed = ParseArguments(c.args);
+    ASSERT_EQ(parsed.action, Action::kUsageError)
+        << "accepted: " << testing::PrintToString(c.args);
+    EXPECT_NE(parsed.text.find(c.problem), std::string::npos)
+        << "for " << testing::PrintToString(c.args) << " got \"" << parsed.text
+        << "\", want \"" << c.problem << "\"";
   }
 }
 
-TEST(ArgumentsTest, TlsFlagsImplyTls) {
-  absl::StatusOr<Invocation> in = Parse({"locks", "--ca", "roots.pem"});
-  ASSERT_TRUE(in.ok()) << in.status();
-  EXPECT_TRUE(in->tls);
-  EXPECT_EQ(in->tls_ca_file, "roots.pem");
-  EXPECT_FALSE(Parse({"locks"})->tls);
+TEST(ArgumentsTest, AUsageErrorShowsTheCommandsOwnUsage) {
+  ParsedArguments parsed = ParseArguments({"renew", "L", "--client", "c"});
+  ASSERT_EQ(parsed.action, Action::kUsageError);
+  EXPECT_EQ(parsed.text.find("leasekeeper-ctl renew: --ttl is required\n\n"),
+            0u)
+      << parsed.text;
+  EXPECT_NE(parsed.text.find("usage: leasekeeper-ctl renew"),
+            std::string::npos);
+  EXPECT_EQ(parsed.text.find("Commands:"), std::string::npos)
+      << "not the overview";
 }
 
-TEST(ArgumentsTest, UsageDocumentsTheExitCodes) {
-  const std::string usage = Usage();
-  for (const char* line :
-       {"0   success", "1   error", "2   usage", "75  lock busy"}) {
-    EXPECT_NE(usage.find(line), std::string::npos) << line;
+TEST(ArgumentsTest, CommandHelpShowsOnlyThatCommandsFlags) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"write", "--help"},
+        std::vector<std::string>{"help", "write"},
+        std::vector<std::string>{"write", "L", "-h"}}) {
+    ParsedArguments parsed = ParseArguments(args);
+    ASSERT_EQ(parsed.action, Action::kPrintText)
+        << testing::PrintToString(args);
+    EXPECT_NE(parsed.text.find("usage: leasekeeper-ctl write [FLAGS] LOCK KEY "
+                               "VALUE"),
+              std::string::npos)
+        << parsed.text;
+    EXPECT_NE(parsed.text.find("--token"), std::string::npos);
+    EXPECT_EQ(parsed.text.find("--ttl"), std::string::npos);
+    EXPECT_EQ(parsed.text.find("Commands:"), std::string::npos);
   }
+}
+
+TEST(ArgumentsTest, OverviewListsCommandsFlagsAndExitCodes) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, std::vector<std::string>{"--help"},
+        std::vector<std::string>{"help"}}) {
+    ParsedArguments parsed = ParseArguments(args);
+    ASSERT_EQ(parsed.action, Action::kPrintText);
+    EXPECT_EQ(parsed.text, OverviewHelp());
+  }
+  const std::string overview = OverviewHelp();
+  for (const char* text :
+       {"acquire", "renew", "release", "write", "read", "inspect", "status",
+        "locks", "run", "LEASEKEEPER_SERVER", "LEASEKEEPER_CA",
+        "LEASEKEEPER_CERT", "LEASEKEEPER_KEY", "LEASEKEEPER_TLS_SERVER_NAME",
+        "0   success", "1   error", "2   usage", "75  lock busy"}) {
+    EXPECT_NE(overview.find(text), std::string::npos) << text;
+  }
+}
+
+TEST(ArgumentsTest, ForceReleaseTakesHolderAndReasonButNotLeasekeeperClient) {
+  ScopedEnv client("LEASEKEEPER_CLIENT", "ops");
+  Invocation in = Accepted(
+      {"force-release", "L", "--holder", "etl-a", "--reason", "INC-1"});
+  EXPECT_EQ(in.holder, "etl-a");
+  EXPECT_EQ(in.reason, "INC-1");
+  // The operator's own client id never picks whose lease ends.
+  EXPECT_EQ(Accepted({"force-release", "L", "--reason", "x"}).holder, "");
+  EXPECT_EQ(ParseArguments({"force-release", "L"}).action, Action::kUsageError);
+}
+
+TEST(ArgumentsTest, VersionFlagPrintsTheVersionLine) {
+  ParsedArguments parsed = ParseArguments({"--version"});
+  ASSERT_EQ(parsed.action, Action::kPrintText);
+  EXPECT_EQ(parsed.text, VersionLine() + "\n");
+  EXPECT_EQ(VersionLine().find("leasekeeper-ctl "), 0u);
+}
+
+TEST(ArgumentsTest, CompletionNamesEveryCommandAndRefusesOtherShells) {
+  ParsedArguments bash = ParseArguments({"completion", "bash"});
+  ASSERT_EQ(bash.action, Action::kPrintText);
+  for (const char* word : {"acquire", "force-release", "--kill-grace",
+                           "--tls-server-name", "complete -F"}) {
+    EXPECT_NE(bash.text.find(word), std::string::npos) << word;
+  }
+  ParsedArguments zsh = ParseArguments({"completion", "zsh"});
+  EXPECT_EQ(zsh.text.find("#compdef leasekeeper-ctl\n"), 0u);
+  EXPECT_EQ(ParseArguments({"completion", "fish"}).action, Action::kUsageError);
 }
 
 }  // namespace

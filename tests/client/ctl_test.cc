@@ -3,7 +3,9 @@
 // see rising tokens, --try on a held lock exits 75, a command whose lease is
 // lost is stopped, the exit status passes through.
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -11,12 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/lease_timer.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "security/testing/test_pki.h"
 #include "tests/client/live_server.h"
 #include "tests/client/subprocess.h"
 
@@ -44,12 +49,16 @@ std::string ReadFile(const std::string& path) {
 
 class CtlTest : public LiveServerTest {
  protected:
-  // Runs leasekeeper-ctl with LEASEKEEPER_SERVER pointing at the server.
+  using Environment = std::vector<std::pair<std::string, std::string>>;
+
+  // Runs leasekeeper-ctl with LEASEKEEPER_SERVER pointing at the server,
+  // and `environment` added.
   static ProcessResult RunCtl(std::vector<std::string> args,
+                              Environment environment = {},
                               absl::Duration timeout = absl::Seconds(20)) {
     args.insert(args.begin(), Ctl());
-    return RunProcess(args, {{"LEASEKEEPER_SERVER", server().address()}},
-                      timeout);
+    environment.emplace_back("LEASEKEEPER_SERVER", server().address());
+    return RunProcess(args, environment, timeout);
   }
   static absl::StatusOr<Subprocess> StartCtl(std::vector<std::string> args) {
     args.insert(args.begin(), Ctl());
@@ -145,13 +154,64 @@ TEST_F(CtlTest, RefusedWritesAndMissingValuesExitOne) {
   EXPECT_EQ(missing.out, "");
 }
 
-TEST_F(CtlTest, BadArgumentsPrintTheProblemAndUsageAndExitTwo) {
+TEST_F(CtlTest, BadArgumentsPrintTheProblemAndTheCommandsUsageAndExitTwo) {
   ProcessResult result = RunCtl({"acquire", "L", "--ttl", "30"});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("invalid duration"), std::string::npos)
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err.find("leasekeeper-ctl acquire: --ttl: invalid duration "
+                            "\"30\" (use e.g. 500ms, 30s, 5m, 1h)\n"),
+            0u)
       << result.err;
-  EXPECT_NE(result.err.find("usage: leasekeeper-ctl"), std::string::npos);
-  EXPECT_EQ(RunCtl({"--help"}).exit_code, 0);
+  EXPECT_NE(result.err.find("usage: leasekeeper-ctl acquire [FLAGS] LOCK"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("Commands:"), std::string::npos)
+      << "the command's usage, not the overview";
+}
+
+TEST_F(CtlTest, CommandHelpPrintsThatCommandsUsageAndFlagsAndExitsZero) {
+  ProcessResult help = RunCtl({"run", "--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("usage: leasekeeper-ctl run [FLAGS] LOCK [CMD...]"),
+            std::string::npos)
+      << help.out;
+  for (const char* flag : {"--ttl", "--try", "--wait", "--kill-grace",
+                           "--client", "LEASEKEEPER_CLIENT"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(help.out.find("--token"), std::string::npos) << "write's flag";
+  EXPECT_EQ(help.out.find("Commands:"), std::string::npos);
+
+  ProcessResult overview = RunCtl({"--help"});
+  EXPECT_EQ(overview.exit_code, 0);
+  EXPECT_NE(overview.out.find("Commands:"), std::string::npos);
+  EXPECT_LT(std::count(help.out.begin(), help.out.end(), '\n'), 40);
+}
+
+TEST_F(CtlTest, EnvironmentVariablesStandInForFlags) {
+  const std::string lock = LockName();
+  ProcessResult acquired = RunCtl(
+      {"acquire", lock, "--ttl", "30s"},
+      {{"LEASEKEEPER_CLIENT", "from-env"}, {"LEASEKEEPER_OUTPUT", "json"}});
+  ASSERT_EQ(acquired.exit_code, 0) << acquired.err;
+  EXPECT_EQ(nlohmann::json::parse(acquired.out)["client"], "from-env");
+  ASSERT_EQ(Holders(lock).size(), 1u);
+  EXPECT_EQ(Holders(lock)[0].client_id, "from-env");
+
+  // A flag wins over its variable.
+  ProcessResult released = RunCtl({"release", lock, "--client", "from-env"},
+                                  {{"LEASEKEEPER_CLIENT", "someone-else"}});
+  EXPECT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_NE(released.out.find("released"), std::string::npos) << released.out;
+
+  // LEASEKEEPER_SERVER: nothing listens on port 1 (the flag is not given,
+  // so the variable decides where the call goes).
+  ProcessResult unreachable =
+      RunProcess({Ctl(), "inspect", lock, "--timeout", "2s"},
+                 {{"LEASEKEEPER_SERVER", "127.0.0.1:1"}});
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_NE(unreachable.err.find("127.0.0.1:1"), std::string::npos)
+      << unreachable.err;
 }
 
 TEST_F(CtlTest, TwoRunsOnOneLockNeverOverlapAndSeeRisingTokens) {
@@ -294,6 +354,274 @@ TEST_F(CtlTest, KilledRunFreesTheLockWithinTheSessionGrace) {
       next->Acquire(lock, absl::Seconds(5), absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_LT(MonotonicNow() - killed_at, kGrace + absl::Milliseconds(1500));
+}
+
+TEST_F(CtlTest, VersionShowsThisBinaryAndTheServer) {
+  ProcessResult version = RunCtl({"version", "-o", "json"});
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  nlohmann::json json = nlohmann::json::parse(version.out);
+  EXPECT_FALSE(std::string(json["client"]["version"]).empty());
+  EXPECT_FALSE(std::string(json["client"]["commit"]).empty());
+  EXPECT_FALSE(std::string(json["client"]["grpc_version"]).empty());
+  // Both ends come from these sources (their commit stamps differ when
+  // only one binary was relinked since the last commit).
+  EXPECT_EQ(json["server"]["version"], json["client"]["version"]);
+  EXPECT_FALSE(std::string(json["server"]["commit"]).empty());
+  EXPECT_EQ(json["server"]["grpc_version"], json["client"]["grpc_version"]);
+  EXPECT_EQ(json["server"]["address"], server().address());
+  EXPECT_GE(json["server"]["uptime_ms"].get<int64_t>(), 0);
+
+  ProcessResult table = RunCtl({"version"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(absl::StartsWith(table.out, "leasekeeper-ctl "));
+  EXPECT_NE(table.out.find("\nleasekeeperd "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("up "), std::string::npos) << table.out;
+}
+
+TEST_F(CtlTest, VersionFlagAsksNoServerButVersionCommandFailsWithoutOne) {
+  const Environment nowhere = {{"LEASEKEEPER_SERVER", "127.0.0.1:1"}};
+  ProcessResult flag = RunProcess({Ctl(), "--version"}, nowhere);
+  EXPECT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_TRUE(absl::StartsWith(flag.out, "leasekeeper-ctl ")) << flag.out;
+  EXPECT_NE(flag.out.find(", gRPC "), std::string::npos) << flag.out;
+
+  ProcessResult command =
+      RunProcess({Ctl(), "version", "--timeout", "2s"}, nowhere);
+  EXPECT_EQ(command.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(command.out, "leasekeeper-ctl ")) << command.out;
+  EXPECT_EQ(command.out.find("leasekeeperd"), std::string::npos);
+  EXPECT_NE(command.err.find("UNAVAILABLE"), std::string::npos) << command.err;
+}
+
+// Runs bash (found in PATH by /usr/bin/env) with `args`.
+ProcessResult Bash(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/env", "bash"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv);
+}
+
+TEST_F(CtlTest, CompletionScriptsAreValidBashAndCompleteCommandsAndFlags) {
+  for (const char* shell : {"bash", "zsh"}) {
+    ProcessResult script = RunCtl({"completion", shell});
+    ASSERT_EQ(script.exit_code, 0) << script.err;
+    const std::string file = TempFile(absl::StrCat("completion.", shell));
+    std::ofstream(file) << script.out;
+    ProcessResult checked = Bash({"-n", file});
+    EXPECT_EQ(checked.exit_code, 0) << shell << ": " << checked.err;
+    std::remove(file.c_str());
+  }
+  ProcessResult script = RunCtl({"completion", "bash"});
+  const std::string file = TempFile("completion.sh");
+  std::ofstream(file) << script.out;
+  // What bash would offer after each line typed so far.
+  auto complete = [&](const std::string& words) {
+    ProcessResult offered = Bash(
+        {"-c", absl::StrCat("source ", file, "; COMP_WORDS=(", words,
+                            "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+                            "_leasekeeper_ctl; echo \"${COMPREPLY[*]}\"")});
+    EXPECT_EQ(offered.exit_code, 0) << offered.err;
+    return std::string(absl::StripTrailingAsciiWhitespace(offered.out));
+  };
+  EXPECT_EQ(complete("leasekeeper-ctl force-"), "force-release");
+  EXPECT_EQ(complete("leasekeeper-ctl run L --kill"), "--kill-grace");
+  EXPECT_EQ(complete("leasekeeper-ctl acquire L --kill"), "")
+      << "a flag of run only";
+  EXPECT_EQ(complete("leasekeeper-ctl inspect L --tls-s"), "--tls-server-name");
+  EXPECT_EQ(complete("leasekeeper-ctl -o j"), "json");
+  EXPECT_EQ(complete("leasekeeper-ctl completion z"), "zsh");
+  EXPECT_EQ(complete("leasekeeper-ctl help wr"), "write");
+  EXPECT_EQ(complete("leasekeeper-ctl run L -- --tr"), "")
+      << "after --: the job's words";
+  std::remove(file.c_str());
+
+  ProcessResult bad = RunCtl({"completion", "fish"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+TEST_F(CtlTest, JsonErrorsAreOneObjectOnStderrWithCodeReasonAndMessage) {
+  ProcessResult result =
+      RunCtl({"-o", "json", "release", LockName(), "--client", "nobody"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "") << "stdout carries results only";
+  ASSERT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+      << result.err;
+  nlohmann::json json = nlohmann::json::parse(result.err);
+  EXPECT_EQ(json["error"]["code"], "FAILED_PRECONDITION");
+  EXPECT_EQ(json["error"]["reason"], "NOT_HOLDER");
+  EXPECT_EQ(json["error"]["message"], "not holder");
+
+  // A failure the server did not answer has no reason.
+  ProcessResult unreachable =
+      RunProcess({Ctl(), "-o", "json", "locks", "--timeout", "2s"},
+                 {{"LEASEKEEPER_SERVER", "127.0.0.1:1"}});
+  EXPECT_EQ(unreachable.exit_code, 1);
+  nlohmann::json transport = nlohmann::json::parse(unreachable.err);
+  EXPECT_EQ(transport["error"]["code"], "UNAVAILABLE");
+  EXPECT_TRUE(transport["error"]["reason"].is_null());
+}
+
+TEST_F(CtlTest, ForceReleaseEndsTheLeaseAndNeedsAReason) {
+  const std::string lock = LockName();
+  ASSERT_EQ(
+      RunCtl({"acquire", lock, "--client", "stuck", "--ttl", "1m"}).exit_code,
+      0);
+  ProcessResult without_reason = RunCtl({"force-release", lock});
+  EXPECT_EQ(without_reason.exit_code, 2);
+  EXPECT_NE(without_reason.err.find("force-release: --reason is required"),
+            std::string::npos)
+      << without_reason.err;
+  EXPECT_EQ(Holders(lock).size(), 1u) << "a usage error changes nothing";
+
+  ProcessResult forced =
+      RunCtl({"-o", "json", "force-release", lock, "--holder", "stuck",
+              "--reason", "INC-1 job hung"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  nlohmann::json json = nlohmann::json::parse(forced.out);
+  EXPECT_EQ(json["lock"], lock);
+  ASSERT_EQ(json["released"].size(), 1u);
+  EXPECT_EQ(json["released"][0]["client"], "stuck");
+  EXPECT_EQ(json["released"][0]["mode"], "exclusive");
+  EXPECT_TRUE(Holders(lock).empty());
+
+  ProcessResult again = RunCtl({"force-release", lock, "--reason", "again"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("not holder"), std::string::npos) << again.err;
+}
+
+TEST_F(CtlTest, ReacquiringAHeldLockSaysAlreadyHoldsWithTheToken) {
+  const std::string lock = LockName();
+  ProcessResult first =
+      RunCtl({"-o", "json", "acquire", lock, "--client", "ops", "--ttl", "1m"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const uint64_t token = nlohmann::json::parse(first.out)["token"];
+  ProcessResult again =
+      RunCtl({"acquire", lock, "--client", "ops", "--ttl", "1m"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find(absl::StrCat("ops already holds ", lock, " (token ",
+                                        token, ")")),
+            std::string::npos)
+      << again.err;
+  // The reason stays the server's.
+  ProcessResult json =
+      RunCtl({"-o", "json", "acquire", lock, "--client", "ops", "--ttl", "1m"});
+  EXPECT_EQ(nlohmann::json::parse(json.err)["error"]["reason"], "CLIENT_BUSY");
+}
+
+TEST_F(CtlTest, TlsCtlAgainstAPlaintextPortSaysSo) {
+  absl::StatusOr<security::testing::TestPki> pki =
+      security::testing::TestPki::Create(::testing::TempDir());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  ProcessResult result =
+      RunCtl({"inspect", LockName(), "--ca", pki->ca_cert_file()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find(absl::StrCat(server().address(),
+                                         " speaks plaintext but this call "
+                                         "used TLS")),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("E1"), std::string::npos)
+      << "no gRPC log lines: " << result.err;
+}
+
+// A leasekeeperd under mutual TLS (no policy: every certificate the CA
+// signed may use every lock), with one client certificate.
+class CtlMutualTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<security::testing::TestPki> pki =
+        security::testing::TestPki::Create(::testing::TempDir());
+    ASSERT_TRUE(pki.ok()) << pki.status();
+    pki_ = new security::testing::TestPki(*std::move(pki));
+    absl::StatusOr<security::testing::KeyPair> worker =
+        pki_->IssueClient("worker", "billing-worker");
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    worker_ = new security::testing::KeyPair(*std::move(worker));
+    LocalServerOptions options;
+    options.extra_flags = {"--tls-cert=" + pki_->server().cert_file,
+                           "--tls-key=" + pki_->server().key_file,
+                           "--client-ca=" + pki_->ca_cert_file()};
+    absl::StatusOr<std::unique_ptr<LocalServer>> started =
+        LocalServer::Start(options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = std::move(*started).release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete worker_;
+    delete pki_;
+  }
+  void SetUp() override { ASSERT_NE(server_, nullptr); }
+
+  // The TLS flags as environment variables, and the server.
+  static std::vector<std::pair<std::string, std::string>> TlsEnvironment() {
+    return {{"LEASEKEEPER_SERVER", server_->address()},
+            {"LEASEKEEPER_CA", pki_->ca_cert_file()},
+            {"LEASEKEEPER_CERT", worker_->cert_file},
+            {"LEASEKEEPER_KEY", worker_->key_file}};
+  }
+
+  static inline security::testing::TestPki* pki_ = nullptr;
+  static inline security::testing::KeyPair* worker_ = nullptr;
+  static inline LocalServer* server_ = nullptr;
+};
+
+TEST_F(CtlMutualTlsTest, RunDerivesItsClientIdFromTheCertificate) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  ProcessResult result =
+      RunProcess({Ctl(), "run", "billing/nightly", "--", "/bin/sh", "-c",
+                  "echo $LEASEKEEPER_CLIENT_ID"},
+                 TlsEnvironment());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(
+      absl::StartsWith(result.out, absl::StrCat("billing-worker/", host, "/")))
+      << result.out;
+}
+
+TEST_F(CtlMutualTlsTest, RunPassesTheTlsFlagsOnToTheJob) {
+  // The job's own leasekeeper-ctl reaches the server with no flags at all:
+  // only LEASEKEEPER_SERVER/_CA/_CERT/_KEY from run.
+  ProcessResult result =
+      RunProcess({Ctl(), "--server", server_->address(), "--ca",
+                  pki_->ca_cert_file(), "--cert", worker_->cert_file, "--key",
+                  worker_->key_file, "run", "billing/tls-env", "--", Ctl(),
+                  "-o", "json", "inspect", "billing/tls-env"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json json = nlohmann::json::parse(result.out);
+  ASSERT_EQ(json["holders"].size(), 1u) << result.out;
+  EXPECT_TRUE(absl::StartsWith(std::string(json["holders"][0]["client"]),
+                               "billing-worker/"));
+}
+
+TEST_F(CtlMutualTlsTest,
+       RunWithAClientIdNotOfTheCertificateSaysPermissionDenied) {
+  ProcessResult result = RunProcess({Ctl(), "run", "billing/foreign",
+                                     "--client", "someone-else", "--", "true"},
+                                    TlsEnvironment());
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("PERMISSION_DENIED"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("billing-worker"), std::string::npos)
+      << "names the certificate's identity: " << result.err;
+}
+
+TEST_F(CtlMutualTlsTest, PlaintextCtlAgainstATlsPortSaysSo) {
+  ProcessResult result =
+      RunProcess({Ctl(), "inspect", "billing/x", "--timeout", "3s"},
+                 {{"LEASEKEEPER_SERVER", server_->address()}});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find(absl::StrCat(server_->address(),
+                                         " speaks TLS but this call was "
+                                         "plaintext")),
+            std::string::npos)
+      << result.err;
+}
+
+TEST_F(CtlMutualTlsTest, VersionWorksOverMutualTls) {
+  ProcessResult result =
+      RunProcess({Ctl(), "version", "-o", "json"}, TlsEnvironment());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(nlohmann::json::parse(result.out)["server"].is_null());
 }
 
 }  // namespace

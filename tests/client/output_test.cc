@@ -123,5 +123,42 @@ TEST(OutputTest, LocksTableListsHoldersAndQueueLength) {
             "no locks held or waited for\n");
 }
 
+TEST(OutputTest, ErrorsAreALineOrAJsonObjectWithCodeReasonAndMessage) {
+  const absl::Status transport = absl::UnavailableError("connection refused");
+  EXPECT_EQ(FormatError("inspect L", transport, OutputFormat::kTable),
+            "leasekeeper-ctl: inspect L: UNAVAILABLE: connection refused\n");
+  const std::string text =
+      FormatError("inspect L", transport, OutputFormat::kJson);
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "one line";
+  const nlohmann::json json = nlohmann::json::parse(text);
+  EXPECT_EQ(json["error"]["code"], "UNAVAILABLE");
+  EXPECT_TRUE(json["error"]["reason"].is_null());
+  EXPECT_EQ(json["error"]["message"], "connection refused");
+}
+
+TEST(OutputTest, ForceReleasedListsEachLease) {
+  const std::vector<ForcedRelease> released = {{"etl-a", 3, LockMode::kShared},
+                                               {"etl-b", 4, LockMode::kShared}};
+  EXPECT_EQ(FormatForceReleased("L", released, OutputFormat::kTable),
+            "force-released L held by etl-a (token 3, shared)\n"
+            "force-released L held by etl-b (token 4, shared)\n");
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatForceReleased("L", released, OutputFormat::kJson));
+  EXPECT_EQ(json["released"][1]["client"], "etl-b");
+  EXPECT_EQ(json["released"][1]["token"], 4);
+}
+
+TEST(OutputTest, VersionWithoutAServerHasOnlyTheClientsPart) {
+  const absl::StatusOr<ServerInfo> unreachable = absl::UnavailableError("down");
+  const std::string table =
+      FormatVersion("127.0.0.1:1", unreachable, OutputFormat::kTable);
+  EXPECT_EQ(table.find("leasekeeper-ctl "), 0u);
+  EXPECT_EQ(table.find("leasekeeperd"), std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatVersion("127.0.0.1:1", unreachable, OutputFormat::kJson));
+  EXPECT_TRUE(json["server"].is_null());
+  EXPECT_FALSE(std::string(json["client"]["version"]).empty());
+}
+
 }  // namespace
 }  // namespace leasekeeper::ctl

@@ -169,5 +169,18 @@ TEST(AuthorizerTest, RefusalsNameTheIdentityAndWhatItLacked) {
   EXPECT_NE(admin.message().find("not marked admin"), std::string::npos);
 }
 
+TEST(AuthorizerTest, TransportOnlyCheckLetsInEveryoneTheTransportAccepts) {
+  EXPECT_TRUE(Authorizer::Open().CheckTransportOnly(kPlaintext).ok());
+  EXPECT_TRUE(Authorizer::ServerTls().CheckTransportOnly(kNobody).ok());
+  EXPECT_EQ(Authorizer::ServerTls().CheckTransportOnly(kPlaintext).code(),
+            Code::kUnauthenticated);
+  const Authorizer mutual = Authorizer::MutualTls(TestPolicy());
+  // Any certificate, even one the policy grants nothing.
+  EXPECT_TRUE(mutual.CheckTransportOnly(kStranger).ok());
+  EXPECT_EQ(mutual.CheckTransportOnly(kNobody).code(), Code::kUnauthenticated);
+  EXPECT_EQ(mutual.CheckTransportOnly(kPlaintext).code(),
+            Code::kUnauthenticated);
+}
+
 }  // namespace
 }  // namespace leasekeeper::security

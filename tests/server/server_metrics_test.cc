@@ -405,7 +405,7 @@ TEST_F(ServerMetricsTest, BuildInfoNamesTheVersionAndCommit) {
     EXPECT_TRUE(std::regex_match(version, std::regex(R"(\d+\.\d+\.\d+)")))
         << version;
     EXPECT_TRUE(commit == "unknown" ||
-                std::regex_match(commit, std::regex("[0-9a-f]{7,40}")))
+                std::regex_match(commit, std::regex("[0-9a-f]{7,40}(-dirty)?")))
         << commit;
   }
   EXPECT_EQ(series, 1);

@@ -139,7 +139,7 @@ TEST_F(OperatorsTest, ReflectionDescribesTheLockService) {
   EXPECT_EQ(methods, (std::vector<std::string>{
                          "Acquire", "Renew", "Release", "Write", "Read",
                          "Inspect", "Status", "ListLocks", "Session",
-                         "ForceRelease"}));
+                         "ForceRelease", "ServerInfo"}));
 }
 
 TEST_F(OperatorsTest, HealthAnswersServing) {

@@ -1,0 +1,65 @@
+#include "client/ctl/operator_calls.h"
+
+#include <chrono>
+
+#include "client/errors.h"
+#include "grpcpp/client_context.h"
+
+namespace leasekeeper::ctl {
+namespace {
+
+namespace pb = ::leasekeeper::v1;
+
+// Runs one unary call with `timeout` as its deadline.
+template <typename Response, typename Invoke>
+absl::StatusOr<Response> Call(absl::Duration timeout, Invoke invoke) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoNanoseconds(timeout));
+  Response response;
+  grpc::Status status = invoke(&context, &response);
+  if (!status.ok()) return client::FromGrpcStatus(context, status);
+  return response;
+}
+
+}  // namespace
+
+absl::StatusOr<ServerInfo> GetServerInfo(const client::RpcClient& rpc,
+                                         absl::Duration timeout) {
+  absl::StatusOr<pb::ServerInfoResponse> response =
+      Call<pb::ServerInfoResponse>(timeout, [&](grpc::ClientContext* context,
+                                                pb::ServerInfoResponse* out) {
+        return rpc.stub().ServerInfo(context, pb::ServerInfoRequest(), out);
+      });
+  if (!response.ok()) return response.status();
+  return ServerInfo{response->version(), response->commit(),
+                    response->grpc_version(),
+                    absl::Milliseconds(response->uptime_ms())};
+}
+
+absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
+    const client::RpcClient& rpc, const std::string& lock,
+    const std::string& holder, const std::string& reason,
+    absl::Duration timeout) {
+  pb::ForceReleaseRequest request;
+  request.set_lock(lock);
+  request.set_client_id(holder);
+  request.set_reason(reason);
+  absl::StatusOr<pb::ForceReleaseResponse> response =
+      Call<pb::ForceReleaseResponse>(
+          timeout,
+          [&](grpc::ClientContext* context, pb::ForceReleaseResponse* out) {
+            return rpc.stub().ForceRelease(context, request, out);
+          });
+  if (!response.ok()) return response.status();
+  std::vector<ForcedRelease> released;
+  for (const pb::ReleasedLease& lease : response->released()) {
+    released.push_back(ForcedRelease{lease.client_id(), lease.token(),
+                                     lease.mode() == pb::LOCK_MODE_SHARED
+                                         ? client::LockMode::kShared
+                                         : client::LockMode::kExclusive});
+  }
+  return released;
+}
+
+}  // namespace leasekeeper::ctl
