@@ -30,9 +30,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<DaemonOptions> options =
       leasekeeper::server::ParseDaemonFlags(argc, argv);
   if (!options.ok()) {
-    std::fprintf(stderr, "leasekeeperd: %s\n\n%s",
-                 std::string(options.status().message()).c_str(),
-                 leasekeeper::server::DaemonUsage().c_str());
+    std::fprintf(stderr, "leasekeeperd: %s\n(leasekeeperd --help lists the flags)\n",
+                 std::string(options.status().message()).c_str());
     return 2;
   }
   if (options->help) {

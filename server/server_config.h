@@ -98,6 +98,10 @@ struct ServerConfig {
   // How long a session whose stream ended may be resumed before the server
   // releases the client's leases and withdraws its wait (--session-grace).
   int64_t session_grace_ms = 2'000;
+  // How long a Session stream may stay open before sending its `open`
+  // message; it counts against max_sessions meanwhile and is then ended
+  // with DEADLINE_EXCEEDED (--session-open-timeout).
+  int64_t session_open_timeout_ms = 10'000;
   Limits limits;
   RetryCacheConfig retry_cache;
   // How long SIGTERM waits for in-flight calls before cancelling them.
