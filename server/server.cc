@@ -57,14 +57,24 @@ absl::Status LeasekeeperServer::Start() {
                              config_.limits.max_value_bytes + (64 << 10));
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
   AddTransportOptions(builder);
+  // gRPC sets SO_REUSEPORT on its listeners by default, so a second daemon
+  // on the same port would start and the kernel would spread connections
+  // over two lock services, each granting the same lock. Without it a port
+  // in use is a start-up error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0 ||
       (!config_.health_listen.empty() && health_port_ == 0)) {
     if (server_ != nullptr) server_->Shutdown();
     server_.reset();
+    // gRPC binds the ports in the order they were added and stops at the
+    // first failure: the main port first, then the health port.
+    const bool main_failed = port_ == 0;
     return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", config_.listen,
-        config_.health_listen.empty() ? "" : " and ", config_.health_listen));
+        "cannot listen on ",
+        main_failed ? config_.listen : config_.health_listen,
+        main_failed ? " (--listen)" : " (--health-listen)",
+        ": the address is in use or not available here"));
   }
   address_ = absl::StrCat(HostPart(config_.listen), ":", port_);
   if (grpc::HealthCheckServiceInterface* health =

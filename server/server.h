@@ -46,8 +46,10 @@ class LeasekeeperServer {
   ~LeasekeeperServer();
 
   // Recovers config.durability.data_dir (logging what it found at info),
-  // binds config.listen and starts serving. Outcomes: OK; UNAVAILABLE if the
-  // address cannot be bound; FAILED_PRECONDITION if already started; the
+  // binds config.listen and starts serving. Outcomes: OK; UNAVAILABLE naming
+  // the address and its flag if it cannot be bound, also when another
+  // process listens on it (no listener of the daemon sets SO_REUSEPORT);
+  // FAILED_PRECONDITION if already started; the
   // data dir's error (see storage::DurableStore::Open: another daemon holds
   // it, corruption before the tail of the log naming file and offset, a
   // format version mismatch, I/O); the TLS files' or the policy's error
