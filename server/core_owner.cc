@@ -227,6 +227,7 @@ void CoreOwner::ReportStorageFailure(const absl::Status& status) {
       "event=storage_failed error=\"{}\" (every mutation is refused with "
       "UNAVAILABLE until leasekeeperd is restarted on a healthy disk)",
       std::string(status.message()));
+  if (storage_failure_observer_) storage_failure_observer_(status);
 }
 
 absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {

@@ -219,6 +219,15 @@ class CoreOwner {
   // thread. The gRPC layer sends every answer through it.
   void AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done);
 
+  // Calls `observer` once, with the store's error, the first time a call
+  // finds the store failed (on that call's thread, never under the core's
+  // mutex); the server turns its health service NOT_SERVING with it.
+  // REQUIRES: called before any call is served.
+  void SetStorageFailureObserver(
+      absl::AnyInvocable<void(const absl::Status&)> observer) {
+    storage_failure_observer_ = std::move(observer);
+  }
+
   // The store's counters (fsync batch sizes and latencies, ...); nullopt
   // without a data dir.
   std::optional<storage::DurableStoreStats> StorageStats();
@@ -347,8 +356,10 @@ class CoreOwner {
   // not held.
   void Perform(Effects& fx);
   void PerformNow(Effects& fx);
-  // Logs the store's failure once.
+  // Logs the store's failure once and tells the observer.
   void ReportStorageFailure(const absl::Status& status);
+  // Set before serving, read once by ReportStorageFailure.
+  absl::AnyInvocable<void(const absl::Status&)> storage_failure_observer_;
 
   const ServerConfig config_;
   Clock& clock_;

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "server/transport_options.h"
 #include "spdlog/spdlog.h"
 
@@ -39,6 +38,8 @@ absl::Status LeasekeeperServer::Start() {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       PrepareSecurity();
   if (!credentials.ok()) return credentials.status();
+  owner_.SetStorageFailureObserver(
+      [this](const absl::Status&) { MarkStorageFailed(); });
   if (absl::Status s = RecoverStorage(); !s.ok()) return s;
   if (absl::Status s = PrepareMetrics(); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
@@ -77,12 +78,23 @@ absl::Status LeasekeeperServer::Start() {
         ": the address is in use or not available here"));
   }
   address_ = absl::StrCat(HostPart(config_.listen), ":", port_);
-  if (grpc::HealthCheckServiceInterface* health =
-          server_->GetHealthCheckService()) {
-    health->SetServingStatus(kServiceName, true);
+  {
+    absl::MutexLock lock(&health_mu_);
+    health_ = server_->GetHealthCheckService();
+    if (health_ != nullptr) {
+      health_->SetServingStatus(kServiceName, !storage_failed_);
+      if (storage_failed_) health_->SetServingStatus(false);
+    }
   }
   ticker_.Start();
   return absl::OkStatus();
+}
+
+void LeasekeeperServer::MarkStorageFailed() {
+  absl::MutexLock lock(&health_mu_);
+  storage_failed_ = true;
+  // Every service, the overall "" included.
+  if (health_ != nullptr) health_->SetServingStatus(false);
 }
 
 absl::Status LeasekeeperServer::RecoverStorage() {
@@ -112,9 +124,12 @@ absl::Status LeasekeeperServer::RecoverStorage() {
 void LeasekeeperServer::Shutdown() {
   if (server_ == nullptr || shut_down_) return;
   shut_down_ = true;
-  if (grpc::HealthCheckServiceInterface* health =
-          server_->GetHealthCheckService()) {
-    health->Shutdown();  // every service NOT_SERVING from now on
+  {
+    absl::MutexLock lock(&health_mu_);
+    if (health_ != nullptr) {
+      health_->Shutdown();  // every service NOT_SERVING from now on
+    }
+    health_ = nullptr;
   }
   // Answer every parked waiter and end session streams first, so that
   // gRPC's shutdown finds nothing left to wait for.

@@ -11,6 +11,11 @@
 // config.shutdown_grace_ms for in-flight calls, stops the timer, flushes and
 // closes the data dir). The destructor shuts down if needed.
 //
+// Health: SERVING for "" and leasekeeper.v1.LockService from Start until
+// Shutdown, except while the store has failed (NOT_SERVING from the first
+// call that finds it failed: the daemon must be restarted on a healthy
+// disk).
+//
 // Time: the server reads `clock` through an OffsetClock. After recovering a
 // data dir it continues the ticks of the previous process (first tick =
 // the recovery's resume_tick); otherwise the offset is 0.
@@ -24,7 +29,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "metrics/http_server.h"
 #include "metrics/registry.h"
 #include "security/authorizer.h"
@@ -94,6 +102,15 @@ class LeasekeeperServer {
   std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
   int health_port_ = 0;
   std::unique_ptr<grpc::Server> server_;
+  // grpc.health.v1.Health says NOT_SERVING (overall and for LockService)
+  // once the store has failed: every mutation is refused then, so a probe
+  // should restart the daemon. A failure seen before the health service
+  // exists (during recovery) is remembered and applied when it does.
+  absl::Mutex health_mu_;
+  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) =
+      nullptr;
+  bool storage_failed_ ABSL_GUARDED_BY(health_mu_) = false;
+  void MarkStorageFailed();
   // server/server_operations.cc. Loads the TLS files and the policy,
   // setting authorizer_; returns the listening port's credentials.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> PrepareSecurity();
