@@ -209,7 +209,7 @@ const std::vector<FlagSpec>& Specs() {
                "`open` message before the server ends it (it counts against "
                "--max-sessions meanwhile); 0 ends it at once",
                [](DaemonOptions& o) -> int64_t& {
-                 return o.config.session_open_timeout_ms;
+                 return o.config.limits.session_open_timeout_ms;
                },
                kMaxTtlMs),
 

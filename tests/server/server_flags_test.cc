@@ -27,29 +27,27 @@ constexpr const char* kDurationFlags[] = {
 TEST(FlagsTest, EveryListenerRefusesAPortAbove65535NamingTheFlag) {
   for (const char* flag : kAddressFlags) {
     for (const char* port : {"70000", "99999", "65536", "123456"}) {
-      const std::string arg =
-          absl::StrCat("--", flag, "=127.0.0.1:", port);
+      const std::string arg = absl::StrCat("--", flag, "=127.0.0.1:", port);
       absl::StatusOr<DaemonOptions> options = Parse({arg});
       ASSERT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument)
           << arg;
-      EXPECT_EQ(options.status().message(),
-                absl::StrCat(arg, ": port ", port,
-                             " is out of range [0, 65535]"));
+      EXPECT_EQ(
+          options.status().message(),
+          absl::StrCat(arg, ": port ", port, " is out of range [0, 65535]"));
     }
   }
 }
 
 TEST(FlagsTest, EveryListenerRefusesAPortThatIsNotANumber) {
   for (const char* flag : kAddressFlags) {
-    for (const char* address :
-         {"127.0.0.1:", "127.0.0.1:-1", "127.0.0.1:7e3", "127.0.0.1:http",
-          ":7233", "localhost"}) {
+    for (const char* address : {"127.0.0.1:", "127.0.0.1:-1", "127.0.0.1:7e3",
+                                "127.0.0.1:http", ":7233", "localhost"}) {
       const std::string arg = absl::StrCat("--", flag, "=", address);
       absl::StatusOr<DaemonOptions> options = Parse({arg});
       ASSERT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument)
           << arg;
-      EXPECT_TRUE(absl::StartsWith(options.status().message(),
-                                   absl::StrCat(arg, ": ")))
+      EXPECT_TRUE(
+          absl::StartsWith(options.status().message(), absl::StrCat(arg, ": ")))
           << options.status().message();
     }
   }
@@ -87,14 +85,14 @@ TEST(FlagsTest, DurationsAreWholeMillisecondsWithinTheirBound) {
   absl::StatusOr<DaemonOptions> options =
       Parse({"--session-open-timeout", "750ms", "--restart-grace=0"});
   ASSERT_TRUE(options.ok()) << options.status().message();
-  EXPECT_EQ(options->config.session_open_timeout_ms, 750);
+  EXPECT_EQ(options->config.limits.session_open_timeout_ms, 750);
   EXPECT_EQ(options->config.durability.restart_grace_ms, 0);
 }
 
 TEST(FlagsTest, SessionOpenTimeoutDefaultsToTenSeconds) {
   absl::StatusOr<DaemonOptions> options = Parse({});
   ASSERT_TRUE(options.ok());
-  EXPECT_EQ(options->config.session_open_timeout_ms, 10'000);
+  EXPECT_EQ(options->config.limits.session_open_timeout_ms, 10'000);
   EXPECT_EQ(options->config.durability.data_dir, "./data");
 }
 
@@ -138,21 +136,21 @@ bool GroupHasFlag(const std::vector<std::string>& group,
 
 TEST(FlagsTest, HelpListsEveryFlagUnderItsGroup) {
   const std::string help = DaemonUsage();
-  const std::vector<std::pair<std::string, std::vector<std::string>>> groups =
-      {{"Serving:",
-        {"listen", "health-listen", "metrics-listen", "log-level",
-         "shutdown-grace"}},
-       {"Leases and sessions:", {"session-grace", "session-open-timeout"}},
-       {"Limits (a refusal is RESOURCE_EXHAUSTED naming the flag):",
-        {"max-client-id-bytes", "max-lock-name-bytes", "max-key-bytes",
-         "max-value-bytes", "max-label-bytes", "max-request-id-bytes",
-         "max-waiters-per-lock", "max-sessions", "max-locks-per-client",
-         "max-request-bytes"}},
-       {"Retried requests:", {"retry-cache-entries", "retry-cache-ttl"}},
-       {"Durability:",
-        {"data-dir", "fsync", "snapshot-every", "restart-grace",
-         "recover-truncate"}},
-       {"Security:", {"tls-cert", "tls-key", "client-ca", "policy"}}};
+  const std::vector<std::pair<std::string, std::vector<std::string>>> groups = {
+      {"Serving:",
+       {"listen", "health-listen", "metrics-listen", "log-level",
+        "shutdown-grace"}},
+      {"Leases and sessions:", {"session-grace", "session-open-timeout"}},
+      {"Limits (a refusal is RESOURCE_EXHAUSTED naming the flag):",
+       {"max-client-id-bytes", "max-lock-name-bytes", "max-key-bytes",
+        "max-value-bytes", "max-label-bytes", "max-request-id-bytes",
+        "max-waiters-per-lock", "max-sessions", "max-locks-per-client",
+        "max-request-bytes"}},
+      {"Retried requests:", {"retry-cache-entries", "retry-cache-ttl"}},
+      {"Durability:",
+       {"data-dir", "fsync", "snapshot-every", "restart-grace",
+        "recover-truncate"}},
+      {"Security:", {"tls-cert", "tls-key", "client-ca", "policy"}}};
   for (const auto& [header, flags] : groups) {
     const std::vector<std::string> group = Group(help, header);
     ASSERT_FALSE(group.empty()) << header << "\n" << help;
@@ -171,15 +169,14 @@ TEST(FlagsTest, HelpShowsTheDefaultsTheParserUses) {
   // as one phrase.
   std::string help = DaemonUsage();
   std::string flat;
-  for (absl::string_view word : absl::StrSplit(help, absl::ByAnyChar(" \n"),
-                                               absl::SkipEmpty())) {
+  for (absl::string_view word :
+       absl::StrSplit(help, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
     absl::StrAppend(&flat, word, " ");
   }
   for (const char* shown :
-       {"127.0.0.1:7233)", "(default info)", "(default 2s)",
-        "(default 10s)", "(default 10m)", "(default ./data)",
-        "(default batch)", "(default 200000)", "(default 100000)",
-        "(default 1048576)"}) {
+       {"127.0.0.1:7233)", "(default info)", "(default 2s)", "(default 10s)",
+        "(default 10m)", "(default ./data)", "(default batch)",
+        "(default 200000)", "(default 100000)", "(default 1048576)"}) {
     EXPECT_TRUE(absl::StrContains(flat, shown)) << shown;
   }
   // The defaults shown are the parsed ones: each is taken back as a value.
@@ -191,8 +188,8 @@ TEST(FlagsTest, HelpShowsTheDefaultsTheParserUses) {
   ASSERT_TRUE(again.ok() && defaults.ok());
   EXPECT_EQ(again->config.listen, defaults->config.listen);
   EXPECT_EQ(again->config.session_grace_ms, defaults->config.session_grace_ms);
-  EXPECT_EQ(again->config.session_open_timeout_ms,
-            defaults->config.session_open_timeout_ms);
+  EXPECT_EQ(again->config.limits.session_open_timeout_ms,
+            defaults->config.limits.session_open_timeout_ms);
   EXPECT_EQ(again->config.retry_cache.ttl_ms,
             defaults->config.retry_cache.ttl_ms);
 }

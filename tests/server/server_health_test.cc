@@ -37,8 +37,7 @@ TEST(HealthTest, StorageFailureTurnsHealthNotServing) {
   DataDir dir;
   const std::string command = absl::StrCat(
       "trap '' XFSZ; exec prlimit --fsize=16384 ", LEASEKEEPERD_PATH,
-      " --listen=127.0.0.1:0 --log-level=off --snapshot-every=0 ",
-      dir.flag());
+      " --listen=127.0.0.1:0 --log-level=off --snapshot-every=0 ", dir.flag());
   ChildProcess process("/bin/sh", {"-c", command});
   std::optional<std::string> line = process.ReadLine(milliseconds(10'000));
   ASSERT_TRUE(line.has_value());

@@ -83,26 +83,26 @@ TEST_F(ListenersTest, SecondDaemonOnTheSamePortFailsNamingTheAddress) {
   const Outcome second = RunDaemon({"--listen=" + first_.address});
   EXPECT_EQ(second.exit_code, std::optional<int>(1)) << second.output;
   EXPECT_TRUE(absl::StrContains(
-      second.output, absl::StrCat("cannot listen on ", first_.address,
-                                  " (--listen)")))
+      second.output,
+      absl::StrCat("cannot listen on ", first_.address, " (--listen)")))
       << second.output;
   ExpectStillServes(first_);
 }
 
 TEST_F(ListenersTest, HealthPortInUseFailsTheStartNamingTheAddress) {
-  const Outcome second = RunDaemon(
-      {"--listen=127.0.0.1:0", "--health-listen=" + first_.address});
+  const Outcome second =
+      RunDaemon({"--listen=127.0.0.1:0", "--health-listen=" + first_.address});
   EXPECT_EQ(second.exit_code, std::optional<int>(1)) << second.output;
   EXPECT_TRUE(absl::StrContains(
-      second.output, absl::StrCat("cannot listen on ", first_.address,
-                                  " (--health-listen)")))
+      second.output,
+      absl::StrCat("cannot listen on ", first_.address, " (--health-listen)")))
       << second.output;
   ExpectStillServes(first_);
 }
 
 TEST_F(ListenersTest, MetricsPortInUseFailsTheStartNamingTheAddress) {
-  const Outcome second = RunDaemon(
-      {"--listen=127.0.0.1:0", "--metrics-listen=" + first_.address});
+  const Outcome second =
+      RunDaemon({"--listen=127.0.0.1:0", "--metrics-listen=" + first_.address});
   EXPECT_EQ(second.exit_code, std::optional<int>(1)) << second.output;
   EXPECT_TRUE(absl::StrContains(second.output, first_.address))
       << second.output;
@@ -112,10 +112,9 @@ TEST_F(ListenersTest, MetricsPortInUseFailsTheStartNamingTheAddress) {
 TEST(ListenerFlagsTest, OutOfRangePortIsRefusedBeforeAnythingListens) {
   for (const char* flag : {"--listen", "--health-listen", "--metrics-listen"}) {
     const std::string arg = absl::StrCat(flag, "=127.0.0.1:70000");
-    const Outcome outcome =
-        RunDaemon({std::string(flag) == "--listen"
-                       ? arg
-                       : arg + " --listen=127.0.0.1:0"});
+    const Outcome outcome = RunDaemon({std::string(flag) == "--listen"
+                                           ? arg
+                                           : arg + " --listen=127.0.0.1:0"});
     EXPECT_EQ(outcome.exit_code, std::optional<int>(2)) << outcome.output;
     EXPECT_TRUE(absl::StrContains(
         outcome.output,
