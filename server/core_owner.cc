@@ -68,7 +68,7 @@ struct CoreOwner::Effects {
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
-      state_(CoreConfig{.max_ttl = kMaxTtlMs}),
+      state_(CoreConfig{.max_ttl = kMaxTtlMs + kGrantRoundingTicks}),
       retry_cache_(config_.retry_cache) {}
 
 CoreOwner::~CoreOwner() = default;
@@ -77,8 +77,22 @@ CoreOwner::~CoreOwner() = default;
 // Time and effects.
 
 Tick CoreOwner::NowLocked() {
-  last_tick_ = std::max(last_tick_, clock_.Now());
+  const Clock::Reading reading = clock_.Read();
+  // A reading behind the latest tick (threads take the mutex in any order)
+  // is applied later than it happened: no rounding needed then.
+  now_inside_tick_ = reading.inside && reading.tick >= last_tick_;
+  last_tick_ = std::max(last_tick_, reading.tick);
   return last_tick_;
+}
+
+int64_t CoreOwner::CoreTtlLocked(int64_t ttl_ms) const {
+  if (ttl_ms < 1 || ttl_ms > kMaxTtlMs || !now_inside_tick_) return ttl_ms;
+  return ttl_ms + kGrantRoundingTicks;
+}
+
+int64_t CoreOwner::SureLeftLocked(Tick expires_at, Tick now) const {
+  const int64_t rounding = now_inside_tick_ ? kGrantRoundingTicks : 0;
+  return std::max<int64_t>(0, expires_at - now - rounding);
 }
 
 Tick CoreOwner::NextDeadlineLocked() const {
@@ -332,7 +346,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
         break;
       }
       case Event::Kind::kGrantedFromQueue: {
-        const int64_t ttl_left = std::max<int64_t>(0, e.expires_at - now);
+        const int64_t ttl_left = SureLeftLocked(e.expires_at, now);
         const WaiterKey key(e.client, e.lock);
         int64_t waited = 0;
         auto it = parked_.find(key);
@@ -454,7 +468,7 @@ void CoreOwner::SetLabelLocked(const std::string& client,
 
 HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
   return HolderInfo{.view = view,
-                    .expires_in_ms = view.expires_at - now,
+                    .expires_in_ms = SureLeftLocked(view.expires_at, now),
                     .label = LabelLocked(view.client, view.lock)};
 }
 
@@ -583,7 +597,8 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   }
 
   absl::StatusOr<Reply> applied = ApplyLocked(Operation{
-      now, op::Acquire{args.client, args.lock, args.ttl_ms, args.mode}});
+      now, op::Acquire{args.client, args.lock, CoreTtlLocked(args.ttl_ms),
+                       args.mode}});
   AcquireResult result = absl::InternalError("acquire: no outcome");
   if (!applied.ok()) result = applied.status();
   if (applied.ok()) {
@@ -601,7 +616,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         AcquireAnswer answer;
         answer.kind = AcquireAnswer::Kind::kGranted;
         answer.token = outcome.token;
-        answer.ttl_ms = outcome.expires_at - now;
+        answer.ttl_ms = SureLeftLocked(outcome.expires_at, now);
         answer.aborted = std::move(outcome.aborted);
         result = std::move(answer);
         break;
@@ -787,12 +802,13 @@ absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
 absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
                                                    Tick now, Effects& fx) {
   absl::StatusOr<Reply> applied = ApplyLocked(
-      Operation{now, op::Renew{args.client, args.lock, args.ttl_ms}});
+      Operation{now,
+                op::Renew{args.client, args.lock, CoreTtlLocked(args.ttl_ms)}});
   DigestEventsLocked(now, NoVictims(), fx);
   if (!applied.ok()) return applied.status();
   const RenewOutcome& renewed = std::get<RenewOutcome>(*applied);
   return RenewAnswer{.token = renewed.token,
-                     .ttl_ms = renewed.expires_at - now};
+                     .ttl_ms = SureLeftLocked(renewed.expires_at, now)};
 }
 
 absl::StatusOr<ReleaseOutcome> CoreOwner::Release(const ReleaseArgs& args) {

@@ -367,6 +367,17 @@ class CoreOwner {
   absl::Mutex mu_;
   StateMachine state_ ABSL_GUARDED_BY(mu_);
   Tick last_tick_ ABSL_GUARDED_BY(mu_) = kMinTick;
+  // Whether the last NowLocked reading lay inside last_tick_ (Clock::Read):
+  // an Acquire or Renew applied at it gets kGrantRoundingTicks more.
+  bool now_inside_tick_ ABSL_GUARDED_BY(mu_) = false;
+  // The ttl the core is given for a request's `ttl_ms` at the current
+  // reading (rounded up, see now_inside_tick_; out of range unchanged, for
+  // the core to refuse), and what surely remains then of a lease ending at
+  // `expires_at`.
+  int64_t CoreTtlLocked(int64_t ttl_ms) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t SureLeftLocked(Tick expires_at, Tick now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The tick the timer thread will wake at next (kMaxTick: no deadline).
   Tick scheduled_wake_ ABSL_GUARDED_BY(mu_) = kMaxTick;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
