@@ -596,9 +596,9 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
                                     .mode = args.mode});
   }
 
-  absl::StatusOr<Reply> applied = ApplyLocked(Operation{
-      now, op::Acquire{args.client, args.lock, CoreTtlLocked(args.ttl_ms),
-                       args.mode}});
+  absl::StatusOr<Reply> applied = ApplyLocked(
+      Operation{now, op::Acquire{args.client, args.lock,
+                                 CoreTtlLocked(args.ttl_ms), args.mode}});
   AcquireResult result = absl::InternalError("acquire: no outcome");
   if (!applied.ok()) result = applied.status();
   if (applied.ok()) {
@@ -801,9 +801,8 @@ absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
 
 absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
                                                    Tick now, Effects& fx) {
-  absl::StatusOr<Reply> applied = ApplyLocked(
-      Operation{now,
-                op::Renew{args.client, args.lock, CoreTtlLocked(args.ttl_ms)}});
+  absl::StatusOr<Reply> applied = ApplyLocked(Operation{
+      now, op::Renew{args.client, args.lock, CoreTtlLocked(args.ttl_ms)}});
   DigestEventsLocked(now, NoVictims(), fx);
   if (!applied.ok()) return applied.status();
   const RenewOutcome& renewed = std::get<RenewOutcome>(*applied);

@@ -70,9 +70,8 @@ absl::StatusOr<int64_t> ParseDurationMs(absl::string_view value,
     return absl::InvalidArgumentError("must not be negative");
   }
   if (duration > absl::Milliseconds(max_ms)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("must be at most ", absl::FormatDuration(
-                                             absl::Milliseconds(max_ms))));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "must be at most ", absl::FormatDuration(absl::Milliseconds(max_ms))));
   }
   if (duration % absl::Milliseconds(1) != absl::ZeroDuration()) {
     return absl::InvalidArgumentError("must be a whole number of milliseconds");
@@ -87,7 +86,10 @@ std::string FormatDurationMs(int64_t ms) {
 FlagSpec Count(absl::string_view group, absl::string_view name,
                absl::string_view help, Field<size_t> field, int64_t min,
                int64_t max) {
-  return {group, name, "N", help,
+  return {group,
+          name,
+          "N",
+          help,
           [field, min, max](absl::string_view value, DaemonOptions& options) {
             absl::StatusOr<int64_t> n = ParseCount(value, min, max);
             if (!n.ok()) return n.status();
@@ -102,7 +104,10 @@ FlagSpec Count(absl::string_view group, absl::string_view name,
 FlagSpec Duration(absl::string_view group, absl::string_view name,
                   absl::string_view help, Field<int64_t> field,
                   int64_t max_ms) {
-  return {group, name, "DUR", help,
+  return {group,
+          name,
+          "DUR",
+          help,
           [field, max_ms](absl::string_view value, DaemonOptions& options) {
             absl::StatusOr<int64_t> ms = ParseDurationMs(value, max_ms);
             if (!ms.ok()) return ms.status();
@@ -116,7 +121,10 @@ FlagSpec Duration(absl::string_view group, absl::string_view name,
 
 FlagSpec Path(absl::string_view group, absl::string_view name,
               absl::string_view help, Field<std::string> field) {
-  return {group, name, "FILE", help,
+  return {group,
+          name,
+          "FILE",
+          help,
           [field](absl::string_view value, DaemonOptions& options) {
             field(options) = std::string(value);
             return absl::OkStatus();
@@ -128,7 +136,10 @@ FlagSpec Path(absl::string_view group, absl::string_view name,
 FlagSpec Address(absl::string_view group, absl::string_view name,
                  absl::string_view help, Field<std::string> field,
                  bool optional) {
-  return {group, name, "ADDR", help,
+  return {group,
+          name,
+          "ADDR",
+          help,
           [field, optional](absl::string_view value, DaemonOptions& options) {
             if (!(optional && value.empty())) {
               if (absl::Status s = CheckListenAddress(value); !s.ok()) {
@@ -146,38 +157,42 @@ FlagSpec Address(absl::string_view group, absl::string_view name,
 
 constexpr char kServing[] = "Serving";
 constexpr char kSessions[] = "Leases and sessions";
-constexpr char kLimits[] = "Limits (a refusal is RESOURCE_EXHAUSTED naming the flag)";
+constexpr char kLimits[] =
+    "Limits (a refusal is RESOURCE_EXHAUSTED naming the flag)";
 constexpr char kRetries[] = "Retried requests";
 constexpr char kDurability[] = "Durability";
 constexpr char kSecurity[] = "Security";
-constexpr absl::string_view kGroups[] = {kServing,   kSessions,   kLimits,
-                                         kRetries,   kDurability, kSecurity};
+constexpr absl::string_view kGroups[] = {kServing, kSessions,   kLimits,
+                                         kRetries, kDurability, kSecurity};
 
 constexpr absl::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
                                             "error", "critical", "off"};
 
 const std::vector<FlagSpec>& Specs() {
   static const std::vector<FlagSpec>* const specs = new std::vector<FlagSpec>{
-      Address(kServing, "listen",
-              "host:port to serve; loopback only by default, port 0 picks a "
-              "free port and prints it",
-              [](DaemonOptions& o) -> std::string& { return o.config.listen; },
-              /*optional=*/false),
-      Address(kServing, "health-listen",
-              "an extra plaintext gRPC port for health probes that carry no "
-              "client certificate; LockService refuses calls on it when TLS "
-              "is on",
-              [](DaemonOptions& o) -> std::string& {
-                return o.config.health_listen;
-              },
-              /*optional=*/true),
-      Address(kServing, "metrics-listen",
-              "serve Prometheus metrics at http://ADDR/metrics (plain HTTP; "
-              "e.g. 127.0.0.1:9464)",
-              [](DaemonOptions& o) -> std::string& {
-                return o.config.metrics_listen;
-              },
-              /*optional=*/true),
+      Address(
+          kServing, "listen",
+          "host:port to serve; loopback only by default, port 0 picks a "
+          "free port and prints it",
+          [](DaemonOptions& o) -> std::string& { return o.config.listen; },
+          /*optional=*/false),
+      Address(
+          kServing, "health-listen",
+          "an extra plaintext gRPC port for health probes that carry no "
+          "client certificate; LockService refuses calls on it when TLS "
+          "is on",
+          [](DaemonOptions& o) -> std::string& {
+            return o.config.health_listen;
+          },
+          /*optional=*/true),
+      Address(
+          kServing, "metrics-listen",
+          "serve Prometheus metrics at http://ADDR/metrics (plain HTTP; "
+          "e.g. 127.0.0.1:9464)",
+          [](DaemonOptions& o) -> std::string& {
+            return o.config.metrics_listen;
+          },
+          /*optional=*/true),
       {kServing, "log-level", "LEVEL",
        "trace|debug|info|warn|error|critical|off",
        [](absl::string_view value, DaemonOptions& options) {
@@ -190,59 +205,68 @@ const std::vector<FlagSpec>& Specs() {
          return absl::OkStatus();
        },
        [](DaemonOptions& defaults) { return defaults.log_level; }},
-      Duration(kServing, "shutdown-grace",
-               "how long SIGTERM waits for in-flight calls (at most 4s)",
-               [](DaemonOptions& o) -> int64_t& {
-                 return o.config.shutdown_grace_ms;
-               },
-               kMaxShutdownGraceMs),
+      Duration(
+          kServing, "shutdown-grace",
+          "how long SIGTERM waits for in-flight calls (at most 4s)",
+          [](DaemonOptions& o) -> int64_t& {
+            return o.config.shutdown_grace_ms;
+          },
+          kMaxShutdownGraceMs),
 
-      Duration(kSessions, "session-grace",
-               "how long a lost session may be resumed before its locks are "
-               "released",
-               [](DaemonOptions& o) -> int64_t& {
-                 return o.config.session_grace_ms;
-               },
-               kMaxTtlMs),
-      Duration(kSessions, "session-open-timeout",
-               "how long a Session stream may stay open without sending its "
-               "`open` message before the server ends it (it counts against "
-               "--max-sessions meanwhile); 0 ends it at once",
-               [](DaemonOptions& o) -> int64_t& {
-                 return o.config.limits.session_open_timeout_ms;
-               },
-               kMaxTtlMs),
+      Duration(
+          kSessions, "session-grace",
+          "how long a lost session may be resumed before its locks are "
+          "released",
+          [](DaemonOptions& o) -> int64_t& {
+            return o.config.session_grace_ms;
+          },
+          kMaxTtlMs),
+      Duration(
+          kSessions, "session-open-timeout",
+          "how long a Session stream may stay open without sending its "
+          "`open` message before the server ends it (it counts against "
+          "--max-sessions meanwhile); 0 ends it at once",
+          [](DaemonOptions& o) -> int64_t& {
+            return o.config.limits.session_open_timeout_ms;
+          },
+          kMaxTtlMs),
 
-      Count(kLimits, "max-client-id-bytes", "also session ids",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_client_id_bytes;
-            },
-            1, 65536),
-      Count(kLimits, "max-lock-name-bytes", "also ListLocks prefixes",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_lock_name_bytes;
-            },
-            1, 65536),
-      Count(kLimits, "max-key-bytes", "",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_key_bytes;
-            },
-            1, 65536),
-      Count(kLimits, "max-value-bytes", "at most 64 MiB",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_value_bytes;
-            },
-            1, kMaxValueBytes),
-      Count(kLimits, "max-label-bytes", "",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_label_bytes;
-            },
-            1, 65536),
-      Count(kLimits, "max-request-id-bytes", "",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_request_id_bytes;
-            },
-            1, 65536),
+      Count(
+          kLimits, "max-client-id-bytes", "also session ids",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_client_id_bytes;
+          },
+          1, 65536),
+      Count(
+          kLimits, "max-lock-name-bytes", "also ListLocks prefixes",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_lock_name_bytes;
+          },
+          1, 65536),
+      Count(
+          kLimits, "max-key-bytes", "",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_key_bytes;
+          },
+          1, 65536),
+      Count(
+          kLimits, "max-value-bytes", "at most 64 MiB",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_value_bytes;
+          },
+          1, kMaxValueBytes),
+      Count(
+          kLimits, "max-label-bytes", "",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_label_bytes;
+          },
+          1, 65536),
+      Count(
+          kLimits, "max-request-id-bytes", "",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_request_id_bytes;
+          },
+          1, 65536),
       {kLimits, "max-waiters-per-lock", "N", "",
        [](absl::string_view value, DaemonOptions& options) {
          absl::StatusOr<int64_t> n = ParseCount(value, 1, 100'000'000);
@@ -253,39 +277,44 @@ const std::vector<FlagSpec>& Specs() {
        [](DaemonOptions& defaults) {
          return absl::StrCat(defaults.config.limits.max_waiters_per_lock);
        }},
-      Count(kLimits, "max-sessions",
-            "open Session streams, counting those that have not sent `open` "
-            "yet",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_sessions;
-            },
-            1, 100'000'000),
-      Count(kLimits, "max-locks-per-client", "leases one client may hold",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_locks_per_client;
-            },
-            1, 100'000'000),
-      Count(kLimits, "max-request-bytes",
-            "largest request message; 0: the larger of 4 MiB and "
-            "max-value-bytes + 64 KiB",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.limits.max_request_bytes;
-            },
-            0, kMaxValueBytes + (1 << 20)),
+      Count(
+          kLimits, "max-sessions",
+          "open Session streams, counting those that have not sent `open` "
+          "yet",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_sessions;
+          },
+          1, 100'000'000),
+      Count(
+          kLimits, "max-locks-per-client", "leases one client may hold",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_locks_per_client;
+          },
+          1, 100'000'000),
+      Count(
+          kLimits, "max-request-bytes",
+          "largest request message; 0: the larger of 4 MiB and "
+          "max-value-bytes + 64 KiB",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_request_bytes;
+          },
+          0, kMaxValueBytes + (1 << 20)),
 
-      Count(kRetries, "retry-cache-entries",
-            "answers kept for retried requests (request_id)",
-            [](DaemonOptions& o) -> size_t& {
-              return o.config.retry_cache.max_entries;
-            },
-            1, 100'000'000),
-      Duration(kRetries, "retry-cache-ttl",
-               "how long an answer is kept at least, unless newer ones push "
-               "it out",
-               [](DaemonOptions& o) -> int64_t& {
-                 return o.config.retry_cache.ttl_ms;
-               },
-               kMaxTtlMs),
+      Count(
+          kRetries, "retry-cache-entries",
+          "answers kept for retried requests (request_id)",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.retry_cache.max_entries;
+          },
+          1, 100'000'000),
+      Duration(
+          kRetries, "retry-cache-ttl",
+          "how long an answer is kept at least, unless newer ones push "
+          "it out",
+          [](DaemonOptions& o) -> int64_t& {
+            return o.config.retry_cache.ttl_ms;
+          },
+          kMaxTtlMs),
 
       {kDurability, "data-dir", "DIR",
        "where the operation log and snapshots live (relative to the working "
@@ -327,16 +356,16 @@ const std::vector<FlagSpec>& Specs() {
          return absl::OkStatus();
        },
        [](DaemonOptions& defaults) {
-         return absl::StrCat(
-             defaults.config.durability.snapshot_every_records);
+         return absl::StrCat(defaults.config.durability.snapshot_every_records);
        }},
-      Duration(kDurability, "restart-grace",
-               "after a restart every held lease lasts at least this long, "
-               "so a living holder can renew",
-               [](DaemonOptions& o) -> int64_t& {
-                 return o.config.durability.restart_grace_ms;
-               },
-               kMaxTtlMs),
+      Duration(
+          kDurability, "restart-grace",
+          "after a restart every held lease lasts at least this long, "
+          "so a living holder can renew",
+          [](DaemonOptions& o) -> int64_t& {
+            return o.config.durability.restart_grace_ms;
+          },
+          kMaxTtlMs),
       {kDurability, "recover-truncate", "",
        "start even if the log is corrupt before its tail, cutting it at the "
        "first bad record (loses what follows; read the error first)",
@@ -448,8 +477,8 @@ absl::Status CheckListenAddress(absl::string_view address) {
   int64_t number = 0;
   if (port.size() > 5 || !absl::SimpleAtoi(port, &number) ||
       number > kMaxPort) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "port ", port, " is out of range [0, ", kMaxPort, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("port ", port, " is out of range [0, ", kMaxPort, "]"));
   }
   return absl::OkStatus();
 }
@@ -466,7 +495,8 @@ reflection, grpc.health.v1.Health). Stops on SIGTERM/SIGINT.
     for (const FlagSpec& spec : Specs()) {
       if (spec.group != group) continue;
       std::string head = absl::StrCat("  --", spec.name);
-      if (!spec.value_name.empty()) absl::StrAppend(&head, " ", spec.value_name);
+      if (!spec.value_name.empty())
+        absl::StrAppend(&head, " ", spec.value_name);
       out += head;
       size_t column = head.size();
       if (column + 2 > kHelpColumn) {

@@ -280,12 +280,12 @@ class SessionReactor final
                                static_cast<int64_t>(limits_.max_sessions)));
       return false;
     }
-    open_alarm_.Set(std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(
-                            limits_.session_open_timeout_ms),
-                    [self = shared_from_this()](bool fired) {
-                      if (fired) self->OpenTimedOut();
-                    });
+    open_alarm_.Set(
+        std::chrono::system_clock::now() +
+            std::chrono::milliseconds(limits_.session_open_timeout_ms),
+        [self = shared_from_this()](bool fired) {
+          if (fired) self->OpenTimedOut();
+        });
     return true;
   }
 
@@ -866,8 +866,8 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LockServiceImpl::Session(grpc::CallbackServerContext* context) {
-  return SessionReactor::Start(owner_, limits_, authorizer_,
-                               unopened_sessions_, context);
+  return SessionReactor::Start(owner_, limits_, authorizer_, unopened_sessions_,
+                               context);
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(

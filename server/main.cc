@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<DaemonOptions> options =
       leasekeeper::server::ParseDaemonFlags(argc, argv);
   if (!options.ok()) {
-    std::fprintf(stderr, "leasekeeperd: %s\n(leasekeeperd --help lists the flags)\n",
+    std::fprintf(stderr,
+                 "leasekeeperd: %s\n(leasekeeperd --help lists the flags)\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }

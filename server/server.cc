@@ -71,11 +71,11 @@ absl::Status LeasekeeperServer::Start() {
     // gRPC binds the ports in the order they were added and stops at the
     // first failure: the main port first, then the health port.
     const bool main_failed = port_ == 0;
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ",
-        main_failed ? config_.listen : config_.health_listen,
-        main_failed ? " (--listen)" : " (--health-listen)",
-        ": the address is in use or not available here"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ",
+                     main_failed ? config_.listen : config_.health_listen,
+                     main_failed ? " (--listen)" : " (--health-listen)",
+                     ": the address is in use or not available here"));
   }
   address_ = absl::StrCat(HostPart(config_.listen), ":", port_);
   {

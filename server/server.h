@@ -28,8 +28,8 @@
 #include <memory>
 #include <string>
 
-#include "absl/status/status.h"
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"

@@ -79,34 +79,33 @@ class ListenersTest : public ::testing::Test {
   Daemon first_;
 };
 
-TEST_F(ListenersTest, SecondDaemonOnTheSamePortFailsNamingTheAddress) {
-  const Outcome second = RunDaemon({"--listen=" + first_.address});
+// A second daemon whose `flag` names the first one's port: it exits 1
+// naming the address (`expected` in its output), the first keeps serving.
+void ExpectRefusedWhileTheFirstServes(const Daemon& first,
+                                      const std::string& flag,
+                                      const std::string& expected) {
+  std::vector<std::string> args = {flag + "=" + first.address};
+  if (flag != "--listen") args.push_back("--listen=127.0.0.1:0");
+  const Outcome second = RunDaemon(args);
   EXPECT_EQ(second.exit_code, std::optional<int>(1)) << second.output;
-  EXPECT_TRUE(absl::StrContains(
-      second.output,
-      absl::StrCat("cannot listen on ", first_.address, " (--listen)")))
-      << second.output;
-  ExpectStillServes(first_);
+  EXPECT_TRUE(absl::StrContains(second.output, expected)) << second.output;
+  ExpectStillServes(first);
+}
+
+TEST_F(ListenersTest, SecondDaemonOnTheSamePortFailsNamingTheAddress) {
+  ExpectRefusedWhileTheFirstServes(
+      first_, "--listen",
+      absl::StrCat("cannot listen on ", first_.address, " (--listen)"));
 }
 
 TEST_F(ListenersTest, HealthPortInUseFailsTheStartNamingTheAddress) {
-  const Outcome second =
-      RunDaemon({"--listen=127.0.0.1:0", "--health-listen=" + first_.address});
-  EXPECT_EQ(second.exit_code, std::optional<int>(1)) << second.output;
-  EXPECT_TRUE(absl::StrContains(
-      second.output,
-      absl::StrCat("cannot listen on ", first_.address, " (--health-listen)")))
-      << second.output;
-  ExpectStillServes(first_);
+  ExpectRefusedWhileTheFirstServes(
+      first_, "--health-listen",
+      absl::StrCat("cannot listen on ", first_.address, " (--health-listen)"));
 }
 
 TEST_F(ListenersTest, MetricsPortInUseFailsTheStartNamingTheAddress) {
-  const Outcome second =
-      RunDaemon({"--listen=127.0.0.1:0", "--metrics-listen=" + first_.address});
-  EXPECT_EQ(second.exit_code, std::optional<int>(1)) << second.output;
-  EXPECT_TRUE(absl::StrContains(second.output, first_.address))
-      << second.output;
-  ExpectStillServes(first_);
+  ExpectRefusedWhileTheFirstServes(first_, "--metrics-listen", first_.address);
 }
 
 TEST(ListenerFlagsTest, OutOfRangePortIsRefusedBeforeAnythingListens) {
