@@ -16,6 +16,12 @@ Tick SteadyClock::Now() {
       .count();
 }
 
+Clock::Reading SteadyClock::Read() {
+  const auto since_epoch = steady_clock::now().time_since_epoch();
+  const auto ms = std::chrono::duration_cast<milliseconds>(since_epoch);
+  return Reading{ms.count(), since_epoch != ms};
+}
+
 void SteadyClock::SleepUntil(Tick deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   if (deadline >= kMaxTick) {
@@ -42,6 +48,11 @@ Tick FakeClock::Now() {
   return now_;
 }
 
+Clock::Reading FakeClock::Read() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Reading{now_, inside_};
+}
+
 void FakeClock::SleepUntil(Tick deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return interrupted_ || now_ >= deadline; });
@@ -61,6 +72,17 @@ void FakeClock::Set(Tick tick) {
     std::lock_guard<std::mutex> lock(mu_);
     if (tick <= now_) return;
     now_ = tick;
+    inside_ = false;
+  }
+  cv_.notify_all();
+}
+
+void FakeClock::SetInside(Tick tick) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tick < now_) return;
+    now_ = tick;
+    inside_ = true;
   }
   cv_.notify_all();
 }
@@ -70,6 +92,7 @@ void FakeClock::Advance(Tick ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     now_ += ms;
+    inside_ = false;
   }
   cv_.notify_all();
 }

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 #include "core/types.h"
@@ -31,6 +32,17 @@ class Clock {
   // The current tick. Never decreases.
   virtual Tick Now() = 0;
 
+  // The current tick, and whether the moment lies after the tick's start
+  // (inside the millisecond rather than on its boundary). Ticks truncate,
+  // so a lease granted or renewed at a moment inside tick T gets one tick
+  // more from the server (kGrantRoundingTicks): it then never ends before
+  // its ttl has passed since the request arrived. Default: on the boundary.
+  struct Reading {
+    Tick tick = 0;
+    bool inside = false;
+  };
+  virtual Reading Read() { return Reading{Now(), false}; }
+
   // Blocks until Now() >= deadline or Interrupt() is called, whichever comes
   // first. An Interrupt() that happens while nobody sleeps makes the next
   // SleepUntil return at once (no lost wake-up). May return early
@@ -41,7 +53,12 @@ class Clock {
   virtual void Interrupt() = 0;
 };
 
-// Milliseconds of std::chrono::steady_clock since its epoch.
+// The ticks a lease granted or renewed inside a tick is extended by: the
+// grant instant rounded up to the end of its millisecond.
+inline constexpr Tick kGrantRoundingTicks = 1;
+
+// Milliseconds of std::chrono::steady_clock since its epoch (truncated;
+// Read says whether nanoseconds remain).
 class SteadyClock final : public Clock {
  public:
   SteadyClock() = default;
@@ -49,6 +66,7 @@ class SteadyClock final : public Clock {
   SteadyClock& operator=(const SteadyClock&) = delete;
 
   Tick Now() override;
+  Reading Read() override;
   void SleepUntil(Tick deadline) override;
   void Interrupt() override;
 
@@ -66,12 +84,17 @@ class FakeClock final : public Clock {
   FakeClock& operator=(const FakeClock&) = delete;
 
   Tick Now() override;
+  Reading Read() override;
   void SleepUntil(Tick deadline) override;
   void Interrupt() override;
 
   // Moves the clock to `tick`; a smaller value is ignored (time never goes
-  // back). Wakes a sleeper whose deadline has come.
+  // back). Wakes a sleeper whose deadline has come. The clock is then on
+  // the tick's boundary.
   void Set(Tick tick);
+  // Moves the clock to a moment inside `tick` (between it and the next),
+  // as a real clock almost always is; a smaller tick is ignored.
+  void SetInside(Tick tick);
   // Moves the clock forward by `ms` (>= 0).
   void Advance(Tick ms);
 
@@ -79,6 +102,7 @@ class FakeClock final : public Clock {
   std::mutex mu_;
   std::condition_variable cv_;
   Tick now_;                  // guarded by mu_
+  bool inside_ = false;       // guarded by mu_: see SetInside
   bool interrupted_ = false;  // guarded by mu_
 };
 
@@ -100,6 +124,11 @@ class OffsetClock final : public Clock {
   }
 
   Tick Now() override { return base_.Now() + offset_.load(); }
+  Reading Read() override {
+    Reading reading = base_.Read();
+    reading.tick += offset_.load();
+    return reading;
+  }
   void SleepUntil(Tick deadline) override {
     base_.SleepUntil(deadline >= kMaxTick ? kMaxTick
                                           : deadline - offset_.load());

@@ -69,7 +69,7 @@ CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
       state_(CoreConfig{
-          .max_ttl = kMaxTtlMs,
+          .max_ttl = kMaxTtlMs + kGrantRoundingTicks,
           .track_idle_clients = config_.forget_idle_clients_after_ms > 0}),
       retry_cache_(config_.retry_cache) {}
 
@@ -79,7 +79,11 @@ CoreOwner::~CoreOwner() = default;
 // Time and effects.
 
 Tick CoreOwner::NowLocked() {
-  last_tick_ = std::max(last_tick_, clock_.Now());
+  const Clock::Reading reading = clock_.Read();
+  // A reading behind the latest tick (threads take the mutex in any order)
+  // is applied later than it happened: no rounding needed then.
+  now_inside_tick_ = reading.inside && reading.tick >= last_tick_;
+  last_tick_ = std::max(last_tick_, reading.tick);
   return last_tick_;
 }
 
@@ -90,6 +94,16 @@ Tick CoreOwner::ForgetDeadlineLocked() const {
   // The index holds only past instants; kMaxTick bounds both terms.
   return std::min(kMaxTick,
                   oldest->since + config_.forget_idle_clients_after_ms);
+}
+
+int64_t CoreOwner::CoreTtlLocked(int64_t ttl_ms) const {
+  if (ttl_ms < 1 || ttl_ms > kMaxTtlMs || !now_inside_tick_) return ttl_ms;
+  return ttl_ms + kGrantRoundingTicks;
+}
+
+int64_t CoreOwner::SureLeftLocked(Tick expires_at, Tick now) const {
+  const int64_t rounding = now_inside_tick_ ? kGrantRoundingTicks : 0;
+  return std::max<int64_t>(0, expires_at - now - rounding);
 }
 
 Tick CoreOwner::NextDeadlineLocked() const {
@@ -253,6 +267,7 @@ void CoreOwner::ReportStorageFailure(const absl::Status& status) {
       "event=storage_failed error=\"{}\" (every mutation is refused with "
       "UNAVAILABLE until leasekeeperd is restarted on a healthy disk)",
       std::string(status.message()));
+  if (storage_failure_observer_) storage_failure_observer_(status);
 }
 
 absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
@@ -357,7 +372,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
         break;
       }
       case Event::Kind::kGrantedFromQueue: {
-        const int64_t ttl_left = std::max<int64_t>(0, e.expires_at - now);
+        const int64_t ttl_left = SureLeftLocked(e.expires_at, now);
         const WaiterKey key(e.client, e.lock);
         int64_t waited = 0;
         auto it = parked_.find(key);
@@ -480,7 +495,7 @@ void CoreOwner::SetLabelLocked(const std::string& client,
 
 HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
   return HolderInfo{.view = view,
-                    .expires_in_ms = view.expires_at - now,
+                    .expires_in_ms = SureLeftLocked(view.expires_at, now),
                     .label = LabelLocked(view.client, view.lock)};
 }
 
@@ -608,8 +623,9 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
                                     .mode = args.mode});
   }
 
-  absl::StatusOr<Reply> applied = ApplyLocked(Operation{
-      now, op::Acquire{args.client, args.lock, args.ttl_ms, args.mode}});
+  absl::StatusOr<Reply> applied = ApplyLocked(
+      Operation{now, op::Acquire{args.client, args.lock,
+                                 CoreTtlLocked(args.ttl_ms), args.mode}});
   AcquireResult result = absl::InternalError("acquire: no outcome");
   if (!applied.ok()) result = applied.status();
   if (applied.ok()) {
@@ -627,7 +643,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         AcquireAnswer answer;
         answer.kind = AcquireAnswer::Kind::kGranted;
         answer.token = outcome.token;
-        answer.ttl_ms = outcome.expires_at - now;
+        answer.ttl_ms = SureLeftLocked(outcome.expires_at, now);
         answer.aborted = std::move(outcome.aborted);
         result = std::move(answer);
         break;
@@ -812,13 +828,13 @@ absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
 
 absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
                                                    Tick now, Effects& fx) {
-  absl::StatusOr<Reply> applied = ApplyLocked(
-      Operation{now, op::Renew{args.client, args.lock, args.ttl_ms}});
+  absl::StatusOr<Reply> applied = ApplyLocked(Operation{
+      now, op::Renew{args.client, args.lock, CoreTtlLocked(args.ttl_ms)}});
   DigestEventsLocked(now, NoVictims(), fx);
   if (!applied.ok()) return applied.status();
   const RenewOutcome& renewed = std::get<RenewOutcome>(*applied);
   return RenewAnswer{.token = renewed.token,
-                     .ttl_ms = renewed.expires_at - now};
+                     .ttl_ms = SureLeftLocked(renewed.expires_at, now)};
 }
 
 absl::StatusOr<ReleaseOutcome> CoreOwner::Release(const ReleaseArgs& args) {

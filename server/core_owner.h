@@ -225,6 +225,15 @@ class CoreOwner {
   // thread. The gRPC layer sends every answer through it.
   void AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done);
 
+  // Calls `observer` once, with the store's error, the first time a call
+  // finds the store failed (on that call's thread, never under the core's
+  // mutex); the server turns its health service NOT_SERVING with it.
+  // REQUIRES: called before any call is served.
+  void SetStorageFailureObserver(
+      absl::AnyInvocable<void(const absl::Status&)> observer) {
+    storage_failure_observer_ = std::move(observer);
+  }
+
   // The store's counters (fsync batch sizes and latencies, ...); nullopt
   // without a data dir.
   std::optional<storage::DurableStoreStats> StorageStats();
@@ -366,8 +375,10 @@ class CoreOwner {
   // not held.
   void Perform(Effects& fx);
   void PerformNow(Effects& fx);
-  // Logs the store's failure once.
+  // Logs the store's failure once and tells the observer.
   void ReportStorageFailure(const absl::Status& status);
+  // Set before serving, read once by ReportStorageFailure.
+  absl::AnyInvocable<void(const absl::Status&)> storage_failure_observer_;
 
   const ServerConfig config_;
   Clock& clock_;
@@ -375,6 +386,17 @@ class CoreOwner {
   absl::Mutex mu_;
   StateMachine state_ ABSL_GUARDED_BY(mu_);
   Tick last_tick_ ABSL_GUARDED_BY(mu_) = kMinTick;
+  // Whether the last NowLocked reading lay inside last_tick_ (Clock::Read):
+  // an Acquire or Renew applied at it gets kGrantRoundingTicks more.
+  bool now_inside_tick_ ABSL_GUARDED_BY(mu_) = false;
+  // The ttl the core is given for a request's `ttl_ms` at the current
+  // reading (rounded up, see now_inside_tick_; out of range unchanged, for
+  // the core to refuse), and what surely remains then of a lease ending at
+  // `expires_at`.
+  int64_t CoreTtlLocked(int64_t ttl_ms) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t SureLeftLocked(Tick expires_at, Tick now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The tick the timer thread will wake at next (kMaxTick: no deadline).
   Tick scheduled_wake_ ABSL_GUARDED_BY(mu_) = kMaxTick;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

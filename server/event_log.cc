@@ -28,8 +28,9 @@ spdlog::level::level_enum LevelOf(LogEvent event) {
   return spdlog::level::info;
 }
 
-// logfmt value: bare if it needs no quoting, else quoted with escapes.
-std::string Value(absl::string_view text) {
+}  // namespace
+
+std::string LogfmtValue(absl::string_view text) {
   bool bare = !text.empty();
   for (char c : text) {
     if (c == ' ' || c == '=' || c == '"' || c == '\\' ||
@@ -53,8 +54,6 @@ std::string Value(absl::string_view text) {
   quoted.push_back('"');
   return quoted;
 }
-
-}  // namespace
 
 absl::string_view EventName(LogEvent event) {
   switch (event) {
@@ -94,10 +93,12 @@ bool ShouldLog(LogEvent event) {
 
 void WriteLog(const LogRecord& r) {
   std::string line = absl::StrCat("event=", EventName(r.event));
-  if (!r.session.empty()) absl::StrAppend(&line, " session=", Value(r.session));
-  if (!r.client.empty()) absl::StrAppend(&line, " client=", Value(r.client));
-  if (!r.lock.empty()) absl::StrAppend(&line, " lock=", Value(r.lock));
-  if (!r.key.empty()) absl::StrAppend(&line, " key=", Value(r.key));
+  if (!r.session.empty())
+    absl::StrAppend(&line, " session=", LogfmtValue(r.session));
+  if (!r.client.empty())
+    absl::StrAppend(&line, " client=", LogfmtValue(r.client));
+  if (!r.lock.empty()) absl::StrAppend(&line, " lock=", LogfmtValue(r.lock));
+  if (!r.key.empty()) absl::StrAppend(&line, " key=", LogfmtValue(r.key));
   if (r.token != 0) absl::StrAppend(&line, " token=", r.token);
   if (r.event == LogEvent::kStaleWriteRefused) {
     absl::StrAppend(&line, " high_water=", r.high_water);
@@ -112,7 +113,8 @@ void WriteLog(const LogRecord& r) {
   if (!r.victims.empty()) {
     std::vector<std::string> quoted;
     quoted.reserve(r.victims.size());
-    for (const std::string& victim : r.victims) quoted.push_back(Value(victim));
+    for (const std::string& victim : r.victims)
+      quoted.push_back(LogfmtValue(victim));
     absl::StrAppend(&line, " victims=", absl::StrJoin(quoted, ","));
   }
   spdlog::log(LevelOf(r.event), "{}", line);

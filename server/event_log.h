@@ -76,6 +76,10 @@ bool ShouldLog(LogEvent event);
 // Writes one line. REQUIRES: the core mutex is not held.
 void WriteLog(const LogRecord& record);
 
+// `text` as a logfmt value: bare if it needs no quoting, else quoted, with
+// quotes, backslashes and control bytes escaped.
+std::string LogfmtValue(absl::string_view text);
+
 }  // namespace leasekeeper::server
 
 #endif  // LEASEKEEPER_SERVER_EVENT_LOG_H_

@@ -1,5 +1,6 @@
 #include "server/lock_service.h"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/errors.h"
+#include "grpcpp/alarm.h"
 #include "server/convert.h"
 #include "server/grpc_status.h"
 #include "server/server_errors.h"
@@ -158,7 +160,7 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
 // delivered; one lost in a broken connection after it was queued is not,
 // and the session's grace, or the client's resume and retry, settles it.
 class SessionReactor final
-    : public grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>,
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public SessionSink,
       public std::enable_shared_from_this<SessionReactor> {
  public:
@@ -168,13 +170,15 @@ class SessionReactor final
   // Calls of one stream that may await their answers at once.
   static constexpr size_t kMaxCallsInFlight = 256;
 
+  // `unopened` counts the streams that have not opened a session yet.
   static SessionReactor* Start(CoreOwner& owner, const Limits& limits,
                                const security::Authorizer& authorizer,
+                               std::atomic<size_t>& unopened,
                                grpc::CallbackServerContext* context) {
     std::shared_ptr<SessionReactor> reactor(
-        new SessionReactor(owner, limits, authorizer, context));
+        new SessionReactor(owner, limits, authorizer, unopened, context));
     reactor->self_ = reactor;
-    reactor->ContinueReading();
+    if (reactor->AdmitUnopened()) reactor->ContinueReading();
     return reactor.get();
   }
 
@@ -186,6 +190,14 @@ class SessionReactor final
     if (!ok) {
       // The client half-closed, or the stream broke, without `close`.
       EndStream(absl::OkStatus());
+      return;
+    }
+    if (!grpc::SerializationTraits<pb::SessionRequest>::Deserialize(
+             &read_buffer_, &request_)
+             .ok()) {
+      // Ends the stream, not the session: it is in its grace as after a
+      // broken connection, so the client may resume it.
+      EndStream(UndecodableMessage("Session message"));
       return;
     }
     switch (request_.kind_case()) {
@@ -212,10 +224,9 @@ class SessionReactor final
     writing_ = false;
     if (!ok) outbox_.clear();  // broken stream: OnReadDone/OnCancel follow
     if (!outbox_.empty()) {
-      current_ = std::move(outbox_.front());
+      pb::SessionResponse next = std::move(outbox_.front());
       outbox_.pop_front();
-      writing_ = true;
-      StartWrite(&current_);
+      WriteLocked(next);
       return;
     }
     if (pending_finish_.has_value()) {
@@ -227,6 +238,8 @@ class SessionReactor final
   void OnCancel() override { EndStream(absl::CancelledError("cancelled")); }
 
   void OnDone() override {
+    LeaveUnopened();
+    open_alarm_.Cancel();  // drops the alarm's reference to this reactor
     ReportStreamEnded();
     WithdrawParkedCalls();
     // Drops the self-reference last: CoreOwner may still hold the sink.
@@ -244,11 +257,56 @@ class SessionReactor final
  private:
   SessionReactor(CoreOwner& owner, const Limits& limits,
                  const security::Authorizer& authorizer,
+                 std::atomic<size_t>& unopened,
                  grpc::CallbackServerContext* context)
       : owner_(owner),
         limits_(limits),
         authorizer_(authorizer),
+        unopened_(unopened),
         context_(context) {}
+
+  // A stream counts against --max-sessions from its start: one that never
+  // sends `open` would otherwise hold a connection's resources unbounded.
+  // False (and the stream finished) beyond the limit. Arms the open
+  // timeout otherwise.
+  bool AdmitUnopened() {
+    const size_t unopened = unopened_.fetch_add(1) + 1;
+    {
+      absl::MutexLock lock(&mu_);
+      counted_as_unopened_ = true;
+    }
+    if (unopened + owner_.GetStats().sessions > limits_.max_sessions) {
+      LeaveUnopened();
+      FinishOnce(LimitExceeded("max-sessions",
+                               static_cast<int64_t>(limits_.max_sessions)));
+      return false;
+    }
+    open_alarm_.Set(
+        std::chrono::system_clock::now() +
+            std::chrono::milliseconds(limits_.session_open_timeout_ms),
+        [self = shared_from_this()](bool fired) {
+          if (fired) self->OpenTimedOut();
+        });
+    return true;
+  }
+
+  // Once: the stream no longer counts as unopened (it opened, or ended).
+  void LeaveUnopened() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!counted_as_unopened_) return;
+      counted_as_unopened_ = false;
+    }
+    unopened_.fetch_sub(1);
+  }
+
+  void OpenTimedOut() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!counted_as_unopened_) return;  // it opened meanwhile
+    }
+    FinishOnce(SessionOpenTimedOut(limits_.session_open_timeout_ms));
+  }
 
   // An Acquire sent on this stream that CoreOwner parked. Owned by parked_
   // until CoreOwner completes it; keeps the reactor alive until then.
@@ -275,6 +333,8 @@ class SessionReactor final
       EndStream(InvalidField(ErrorCode::kInvalidArguments, "open"));
       return;
     }
+    // From here OpenSession counts it, as a session, against the limit.
+    LeaveUnopened();
     if (absl::Status denied = authorizer_.CheckActAs(
             PeerOf(context_), request_.open().client_id());
         !denied.ok()) {
@@ -548,7 +608,7 @@ class SessionReactor final
       return;
     }
     read_outstanding_ = true;
-    StartRead(&request_);
+    StartRead(&read_buffer_);
   }
 
   std::optional<std::string> SessionId() {
@@ -584,10 +644,19 @@ class SessionReactor final
       outbox_.push_back(std::move(message));
       return true;
     }
-    current_ = std::move(message);
+    WriteLocked(message);
+    return true;
+  }
+
+  void WriteLocked(const pb::SessionResponse& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    bool own_buffer = false;
+    current_.Clear();  // the previous message's bytes (written by now)
+    // Serializing a message we built cannot fail.
+    (void)grpc::SerializationTraits<pb::SessionResponse>::Serialize(
+        message, &current_, &own_buffer);
     writing_ = true;
     StartWrite(&current_);
-    return true;
   }
 
   void FinishOnce(const absl::Status& status) {
@@ -605,9 +674,14 @@ class SessionReactor final
   CoreOwner& owner_;
   const Limits& limits_;
   const security::Authorizer& authorizer_;
+  std::atomic<size_t>& unopened_;
   grpc::CallbackServerContext* const context_;
-  pb::SessionRequest request_;  // owned by the read chain
+  grpc::ByteBuffer read_buffer_;  // owned by the read chain
+  pb::SessionRequest request_;    // parsed from read_buffer_
   std::shared_ptr<SessionReactor> self_;
+  // Ends a stream that sends no `open` in time; holds a reference to this
+  // reactor until it fires or OnDone cancels it.
+  grpc::Alarm open_alarm_;
 
   absl::Mutex mu_;
   std::optional<std::string> session_id_ ABSL_GUARDED_BY(mu_);
@@ -617,8 +691,9 @@ class SessionReactor final
   absl::flat_hash_map<ParkedAcquire*, std::unique_ptr<ParkedAcquire>> parked_
       ABSL_GUARDED_BY(mu_);
   bool stream_end_reported_ ABSL_GUARDED_BY(mu_) = false;
+  bool counted_as_unopened_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<pb::SessionResponse> outbox_ ABSL_GUARDED_BY(mu_);
-  pb::SessionResponse current_ ABSL_GUARDED_BY(mu_);  // being written
+  grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);  // being written
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
@@ -800,9 +875,10 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
   return FinishWhenDurable(owner_, context, absl::OkStatus());
 }
 
-grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LockServiceImpl::Session(grpc::CallbackServerContext* context) {
-  return SessionReactor::Start(owner_, limits_, authorizer_, context);
+  return SessionReactor::Start(owner_, limits_, authorizer_, unopened_sessions_,
+                               context);
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(

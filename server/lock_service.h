@@ -12,12 +12,16 @@
 // shutdown). A cancelled or disconnected waiting call withdraws its request
 // (OnCancel); an answer that did not reach the client is undone (OnDone).
 // Session streams are bidi reactors that forward open/keepalive/close to
-// CoreOwner and write its notices.
+// CoreOwner and write its notices; they parse their own messages (see
+// Session).
 //
 // Thread-safety: gRPC calls the handlers concurrently; all shared state is
 // in CoreOwner.
 #ifndef LEASEKEEPER_SERVER_LOCK_SERVICE_H_
 #define LEASEKEEPER_SERVER_LOCK_SERVICE_H_
+
+#include <atomic>
+#include <cstddef>
 
 #include "grpcpp/grpcpp.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
@@ -27,7 +31,28 @@
 
 namespace leasekeeper::server {
 
-class LockServiceImpl final : public v1::LockService::CallbackService {
+// The generated CallbackService, except that Session is a raw (byte
+// buffer) stream: gRPC's typed stream reports a message that does not
+// parse exactly like the client's half-close, so the server parses Session
+// messages itself to tell the two apart. (A unary request that does not
+// parse is answered by UndecodableRequestInterceptor.)
+using LockServiceBase = v1::LockService::WithCallbackMethod_Acquire<
+    v1::LockService::WithCallbackMethod_Renew<
+        v1::LockService::WithCallbackMethod_Release<
+            v1::LockService::WithCallbackMethod_Write<
+                v1::LockService::WithCallbackMethod_Read<
+                    v1::LockService::WithCallbackMethod_Inspect<
+                        v1::LockService::WithCallbackMethod_Status<
+                            v1::LockService::WithCallbackMethod_ListLocks<
+                                v1::LockService::WithRawCallbackMethod_Session<
+                                    v1::LockService::
+                                        WithCallbackMethod_ForceRelease<
+                                            v1::LockService::
+                                                WithCallbackMethod_ServerInfo<
+                                                    v1::LockService::
+                                                        Service>>>>>>>>>>>;
+
+class LockServiceImpl final : public LockServiceBase {
  public:
   // `authorizer` (security/authorizer.h) decides every call before it is
   // validated or applied; null means open (every check passes). It must
@@ -61,7 +86,15 @@ class LockServiceImpl final : public v1::LockService::CallbackService {
   grpc::ServerUnaryReactor* ListLocks(grpc::CallbackServerContext* context,
                                       const v1::ListLocksRequest* request,
                                       v1::ListLocksResponse* response) override;
-  grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* Session(
+  // Messages are leasekeeper.v1.SessionRequest and SessionResponse. One
+  // that does not parse ends the stream with INVALID_ARGUMENT "invalid
+  // arguments: Session message cannot be parsed"; the session then is in
+  // its grace exactly as after a broken connection (resumable, its locks
+  // kept until the grace ends). A stream counts against --max-sessions from
+  // its start (RESOURCE_EXHAUSTED "limit exceeded: max-sessions" beyond)
+  // and is ended DEADLINE_EXCEEDED if no `open` arrives within
+  // --session-open-timeout.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* ForceRelease(
       grpc::CallbackServerContext* context,
@@ -76,6 +109,8 @@ class LockServiceImpl final : public v1::LockService::CallbackService {
   CoreOwner& owner_;
   const Limits limits_;
   const security::Authorizer& authorizer_;
+  // Session streams that have not opened a session yet.
+  std::atomic<size_t> unopened_sessions_{0};
 };
 
 }  // namespace leasekeeper::server

@@ -4,7 +4,7 @@
 // parked waiters are answered UNAVAILABLE, session streams ended, gRPC stops
 // within --shutdown-grace, and the process exits 0 (well within 5 s).
 // Prints "leasekeeperd listening on HOST:PORT" on stdout once it serves;
-// logs go to stderr.
+// logs go to stderr, one logfmt line each (server/logging.h).
 #include <pthread.h>
 
 #include <chrono>
@@ -16,8 +16,9 @@
 #include "absl/synchronization/mutex.h"
 #include "server/clock.h"
 #include "server/flags.h"
+#include "server/logging.h"
 #include "server/server.h"
-#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
@@ -30,9 +31,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<DaemonOptions> options =
       leasekeeper::server::ParseDaemonFlags(argc, argv);
   if (!options.ok()) {
-    std::fprintf(stderr, "leasekeeperd: %s\n\n%s",
-                 std::string(options.status().message()).c_str(),
-                 leasekeeper::server::DaemonUsage().c_str());
+    std::fprintf(stderr,
+                 "leasekeeperd: %s\n(leasekeeperd --help lists the flags)\n",
+                 std::string(options.status().message()).c_str());
     return 2;
   }
   if (options->help) {
@@ -40,11 +41,12 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  auto logger = spdlog::stderr_color_mt("leasekeeperd");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  logger->set_level(spdlog::level::from_str(options->log_level));
-  logger->flush_on(spdlog::level::info);
-  spdlog::set_default_logger(logger);
+  // One format for every line, gRPC's and protobuf's own included
+  // (server/logging.h).
+  leasekeeper::server::InstallDaemonLogger(
+      spdlog::stderr_logger_mt("leasekeeperd"),
+      spdlog::level::from_str(options->log_level));
+  leasekeeper::server::RouteLibraryLogs();
 
   // Every thread created from here on inherits the blocked mask, so the
   // signals are delivered only to sigwait below.

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "leasekeeper/v1/lock_service.pb.h"
 #include "server/grpc_status.h"
 
@@ -63,12 +65,17 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     if (method_->session &&
         methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      // The stream's own message object (not yet serialized), or null.
-      const auto* message =
-          static_cast<const pb::SessionResponse*>(methods->GetSendMessage());
-      if (message != nullptr && message->has_call_result() &&
-          message->call_result().has_error()) {
-        CountIfLimit(metrics_, message->call_result().error().detail());
+      // Session is a raw (byte buffer) method: its messages reach the
+      // interceptor serialized. A copy of a ByteBuffer shares its slices.
+      if (const grpc::ByteBuffer* sent = methods->GetSerializedSendMessage();
+          sent != nullptr) {
+        grpc::ByteBuffer copy(*sent);
+        grpc::ProtoBufferReader reader(&copy);
+        pb::SessionResponse message;
+        if (message.ParseFromZeroCopyStream(&reader) &&
+            message.has_call_result() && message.call_result().has_error()) {
+          CountIfLimit(metrics_, message.call_result().error().detail());
+        }
       }
     }
     if (methods->QueryInterceptionHookPoint(

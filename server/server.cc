@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "server/transport_options.h"
 #include "spdlog/spdlog.h"
 
@@ -39,6 +38,8 @@ absl::Status LeasekeeperServer::Start() {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       PrepareSecurity();
   if (!credentials.ok()) return credentials.status();
+  owner_.SetStorageFailureObserver(
+      [this](const absl::Status&) { MarkStorageFailed(); });
   if (absl::Status s = RecoverStorage(); !s.ok()) return s;
   if (absl::Status s = PrepareMetrics(); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
@@ -57,22 +58,43 @@ absl::Status LeasekeeperServer::Start() {
                              config_.limits.max_value_bytes + (64 << 10));
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
   AddTransportOptions(builder);
+  // gRPC sets SO_REUSEPORT on its listeners by default, so a second daemon
+  // on the same port would start and the kernel would spread connections
+  // over two lock services, each granting the same lock. Without it a port
+  // in use is a start-up error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0 ||
       (!config_.health_listen.empty() && health_port_ == 0)) {
     if (server_ != nullptr) server_->Shutdown();
     server_.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", config_.listen,
-        config_.health_listen.empty() ? "" : " and ", config_.health_listen));
+    // gRPC binds the ports in the order they were added and stops at the
+    // first failure: the main port first, then the health port.
+    const bool main_failed = port_ == 0;
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ",
+                     main_failed ? config_.listen : config_.health_listen,
+                     main_failed ? " (--listen)" : " (--health-listen)",
+                     ": the address is in use or not available here"));
   }
   address_ = absl::StrCat(HostPart(config_.listen), ":", port_);
-  if (grpc::HealthCheckServiceInterface* health =
-          server_->GetHealthCheckService()) {
-    health->SetServingStatus(kServiceName, true);
+  {
+    absl::MutexLock lock(&health_mu_);
+    health_ = server_->GetHealthCheckService();
+    if (health_ != nullptr) {
+      health_->SetServingStatus(kServiceName, !storage_failed_);
+      if (storage_failed_) health_->SetServingStatus(false);
+    }
   }
   ticker_.Start();
   return absl::OkStatus();
+}
+
+void LeasekeeperServer::MarkStorageFailed() {
+  absl::MutexLock lock(&health_mu_);
+  storage_failed_ = true;
+  // Every service, the overall "" included.
+  if (health_ != nullptr) health_->SetServingStatus(false);
 }
 
 absl::Status LeasekeeperServer::RecoverStorage() {
@@ -102,9 +124,12 @@ absl::Status LeasekeeperServer::RecoverStorage() {
 void LeasekeeperServer::Shutdown() {
   if (server_ == nullptr || shut_down_) return;
   shut_down_ = true;
-  if (grpc::HealthCheckServiceInterface* health =
-          server_->GetHealthCheckService()) {
-    health->Shutdown();  // every service NOT_SERVING from now on
+  {
+    absl::MutexLock lock(&health_mu_);
+    if (health_ != nullptr) {
+      health_->Shutdown();  // every service NOT_SERVING from now on
+    }
+    health_ = nullptr;
   }
   // Answer every parked waiter and end session streams first, so that
   // gRPC's shutdown finds nothing left to wait for.

@@ -11,6 +11,11 @@
 // config.shutdown_grace_ms for in-flight calls, stops the timer, flushes and
 // closes the data dir). The destructor shuts down if needed.
 //
+// Health: SERVING for "" and leasekeeper.v1.LockService from Start until
+// Shutdown, except while the store has failed (NOT_SERVING from the first
+// call that finds it failed: the daemon must be restarted on a healthy
+// disk).
+//
 // Time: the server reads `clock` through an OffsetClock. After recovering a
 // data dir it continues the ticks of the previous process (first tick =
 // the recovery's resume_tick); otherwise the offset is 0.
@@ -24,8 +29,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "metrics/exposer.h"
 #include "metrics/process_collector.h"
 #include "prometheus/collectable.h"
@@ -50,8 +58,10 @@ class LeasekeeperServer {
   ~LeasekeeperServer();
 
   // Recovers config.durability.data_dir (logging what it found at info),
-  // binds config.listen and starts serving. Outcomes: OK; UNAVAILABLE if the
-  // address cannot be bound; FAILED_PRECONDITION if already started; the
+  // binds config.listen and starts serving. Outcomes: OK; UNAVAILABLE naming
+  // the address and its flag if it cannot be bound, also when another
+  // process listens on it (no listener of the daemon sets SO_REUSEPORT);
+  // FAILED_PRECONDITION if already started; the
   // data dir's error (see storage::DurableStore::Open: another daemon holds
   // it, corruption before the tail of the log naming file and offset, a
   // format version mismatch, I/O); the TLS files' or the policy's error
@@ -105,6 +115,15 @@ class LeasekeeperServer {
   std::unique_ptr<metrics::MetricsExposer> metrics_http_;
   int health_port_ = 0;
   std::unique_ptr<grpc::Server> server_;
+  // grpc.health.v1.Health says NOT_SERVING (overall and for LockService)
+  // once the store has failed: every mutation is refused then, so a probe
+  // should restart the daemon. A failure seen before the health service
+  // exists (during recovery) is remembered and applied when it does.
+  absl::Mutex health_mu_;
+  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) =
+      nullptr;
+  bool storage_failed_ ABSL_GUARDED_BY(health_mu_) = false;
+  void MarkStorageFailed();
   // server/server_operations.cc. Loads the TLS files and the policy,
   // setting authorizer_; returns the listening port's credentials.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> PrepareSecurity();

@@ -35,7 +35,14 @@ struct Limits {
   size_t max_label_bytes = 256;      // --max-label-bytes
   size_t max_request_id_bytes = 128;      // --max-request-id-bytes
   int64_t max_waiters_per_lock = 10'000;  // --max-waiters-per-lock
-  size_t max_sessions = 100'000;          // --max-sessions
+  // Session streams, those that have not sent `open` yet included
+  // (--max-sessions).
+  size_t max_sessions = 100'000;
+  // How long a Session stream may stay open before sending its `open`
+  // message; it is then ended with DEADLINE_EXCEEDED
+  // (--session-open-timeout). Measured on the real clock, like gRPC's own
+  // deadlines.
+  int64_t session_open_timeout_ms = 10'000;
   // Leases one client may hold at once; an Acquire beyond it is refused
   // (--max-locks-per-client).
   size_t max_locks_per_client = 1'000;

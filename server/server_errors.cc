@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "leasekeeper/v1/lock_service.pb.h"
 
 namespace leasekeeper::server {
@@ -123,6 +124,21 @@ ErrorInfo ErrorInfoOf(const absl::Status& status) {
     info.reason = ReasonOfCoreError(*code);
   }
   return info;
+}
+
+absl::Status UndecodableMessage(absl::string_view what) {
+  ErrorInfo info;
+  info.reason = Reason::kInvalidArguments;
+  info.field = "request";
+  return WithInfo(absl::InvalidArgumentError(absl::StrCat(
+                      "invalid arguments: ", what, " cannot be parsed")),
+                  info);
+}
+
+absl::Status SessionOpenTimedOut(int64_t timeout_ms) {
+  return absl::DeadlineExceededError(
+      absl::StrCat("no open within --session-open-timeout=",
+                   absl::FormatDuration(absl::Milliseconds(timeout_ms))));
 }
 
 pb::ErrorDetail ToErrorDetail(const ErrorInfo& info) {

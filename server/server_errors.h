@@ -65,6 +65,13 @@ absl::Status RequestIdReused(absl::string_view field);
 absl::Status SupersededByRetry();
 // A waiting call the client cancelled (the status is never delivered).
 absl::Status WaitCancelled();
+// Bytes that do not parse as the message they should be: INVALID_ARGUMENT
+// "invalid arguments: <what> cannot be parsed", reason kInvalidArguments,
+// field "request". The client sent them; the server changes nothing.
+absl::Status UndecodableMessage(absl::string_view what);
+// A Session stream that sent no `open` within --session-open-timeout:
+// DEADLINE_EXCEEDED "no open within --session-open-timeout=<timeout>".
+absl::Status SessionOpenTimedOut(int64_t timeout_ms);
 
 // The ErrorInfo of any status made here or by core/errors.h; reason
 // kUnspecified for OK and for any other status.

@@ -12,6 +12,8 @@
 #include "security/policy.h"
 #include "security/tls_config.h"
 #include "server/server.h"
+#include "server/server_metrics.h"
+#include "server/undecodable_request.h"
 #include "spdlog/spdlog.h"
 
 namespace leasekeeper::server {
@@ -112,6 +114,8 @@ void LeasekeeperServer::ConfigureOperatorFeatures(
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
+  // First, so that the metrics see the status it rewrites.
+  interceptors.push_back(MakeUndecodableRequestInterceptorFactory());
   interceptors.push_back(rpc_metrics_->MakeInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
 }
