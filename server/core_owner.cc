@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/errors.h"
+#include "server/retry_entry_codec.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
 
@@ -40,13 +41,6 @@ std::optional<absl::StatusOr<T>> CheckRetryCache(RetryCache& cache,
   }
   cache.Insert(client, request_id, std::move(fingerprint));
   return std::nullopt;
-}
-
-template <typename T>
-void RememberAnswer(RetryCache& cache, const std::string& client,
-                    const std::string& request_id,
-                    const absl::StatusOr<T>& answer, Tick now) {
-  if (!request_id.empty()) cache.Answer(client, request_id, answer, now);
 }
 
 }  // namespace
@@ -162,12 +156,103 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   if (!reply.ok()) return reply;  // refused: changed nothing but time
   absl::StatusOr<storage::LogPosition> position = store_->Append(op);
   if (!position.ok()) return reply;  // the store failed: see AfterDurable
-  if (store_->SnapshotDue()) {
-    // Under the mutex, so the snapshot is exactly records 1..position; the
-    // file is written on the store's thread.
-    store_->SubmitSnapshot(state_.Snapshot(), *position);
-  }
+  MaybeSnapshotLocked(*position);
   return reply;
+}
+
+void CoreOwner::MaybeSnapshotLocked(storage::LogPosition position) {
+  if (!store_->SnapshotDue()) return;
+  // Under the mutex, so the snapshot is exactly records 1..position; the
+  // file is written on the store's thread.
+  store_->SubmitSnapshot(state_.Snapshot(), position, ServerStateLocked());
+}
+
+void CoreOwner::LogLocked(storage::ServerRecord record) {
+  if (store_ == nullptr || !store_->health().ok()) return;
+  absl::StatusOr<storage::LogPosition> position = store_->Append(record);
+  if (position.ok()) MaybeSnapshotLocked(*position);
+}
+
+storage::ServerState CoreOwner::ServerStateLocked() const {
+  storage::ServerState state;
+  state.sessions.reserve(sessions_.size());
+  for (const auto& [id, session] : sessions_) {
+    state.sessions.push_back(
+        storage::ServerState::Session{.session_id = id,
+                                      .client = session.client});
+  }
+  state.retries.reserve(retry_cache_.size());
+  retry_cache_.ForEachAnswered([&](const std::string& client,
+                                   const std::string& request_id,
+                                   const RetryEntry& entry) {
+    state.retries.push_back(storage::ServerState::Retry{
+        .client = client,
+        .request_id = request_id,
+        .entry = EncodeRetryEntry(entry.fingerprint, *entry.answer),
+        .answered_at = entry.answered_at});
+  });
+  return state;
+}
+
+RetryEntry* CoreOwner::RememberLocked(const std::string& client,
+                                      const std::string& request_id,
+                                      CachedAnswer answer, Tick now) {
+  RetryEntry* entry =
+      retry_cache_.Answer(client, request_id, std::move(answer), now);
+  if (entry != nullptr && store_ != nullptr) {
+    LogLocked(storage::ServerRecord{
+        now, storage::srec::RetryAnswered{
+                 client, request_id,
+                 EncodeRetryEntry(entry->fingerprint, *entry->answer)}});
+  }
+  return entry;
+}
+
+void CoreOwner::ForgetLocked(const std::string& client,
+                             const std::string& request_id, Tick now) {
+  if (retry_cache_.Erase(client, request_id)) {
+    LogLocked(storage::ServerRecord{
+        now, storage::srec::RetryForgotten{client, request_id}});
+  }
+}
+
+void CoreOwner::RestoreServerStateLocked(Tick now) {
+  storage::ServerState recovered = std::move(recovered_server_);
+  recovered_server_ = storage::ServerState{};
+  // See the header: no stream could reach the restored sessions while the
+  // server was down.
+  const Tick deadline =
+      now + std::max(config_.session_grace_ms,
+                     config_.durability.restart_grace_ms);
+  for (storage::ServerState::Session& s : recovered.sessions) {
+    session_of_client_[s.client] = s.session_id;
+    grace_deadlines_.emplace(deadline, s.session_id);
+    sessions_[s.session_id] = Session{.client = std::move(s.client),
+                                      .sink = nullptr,
+                                      .grace_deadline = deadline};
+  }
+  size_t unreadable = 0;
+  for (storage::ServerState::Retry& r : recovered.retries) {
+    absl::StatusOr<DecodedRetryEntry> entry = DecodeRetryEntry(r.entry);
+    if (!entry.ok()) {
+      // A retry then runs afresh, as it would after the entry's ttl.
+      ++unreadable;
+      continue;
+    }
+    if (const auto* acquired = std::get_if<AcquireResult>(&entry->answer);
+        acquired != nullptr && acquired->ok() &&
+        (*acquired)->kind == AcquireAnswer::Kind::kQueued) {
+      // "Queued" is no longer true: the restart withdrew every wait. A
+      // retry queues afresh.
+      continue;
+    }
+    retry_cache_.Restore(r.client, r.request_id,
+                         std::move(entry->fingerprint),
+                         std::move(entry->answer), r.answered_at);
+  }
+  if (unreadable > 0) {
+    spdlog::warn("event=retry_entries_unreadable count={}", unreadable);
+  }
 }
 
 void CoreOwner::Perform(Effects& fx) {
@@ -239,7 +324,8 @@ absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
   options.restart_grace_ticks = durability.restart_grace_ms;
   options.recover_truncate = durability.recover_truncate;
   absl::StatusOr<std::unique_ptr<storage::DurableStore>> store =
-      storage::DurableStore::Open(durability.data_dir, options, state_);
+      storage::DurableStore::Open(durability.data_dir, options, state_,
+                                  &recovered_server_);
   if (!store.ok()) return store.status();
   store_ = *std::move(store);
   last_tick_ = std::max(last_tick_, state_.table().now());
@@ -263,6 +349,9 @@ absl::Status CoreOwner::SettleRecoveredState() {
     }
     // Nobody waits for the events of recovery and of these withdrawals.
     (void)state_.table().TakeEvents();
+    // Before the timer thread starts (LeasekeeperServer::Start), so its
+    // first RunDueTimers sees the restored sessions' grace deadlines.
+    RestoreServerStateLocked(NowLocked());
   }
   return store_->WaitDurable(store_->last_position());
 }
@@ -414,12 +503,12 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
   if (!parked.request_id.empty()) {
     if (cache) {
       if (RetryEntry* entry =
-              retry_cache_.Answer(key.first, parked.request_id, result, now)) {
+              RememberLocked(key.first, parked.request_id, result, now)) {
         ++entry->deliveries_in_flight;
         tracked = true;
       }
     } else {
-      retry_cache_.Erase(key.first, parked.request_id);
+      ForgetLocked(key.first, parked.request_id, now);
     }
   }
   fx.completions.emplace_back(parked.call,
@@ -549,12 +638,12 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
           }
         }
         RetryEntry* answered =
-            retry_cache_.Answer(args.client, args.request_id, answer, now);
+            RememberLocked(args.client, args.request_id, answer, now);
         if (answered != nullptr) ++answered->deliveries_in_flight;
         return AcquireReply{std::move(answer), answered != nullptr};
       }
       // A pending entry without its call: forget it and start afresh.
-      retry_cache_.Erase(args.client, args.request_id);
+      ForgetLocked(args.client, args.request_id, now);
     }
   }
 
@@ -638,7 +727,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   bool tracked = false;
   if (!args.request_id.empty()) {
     if (RetryEntry* entry =
-            retry_cache_.Answer(args.client, args.request_id, result, now)) {
+            RememberLocked(args.client, args.request_id, result, now)) {
       ++entry->deliveries_in_flight;
       tracked = true;
     }
@@ -695,7 +784,7 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
         if (!cancelled) entry->delivered = true;
         undo =
             cancelled && entry->deliveries_in_flight == 0 && !entry->delivered;
-        if (undo) retry_cache_.Erase(args.client, args.request_id);
+        if (undo) ForgetLocked(args.client, args.request_id, now);
       }
     }
     if (undo && reply.result.ok()) {
@@ -764,7 +853,9 @@ absl::StatusOr<Answer> CoreOwner::RetriableCall(const Args& args,
       result = *std::move(cached);
     } else {
       result = apply(now, fx);
-      RememberAnswer(retry_cache_, args.client, args.request_id, result, now);
+      if (!args.request_id.empty()) {
+        RememberLocked(args.client, args.request_id, result, now);
+      }
     }
     ScheduleLocked(fx);
   }
@@ -1008,6 +1099,8 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
         } while (sessions_.contains(id));
         sessions_[id] = Session{.client = client, .sink = std::move(sink)};
         session_of_client_[client] = id;
+        LogLocked(storage::ServerRecord{
+            now, storage::srec::SessionOpened{id, client}});
         if (ShouldLog(LogEvent::kSessionOpened)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
                                       .client = client,
@@ -1122,6 +1215,7 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
   if (owner != session_of_client_.end() && owner->second == session_id) {
     session_of_client_.erase(owner);
   }
+  LogLocked(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
   DigestEventsLocked(now, NoVictims(), fx);

@@ -34,6 +34,23 @@
 // operation the core refused is not logged: it changed nothing but time,
 // which the next logged operation carries.
 //
+// Durable sessions and retry cache (with a data dir): a session's opening
+// and its end, and every answer the retry cache keeps (and an answer it
+// drops again), are logged as ServerRecords (storage/server_records.h)
+// under the mutex where they happen, so they are durable before the answer
+// that depends on them is sent, and a snapshot holds them with the core.
+// After a restart (SettleRecoveredState) every recovered session is back,
+// without a stream: it is in grace, with the deadline
+//   first tick after the restart + max(session grace, restart grace),
+// because its client could not reconnect while the server was down and
+// gets at least the time a restored lease gets. A client that resumes it
+// within that grace keeps the session and, as long as its leases have not
+// lapsed, every lease with its token; requests naming it are accepted as
+// before. Recovered retry-cache entries answer retries with the first
+// answer; their delivery is unknown, so they count as delivered (a
+// cancelled retry never undoes them). An Acquire answered "queued" is not
+// restored: the restart withdrew that wait, so its retry queues afresh.
+//
 // Thread-safety: every public method is thread-safe. REQUIRES of every
 // caller: hold no lock that a PendingAcquire or SessionSink callback takes
 // (callbacks run on the calling thread after the core mutex is released).
@@ -78,6 +95,7 @@
 #include "server/retry_cache.h"
 #include "server/server_config.h"
 #include "storage/durable_store.h"
+#include "storage/server_records.h"
 
 namespace leasekeeper::server {
 
@@ -209,8 +227,9 @@ class CoreOwner {
   // After OpenStorage, once the clock continues from the report's
   // resume_tick: withdraws every wait recovered from the log (its call died
   // with the previous process; the client retries), last in line first so
-  // that no withdrawal grants anything, and waits until that is durable.
-  // Outcomes: OK, or the store's error.
+  // that no withdrawal grants anything, puts the recovered sessions (in
+  // grace, see above) and retry-cache entries back, and waits until the
+  // withdrawals are durable. Outcomes: OK, or the store's error.
   absl::Status SettleRecoveredState();
 
   // Calls `done` once everything applied so far is durable: OK, or
@@ -343,6 +362,29 @@ class CoreOwner {
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Durable server state (see above). LogLocked appends `record` when a
+  // store is open and healthy (else the answer that depends on it fails
+  // with the store's error anyway) and submits a snapshot when one is due.
+  void LogLocked(storage::ServerRecord record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeSnapshotLocked(storage::LogPosition position)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The sessions and the answered retry-cache entries, as plain data.
+  // O(sessions + retry entries).
+  storage::ServerState ServerStateLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores `answer` as the request's answer (if its entry still exists)
+  // and logs it.
+  RetryEntry* RememberLocked(const std::string& client,
+                             const std::string& request_id,
+                             CachedAnswer answer, Tick now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the request's entry; logs that an answered one is gone.
+  void ForgetLocked(const std::string& client, const std::string& request_id,
+                    Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts back what OpenStorage recovered (SettleRecoveredState).
+  void RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Performs effects, once durable (see Durability above). REQUIRES: mu_
   // not held.
   void Perform(Effects& fx);
@@ -376,6 +418,8 @@ class CoreOwner {
   absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
 
   RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
+  // What OpenStorage recovered, until SettleRecoveredState puts it back.
+  storage::ServerState recovered_server_ ABSL_GUARDED_BY(mu_);
 
   // Metrics and limits kept next to the core (server/core_owner_admin.cc).
   // Counts `op` and the core's `reply` to it; returns `reply`.

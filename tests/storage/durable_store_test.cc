@@ -618,3 +618,64 @@ TEST(DurableStore, KillNineAtRandomMomentsLosesNothingAcknowledged) {
 
 }  // namespace
 }  // namespace leasekeeper::storage
+
+namespace leasekeeper::storage {
+namespace {
+
+ServerRecord Opened(Tick at, std::string id, std::string client) {
+  return ServerRecord{at, srec::SessionOpened{std::move(id), std::move(client)}};
+}
+ServerRecord Answered(Tick at, std::string client, std::string request,
+                      std::string entry) {
+  return ServerRecord{at, srec::RetryAnswered{std::move(client),
+                                              std::move(request),
+                                              std::move(entry)}};
+}
+
+// Sessions and retry answers come back after a restart, from the log alone
+// and from a snapshot plus the log after it; the core is not disturbed.
+TEST(DurableStore, ServerRecordsAreRecoveredFromTheLogAndFromSnapshots) {
+  for (const bool snapshot : {false, true}) {
+    SCOPED_TRACE(snapshot ? "snapshot + log" : "log only");
+    TempDir dir;
+    const std::vector<Operation> ops = OperationGenerator(21).Take(40);
+    ServerStateReplay expected;
+    {
+      StateMachine machine;
+      std::unique_ptr<DurableStore> store = OpenStore(dir.path(), machine);
+      ASSERT_NE(store, nullptr);
+      ApplyAndAppend(*store, machine, ops, 0, 20);
+      for (const ServerRecord& r :
+           {Opened(50, "s-1", "a"), Answered(51, "a", "r-1", "first"),
+            Opened(52, "s-2", "b")}) {
+        ASSERT_TRUE(store->Append(r).ok());
+        expected.Apply(r);
+      }
+      if (snapshot) {
+        ServerState so_far = expected.Take();
+        expected.Restore(so_far);
+        ASSERT_TRUE(store->SubmitSnapshot(machine.Snapshot(),
+                                          store->last_position(), so_far));
+        ASSERT_TRUE(store->WaitForSnapshot().ok());
+      }
+      ApplyAndAppend(*store, machine, ops, 20, 40);
+      const ServerRecord ended{60, srec::SessionEnded{"s-1"}};
+      ASSERT_TRUE(store->Append(ended).ok());
+      expected.Apply(ended);
+      ASSERT_TRUE(store->Close().ok());
+    }
+    StateMachine machine;
+    ServerState recovered;
+    absl::StatusOr<std::unique_ptr<DurableStore>> store =
+        DurableStore::Open(dir.path(), {}, machine, &recovered);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->recovery().snapshot_position > 0, snapshot);
+    EXPECT_EQ((*store)->recovery().sessions, 1u);
+    EXPECT_EQ((*store)->recovery().retry_entries, 1u);
+    EXPECT_TRUE(SameServerState(recovered, expected.Take()));
+    EXPECT_EQ(CanonicalState(machine), StateAfter(ops, 40));
+  }
+}
+
+}  // namespace
+}  // namespace leasekeeper::storage
