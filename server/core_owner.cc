@@ -285,6 +285,12 @@ void CoreOwner::PerformNow(Effects& fx) {
 }
 
 void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
+  AfterDurable(store_ == nullptr ? 0 : store_->last_position(),
+               std::move(done));
+}
+
+void CoreOwner::AfterDurable(storage::LogPosition position,
+                             absl::AnyInvocable<void(absl::Status) &&> done) {
   if (store_ == nullptr) {
     std::move(done)(absl::OkStatus());
     return;
@@ -294,7 +300,6 @@ void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
     std::move(done)(std::move(health));
     return;
   }
-  const storage::LogPosition position = store_->last_position();
   if (store_->durable_position() >= position) {
     std::move(done)(absl::OkStatus());
     return;
@@ -327,9 +332,23 @@ absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
       storage::DurableStore::Open(durability.data_dir, options, state_,
                                   &recovered_server_);
   if (!store.ok()) return store.status();
+  wal_ = store->get();
   store_ = *std::move(store);
   last_tick_ = std::max(last_tick_, state_.table().now());
-  return store_->recovery();
+  return wal_->recovery();
+}
+
+absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
+  absl::MutexLock lock(&mu_);
+  if (store_ != nullptr) {
+    return absl::FailedPreconditionError("an operation log is in use already");
+  }
+  if (log->last_position() != 0) {
+    return absl::FailedPreconditionError(
+        "UseLog takes an empty log; recovery belongs to the log's opening");
+  }
+  store_ = std::move(log);
+  return absl::OkStatus();
 }
 
 absl::Status CoreOwner::SettleRecoveredState() {
@@ -357,14 +376,15 @@ absl::Status CoreOwner::SettleRecoveredState() {
 }
 
 std::optional<storage::DurableStoreStats> CoreOwner::StorageStats() {
-  if (store_ == nullptr) return std::nullopt;
-  return store_->stats();
+  if (wal_ == nullptr) return std::nullopt;
+  return wal_->stats();
 }
 
 void CoreOwner::CloseStorage() {
   if (store_ == nullptr) return;
   const absl::Status closed = store_->Close();
-  const storage::DurableStoreStats stats = store_->stats();
+  if (wal_ == nullptr) return;
+  const storage::DurableStoreStats stats = wal_->stats();
   // Group commit at a glance: how many records shared an fsync, and what
   // an fsync cost.
   spdlog::info(
@@ -944,7 +964,8 @@ absl::Status CoreOwner::Write(const WriteArgs& args) {
 }
 
 template <typename Query>
-std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
+std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(
+    Query&& query, storage::LogPosition* barrier) {
   Effects fx;
   std::invoke_result_t<Query&, Tick> result;
   {
@@ -954,19 +975,26 @@ std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
     result = query(now);
     DigestEventsLocked(now, NoVictims(), fx);
     ScheduleLocked(fx);
+    if (barrier != nullptr) {
+      *barrier = store_ == nullptr ? 0 : store_->last_position();
+    }
   }
   Perform(fx);
   return result;
 }
 
 absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
-    const std::string& lock, const std::string& key) {
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return state_.Read(now, lock, key);
-  });
+    const std::string& lock, const std::string& key,
+    storage::LogPosition* barrier) {
+  return QueryAsOfNow(
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return state_.Read(now, lock, key);
+      },
+      barrier);
 }
 
-absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
+absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
+    const std::string& lock, storage::LogPosition* barrier) {
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<InspectAnswer> {
     absl::StatusOr<LockView> view = state_.Inspect(now, lock);
@@ -985,10 +1013,11 @@ absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
                                         .label = std::move(label)});
     }
     return answer;
-  });
+  }, barrier);
 }
 
-absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
+absl::StatusOr<StatusAnswer> CoreOwner::Status(
+    const std::string& client, storage::LogPosition* barrier) {
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<StatusAnswer> {
     absl::StatusOr<ClientView> view = state_.Status(now, client);
@@ -1008,11 +1037,12 @@ absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
       }
     }
     return answer;
-  });
+  }, barrier);
 }
 
 ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
-                                     const std::string& after, size_t limit) {
+                                     const std::string& after, size_t limit,
+                                     storage::LogPosition* barrier) {
   limit = std::max<size_t>(limit, 1);
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ListLocksAnswer answer;
@@ -1032,7 +1062,7 @@ ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
     }
     if (names.size() > limit) answer.next_after = names[limit - 1];
     return answer;
-  });
+  }, barrier);
 }
 
 // ---------------------------------------------------------------------------

@@ -574,6 +574,20 @@ void DurableStore::RunReady(std::vector<ReadyCallback>& ready) {
   ready.clear();
 }
 
+absl::Status DurableStore::ReadFrom(LogPosition from,
+                                    const EntryVisitor& visit) const {
+  return log_->ReadFrom(
+      from, [&](LogPosition position, absl::string_view record) {
+        absl::StatusOr<LogEntry> entry = DecodeLogEntry(record);
+        if (!entry.ok()) {
+          return absl::DataLossError(absl::StrCat(
+              "log record at position ", position, " in ", dir_, ": ",
+              entry.status().message()));
+        }
+        return visit(position, *entry);
+      });
+}
+
 bool DurableStore::SnapshotDue() const {
   absl::MutexLock lock(&mu_);
   if (options_.snapshot_every_records == 0 || !failed_.ok() ||

@@ -1,4 +1,6 @@
-// DurableStore: makes the core's ordered operation stream durable. It
+// DurableStore: the local write-ahead log, the first implementation of
+// OperationLog (operation_log.h). It makes the core's ordered operation
+// stream durable. It
 // recovers a StateMachine, and the server's own ServerState (sessions and
 // the retry cache, server_records.h), from a data directory (latest
 // snapshot + replay of the log after it), appends every later operation and
@@ -111,6 +113,7 @@
 #include "core/state_machine.h"
 #include "storage/file.h"
 #include "storage/log.h"
+#include "storage/operation_log.h"
 #include "storage/server_records.h"
 
 namespace leasekeeper::storage {
@@ -194,10 +197,10 @@ struct DurableStoreStats {
   absl::Status health;               // OK, or why the store failed
 };
 
-class DurableStore {
+class DurableStore final : public OperationLog {
  public:
   // Runs once the record is durable (OK) or can never be (Unavailable).
-  using DurableCallback = absl::AnyInvocable<void(absl::Status) &&>;
+  using DurableCallback = OperationLog::DurableCallback;
 
   // Locks `dir` (creating it if needed), recovers `machine` and, unless
   // null, *server from it and starts the flusher and snapshot threads.
@@ -219,7 +222,7 @@ class DurableStore {
       StateMachine& machine, ServerState* server = nullptr);
 
   // Close().
-  ~DurableStore();
+  ~DurableStore() override;
   DurableStore(const DurableStore&) = delete;
   DurableStore& operator=(const DurableStore&) = delete;
 
@@ -231,28 +234,35 @@ class DurableStore {
   // encoded entry is too large for the log (kMaxLogRecordBytes).
   // Cost: O(size of the operation); never waits for I/O, except that under
   // kNever it writes the record to the OS (no fsync).
-  absl::StatusOr<LogPosition> Append(const Operation& operation);
+  absl::StatusOr<LogPosition> Append(const Operation& operation) override;
   // The same for a change to the server's state.
-  absl::StatusOr<LogPosition> Append(const ServerRecord& record);
+  absl::StatusOr<LogPosition> Append(const ServerRecord& record) override;
 
   // Calls `done` on the flusher thread once record `position` is durable
   // (OK), or with Unavailable if the store failed before that. Also when
   // the record is already durable (then as soon as the flusher wakes).
   // REQUIRES: position <= last_position().
-  void OnDurable(LogPosition position, DurableCallback done);
+  void OnDurable(LogPosition position, DurableCallback done) override;
 
   // Blocks until record `position` is durable. OK, or Unavailable if the
   // store failed first. Not for gRPC threads; for tools, tests, shutdown.
-  absl::Status WaitDurable(LogPosition position);
+  absl::Status WaitDurable(LogPosition position) override;
 
-  LogPosition last_position() const;     // last appended (or recovered)
-  LogPosition durable_position() const;  // see invariant 2
+  LogPosition last_position() const override;  // last appended (or recovered)
+  LogPosition durable_position() const override;  // see invariant 2
+
+  // Decodes the log's records from `from` on (those written to the file:
+  // under kBatch and kAlways a record still waiting for the flusher is not
+  // there yet). Outcomes: see OperationLog::ReadFrom. Cost: reads every
+  // segment from the one holding `from`.
+  absl::Status ReadFrom(LogPosition from,
+                        const EntryVisitor& visit) const override;
 
   // True when a snapshot should be submitted: enough records since the
   // last one (options), or a RestartGrace entry is waiting to be folded into
   // a snapshot (replaying one costs a full export/restore). False while a
   // snapshot is being written or when the store failed.
-  bool SnapshotDue() const;
+  bool SnapshotDue() const override;
 
   // Writes `snapshot` and `server` (the state after records 1..covered) on
   // the snapshot thread, after record `covered` is durable; then deletes
@@ -260,21 +270,24 @@ class DurableStore {
   // covers. Returns false (and drops it) if a snapshot is still being
   // written or `covered` is not in (last snapshot, last_position()].
   bool SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered,
-                      ServerState server = ServerState{});
+                      ServerState server) override;
+  bool SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered) {
+    return SubmitSnapshot(std::move(snapshot), covered, ServerState{});
+  }
 
   // Blocks until no snapshot is being written; returns the result of the
   // last one (OK if none was attempted). For tests and shutdown.
   absl::Status WaitForSnapshot();
 
   // OK, or the Unavailable error that failed the store.
-  absl::Status health() const;
+  absl::Status health() const override;
 
   DurableStoreStats stats() const;
 
   // Writes and syncs everything appended (callbacks run), waits for the
   // snapshot being written, stops the threads. Later Appends fail. Returns
   // health(). Idempotent.
-  absl::Status Close();
+  absl::Status Close() override;
 
  private:
   struct SnapshotJob {

@@ -679,3 +679,40 @@ TEST(DurableStore, ServerRecordsAreRecoveredFromTheLogAndFromSnapshots) {
 
 }  // namespace
 }  // namespace leasekeeper::storage
+
+namespace leasekeeper::storage {
+namespace {
+
+// The OperationLog view of the WAL: every entry comes back, decoded, in
+// position order, operations and server records alike.
+TEST(DurableStore, ReadFromGivesBackEveryDurableEntryInOrder) {
+  TempDir dir;
+  StateMachine machine;
+  std::unique_ptr<DurableStore> store = OpenStore(dir.path(), machine);
+  ASSERT_NE(store, nullptr);
+  OperationLog& log = *store;
+  const std::vector<Operation> ops = OperationGenerator(5).Take(10);
+  for (const Operation& op : ops) ASSERT_TRUE(log.Append(op).ok());
+  const ServerRecord record{99, srec::SessionOpened{"s-1", "a"}};
+  ASSERT_TRUE(log.Append(record).ok());
+  ASSERT_TRUE(log.WaitDurable(log.last_position()).ok());
+
+  std::vector<LogPosition> positions;
+  ASSERT_TRUE(log.ReadFrom(4, [&](LogPosition position, const LogEntry& entry) {
+                   positions.push_back(position);
+                   if (position <= ops.size()) {
+                     EXPECT_TRUE(SameOperation(std::get<Operation>(entry),
+                                               ops[position - 1]));
+                   } else {
+                     EXPECT_TRUE(SameServerRecord(
+                         std::get<ServerRecord>(entry), record));
+                   }
+                   return absl::OkStatus();
+                 }).ok());
+  std::vector<LogPosition> expected;
+  for (LogPosition p = 4; p <= ops.size() + 1; ++p) expected.push_back(p);
+  EXPECT_EQ(positions, expected);
+}
+
+}  // namespace
+}  // namespace leasekeeper::storage
