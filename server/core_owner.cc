@@ -80,10 +80,7 @@ Tick CoreOwner::NextDeadlineLocked() const {
   if (!wait_deadlines_.empty()) {
     next = std::min(next, wait_deadlines_.begin()->first.first);
   }
-  if (!grace_deadlines_.empty()) {
-    next = std::min(next, grace_deadlines_.begin()->first);
-  }
-  return next;
+  return std::min(next, sessions_.NextDeadline());
 }
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
@@ -92,8 +89,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
     const Tick wait_at = wait_deadlines_.empty()
                              ? kMaxTick
                              : wait_deadlines_.begin()->first.first;
-    const Tick grace_at =
-        grace_deadlines_.empty() ? kMaxTick : grace_deadlines_.begin()->first;
+    const Tick grace_at = sessions_.NextDeadline();
     const Tick next = std::min({lapse_at, wait_at, grace_at});
     if (next > now || next >= kMaxTick) return;
 
@@ -118,11 +114,8 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       }
       FinishParkedLocked(key, WaitTimedOut(), /*cache=*/true, now, fx);
     } else {
-      const std::string session_id = grace_deadlines_.begin()->second;
-      grace_deadlines_.erase(grace_deadlines_.begin());
-      auto it = sessions_.find(session_id);
-      const std::string client =
-          it == sessions_.end() ? std::string() : it->second.client;
+      const std::string session_id = sessions_.NextDue(next)->second;
+      const std::string client = sessions_.Find(session_id)->client;
       const int released =
           EndSessionLocked(session_id, next, now, std::nullopt, fx);
       ++counters_.sessions_lost;
@@ -176,11 +169,11 @@ void CoreOwner::LogLocked(storage::ServerRecord record) {
 storage::ServerState CoreOwner::ServerStateLocked() const {
   storage::ServerState state;
   state.sessions.reserve(sessions_.size());
-  for (const auto& [id, session] : sessions_) {
-    state.sessions.push_back(
-        storage::ServerState::Session{.session_id = id,
-                                      .client = session.client});
-  }
+  sessions_.ForEach(
+      [&](const std::string& id, const SessionTable::Session& session) {
+        state.sessions.push_back(storage::ServerState::Session{
+            .session_id = id, .client = session.client});
+      });
   state.retries.reserve(retry_cache_.size());
   retry_cache_.ForEachAnswered([&](const std::string& client,
                                    const std::string& request_id,
@@ -225,11 +218,7 @@ void CoreOwner::RestoreServerStateLocked(Tick now) {
       now + std::max(config_.session_grace_ms,
                      config_.durability.restart_grace_ms);
   for (storage::ServerState::Session& s : recovered.sessions) {
-    session_of_client_[s.client] = s.session_id;
-    grace_deadlines_.emplace(deadline, s.session_id);
-    sessions_[s.session_id] = Session{.client = std::move(s.client),
-                                      .sink = nullptr,
-                                      .grace_deadline = deadline};
+    sessions_.Restore(s.session_id, s.client, deadline);
   }
   size_t unreadable = 0;
   for (storage::ServerState::Retry& r : recovered.retries) {
@@ -537,11 +526,8 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
                              Effects& fx) {
-  auto id = session_of_client_.find(client);
-  if (id == session_of_client_.end()) return;
-  auto session = sessions_.find(id->second);
-  if (session == sessions_.end() || session->second.sink == nullptr) return;
-  fx.notices.emplace_back(session->second.sink, std::move(notice));
+  std::shared_ptr<SessionSink> sink = sessions_.SinkOf(client);
+  if (sink != nullptr) fx.notices.emplace_back(std::move(sink), std::move(notice));
 }
 
 std::string CoreOwner::LabelLocked(const std::string& client,
@@ -569,11 +555,11 @@ HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
 absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
                                            const std::string& client) const {
   if (session_id.empty()) return absl::OkStatus();
-  auto it = sessions_.find(session_id);
-  // An id this server never issued is treated like an ended one: after a
-  // restart, a late request of an old session must not take a lock.
-  if (it == sessions_.end()) return SessionEnded();
-  if (it->second.client != client) {
+  const SessionTable::Session* session = sessions_.Find(session_id);
+  // An id this server never issued is treated like an ended one: a late
+  // request of a session that ended must not take a lock.
+  if (session == nullptr) return SessionEnded();
+  if (session->client != client) {
     return InvalidField(ErrorCode::kInvalidArguments, "session_id");
   }
   return absl::OkStatus();
@@ -1028,14 +1014,7 @@ absl::StatusOr<StatusAnswer> CoreOwner::Status(
     for (const HolderView& hold : view->holds) {
       answer.holds.push_back(HolderInfoLocked(hold, now));
     }
-    auto id = session_of_client_.find(client);
-    if (id != session_of_client_.end()) {
-      auto session = sessions_.find(id->second);
-      if (session != sessions_.end()) {
-        answer.session = session->second.sink != nullptr ? SessionState::kOpen
-                                                         : SessionState::kGrace;
-      }
-    }
+    answer.session = sessions_.StateOf(client);
     return answer;
   }, barrier);
 }
@@ -1080,21 +1059,18 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
     if (shutting_down_) {
       result = ShuttingDown();
     } else if (!resume_id.empty()) {
-      auto it = sessions_.find(resume_id);
-      if (it == sessions_.end()) {
+      const SessionTable::Session* session = sessions_.Find(resume_id);
+      if (session == nullptr) {
         result = SessionEnded();
-      } else if (it->second.client != client) {
+      } else if (session->client != client) {
         result = InvalidField(ErrorCode::kInvalidArguments,
                               "open.resume_session_id");
       } else {
-        Session& session = it->second;
-        if (session.sink != nullptr) {
+        if (std::shared_ptr<SessionSink> old =
+                sessions_.Attach(resume_id, std::move(sink))) {
           // The old stream is still attached (its death not yet noticed).
-          fx.stream_ends.emplace_back(session.sink, SessionEnded());
-        } else {
-          grace_deadlines_.erase({session.grace_deadline, resume_id});
+          fx.stream_ends.emplace_back(std::move(old), SessionEnded());
         }
-        session.sink = std::move(sink);
         if (ShouldLog(LogEvent::kSessionResumed)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
                                       .client = client,
@@ -1105,9 +1081,8 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
                                      .resumed = true};
       }
     } else {
-      auto previous = session_of_client_.find(client);
-      if (previous != session_of_client_.end()) {
-        const std::string previous_id = previous->second;
+      if (const std::string* previous = sessions_.SessionOf(client)) {
+        const std::string previous_id = *previous;
         const int released =
             EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
         if (ShouldLog(LogEvent::kSessionReplaced)) {
@@ -1127,8 +1102,7 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
                                absl::Uniform<uint64_t>(session_ids_),
                                absl::Uniform<uint64_t>(session_ids_));
         } while (sessions_.contains(id));
-        sessions_[id] = Session{.client = client, .sink = std::move(sink)};
-        session_of_client_[client] = id;
+        sessions_.Open(id, client, std::move(sink));
         LogLocked(storage::ServerRecord{
             now, storage::srec::SessionOpened{id, client}});
         if (ShouldLog(LogEvent::kSessionOpened)) {
@@ -1155,12 +1129,11 @@ absl::StatusOr<int> CoreOwner::Keepalive(const std::string& session_id,
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) {
+    if (!sessions_.IsCarriedBy(session_id, sink)) {
       result = SessionEnded();
     } else {
-      absl::StatusOr<Reply> renewed =
-          ApplyLocked(Operation{now, op::RenewAll{it->second.client}});
+      absl::StatusOr<Reply> renewed = ApplyLocked(
+          Operation{now, op::RenewAll{sessions_.Find(session_id)->client}});
       DigestEventsLocked(now, NoVictims(), fx);
       result = renewed.ok() ? std::get<int>(*renewed) : 0;
     }
@@ -1175,9 +1148,8 @@ void CoreOwner::CloseSession(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) return;
-    const std::string client = it->second.client;
+    if (!sessions_.IsCarriedBy(session_id, sink)) return;
+    const std::string client = sessions_.Find(session_id)->client;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     const int released =
@@ -1198,15 +1170,11 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) return;
+    if (!sessions_.IsCarriedBy(session_id, sink)) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    it = sessions_.find(session_id);
-    if (it == sessions_.end()) return;  // its grace cannot have run; defensive
-    Session& session = it->second;
-    const std::string client = session.client;
-    session.sink.reset();
+    // An attached session has no grace to run out, so advancing left it.
+    const std::string client = sessions_.Find(session_id)->client;
     if (config_.session_grace_ms <= 0) {
       const int released =
           EndSessionLocked(session_id, now, now, std::nullopt, fx);
@@ -1217,8 +1185,7 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
                                     .count = released});
       }
     } else {
-      session.grace_deadline = now + config_.session_grace_ms;
-      grace_deadlines_.emplace(session.grace_deadline, session_id);
+      sessions_.StartGrace(session_id, now + config_.session_grace_ms);
       if (ShouldLog(LogEvent::kSessionStreamLost)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kSessionStreamLost,
                                     .client = client,
@@ -1234,17 +1201,9 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
                                 Tick now,
                                 std::optional<absl::Status> stream_status,
                                 Effects& fx) {
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return 0;
-  Session session = std::move(it->second);
-  sessions_.erase(it);
-  if (session.sink == nullptr) {
-    grace_deadlines_.erase({session.grace_deadline, session_id});
-  }
-  auto owner = session_of_client_.find(session.client);
-  if (owner != session_of_client_.end() && owner->second == session_id) {
-    session_of_client_.erase(owner);
-  }
+  std::optional<SessionTable::Session> ended = sessions_.End(session_id);
+  if (!ended.has_value()) return 0;
+  SessionTable::Session& session = *ended;
   LogLocked(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
@@ -1279,13 +1238,9 @@ void CoreOwner::BeginShutdown() {
       FinishParkedLocked(key, ShuttingDown(), /*cache=*/false, now, fx);
     }
     DigestEventsLocked(now, NoVictims(), fx);
-    for (auto& [id, session] : sessions_) {
-      if (session.sink != nullptr) {
-        fx.stream_ends.emplace_back(std::move(session.sink), ShuttingDown());
-        session.sink.reset();
-        // No grace deadline: a stopping server releases nothing.
-        session.grace_deadline = kMaxTick;
-      }
+    // No grace deadlines: a stopping server releases nothing.
+    for (std::shared_ptr<SessionSink>& stream : sessions_.DetachAll()) {
+      fx.stream_ends.emplace_back(std::move(stream), ShuttingDown());
     }
     ScheduleLocked(fx);
   }
@@ -1333,20 +1288,7 @@ absl::Status CoreOwner::CheckConsistency() {
   if (wait_deadlines_.size() != parked_.size()) {
     return absl::InternalError("wait deadlines do not match parked calls");
   }
-  size_t in_grace = 0;
-  for (const auto& [id, session] : sessions_) {
-    if (session.sink == nullptr && !shutting_down_) {
-      ++in_grace;
-      if (!grace_deadlines_.contains({session.grace_deadline, id})) {
-        return absl::InternalError(
-            absl::StrCat("session ", id, " has neither stream nor grace"));
-      }
-    }
-  }
-  if (!shutting_down_ && in_grace != grace_deadlines_.size()) {
-    return absl::InternalError("grace deadlines do not match sessions");
-  }
-  return absl::OkStatus();
+  return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
 }
 
 // ---------------------------------------------------------------------------

@@ -95,6 +95,7 @@
 #include "server/clock.h"
 #include "server/event_log.h"
 #include "server/retry_cache.h"
+#include "server/session_table.h"
 #include "server/server_config.h"
 #include "storage/durable_store.h"
 #include "storage/operation_log.h"
@@ -121,17 +122,6 @@ class PendingAcquire {
 
  protected:
   ~PendingAcquire() = default;
-};
-
-// A session stream (the gRPC layer's reactor).
-class SessionSink {
- public:
-  virtual ~SessionSink() = default;
-  // Pushes a notice to the client. Never called under the core mutex.
-  virtual void Notify(const SessionNotice& notice) = 0;
-  // The server ends the stream with `status` (replaced, resumed elsewhere,
-  // shutdown). Never called under the core mutex.
-  virtual void End(const absl::Status& status) = 0;
 };
 
 class CoreOwner {
@@ -323,11 +313,6 @@ class CoreOwner {
     Tick deadline = 0;
     uint64_t sequence = 0;  // tie-break in wait_deadlines_
   };
-  struct Session {
-    std::string client{};
-    std::shared_ptr<SessionSink> sink{};  // null while in grace
-    Tick grace_deadline = 0;              // valid while in grace
-  };
 
   // The shape of every query: under mu_, handles what is due by now, runs
   // `query(now)`, sets *barrier (unless null) to the last record's
@@ -437,11 +422,7 @@ class CoreOwner {
   // holder_label per (client, lock) held or awaited; only non-empty labels.
   absl::flat_hash_map<WaiterKey, std::string> labels_ ABSL_GUARDED_BY(mu_);
 
-  absl::flat_hash_map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::string> session_of_client_
-      ABSL_GUARDED_BY(mu_);
-  absl::btree_set<std::pair<Tick, std::string>> grace_deadlines_
-      ABSL_GUARDED_BY(mu_);
+  SessionTable sessions_ ABSL_GUARDED_BY(mu_);
   absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
 
   RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
