@@ -77,18 +77,14 @@ Tick CoreOwner::NowLocked() {
 
 Tick CoreOwner::NextDeadlineLocked() const {
   Tick next = state_.table().NextExpiry().value_or(kMaxTick);
-  if (!wait_deadlines_.empty()) {
-    next = std::min(next, wait_deadlines_.begin()->first.first);
-  }
+  next = std::min(next, parked_.NextDeadline());
   return std::min(next, sessions_.NextDeadline());
 }
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
   while (true) {
     const Tick lapse_at = state_.table().NextExpiry().value_or(kMaxTick);
-    const Tick wait_at = wait_deadlines_.empty()
-                             ? kMaxTick
-                             : wait_deadlines_.begin()->first.first;
+    const Tick wait_at = parked_.NextDeadline();
     const Tick grace_at = sessions_.NextDeadline();
     const Tick next = std::min({lapse_at, wait_at, grace_at});
     if (next > now || next >= kMaxTick) return;
@@ -99,8 +95,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       (void)ApplyLocked(Operation{next, op::Advance{}});
       DigestEventsLocked(now, NoVictims(), fx);
     } else if (wait_at == next) {
-      const WaiterKey key = wait_deadlines_.begin()->second;
-      wait_deadlines_.erase(wait_deadlines_.begin());
+      const WaiterKey key = *parked_.NextDue(next);
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{next, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -432,9 +427,8 @@ void CoreOwner::DigestEventsLocked(Tick now,
         const int64_t ttl_left = std::max<int64_t>(0, e.expires_at - now);
         const WaiterKey key(e.client, e.lock);
         int64_t waited = 0;
-        auto it = parked_.find(key);
-        if (it != parked_.end()) {
-          waited = std::max<int64_t>(0, e.at - it->second.queued_at);
+        if (const ParkedCalls::Call* parked = parked_.Find(key)) {
+          waited = std::max<int64_t>(0, e.at - parked->queued_at);
           AcquireAnswer answer;
           answer.kind = AcquireAnswer::Kind::kGranted;
           answer.token = e.token;
@@ -503,11 +497,9 @@ void CoreOwner::DigestEventsLocked(Tick now,
 
 void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
                                    bool cache, Tick now, Effects& fx) {
-  auto it = parked_.find(key);
-  if (it == parked_.end()) return;
-  Parked parked = std::move(it->second);
-  parked_.erase(it);
-  wait_deadlines_.erase({parked.deadline, parked.sequence});
+  std::optional<ParkedCalls::Call> finished = parked_.Finish(key);
+  if (!finished.has_value()) return;
+  ParkedCalls::Call& parked = *finished;
   bool tracked = false;
   if (!parked.request_id.empty()) {
     if (cache) {
@@ -610,29 +602,20 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         return AcquireReply{std::get<AcquireResult>(*entry->answer),
                             /*tracked=*/true};
       }
-      auto parked = parked_.find(key);
-      if (parked != parked_.end() &&
-          parked->second.request_id == args.request_id) {
+      const ParkedCalls::Call* parked = parked_.Find(key);
+      if (parked != nullptr && parked->request_id == args.request_id) {
         // The first call still waits (its client probably lost the
         // connection): this retry takes its place.
-        fx.completions.emplace_back(parked->second.call,
-                                    AcquireReply{SupersededByRetry()});
         if (args.wait_timeout_ms > 0) {
-          parked->second.call = call;
-          wait_deadlines_.erase(
-              {parked->second.deadline, parked->second.sequence});
-          parked->second.deadline = now + args.wait_timeout_ms;
-          parked->second.sequence = next_wait_sequence_++;
-          wait_deadlines_.emplace(
-              std::make_pair(parked->second.deadline, parked->second.sequence),
-              key);
+          fx.completions.emplace_back(
+              parked_.Supersede(key, call, now + args.wait_timeout_ms),
+              AcquireReply{SupersededByRetry()});
           return std::nullopt;
         }
         // A retry that no longer waits: the request stays queued and the
         // retry learns its position.
-        wait_deadlines_.erase(
-            {parked->second.deadline, parked->second.sequence});
-        parked_.erase(parked);
+        fx.completions.emplace_back(parked_.Finish(key)->call,
+                                    AcquireReply{SupersededByRetry()});
         AcquireAnswer answer;
         answer.kind = AcquireAnswer::Kind::kQueued;
         absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
@@ -703,15 +686,8 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       case AcquireOutcome::Kind::kQueued: {
         SetLabelLocked(args.client, args.lock, args.label);
         if (args.wait_timeout_ms > 0) {
-          Parked parked;
-          parked.call = call;
-          parked.request_id = args.request_id;
-          parked.queued_at = now;
-          parked.deadline = now + args.wait_timeout_ms;
-          parked.sequence = next_wait_sequence_++;
-          wait_deadlines_.emplace(
-              std::make_pair(parked.deadline, parked.sequence), key);
-          parked_[key] = std::move(parked);
+          parked_.Park(key, call, args.request_id, now,
+                       now + args.wait_timeout_ms);
           // The retry-cache entry stays pending until the call completes.
           return std::nullopt;
         }
@@ -747,13 +723,13 @@ void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
   {
     absl::MutexLock guard(&mu_);
     const WaiterKey key(client, lock);
-    auto it = parked_.find(key);
-    if (it == parked_.end() || it->second.call != call) return;
+    const ParkedCalls::Call* parked = parked_.Find(key);
+    if (parked == nullptr || parked->call != call) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     // Advancing may have answered the call already (a grant due by now).
-    it = parked_.find(key);
-    if (it != parked_.end() && it->second.call == call) {
+    parked = parked_.Find(key);
+    if (parked != nullptr && parked->call == call) {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{client, lock}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -1226,10 +1202,7 @@ void CoreOwner::BeginShutdown() {
     shutting_down_ = true;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    std::vector<WaiterKey> keys;
-    keys.reserve(parked_.size());
-    for (const auto& [key, parked] : parked_) keys.push_back(key);
-    for (const WaiterKey& key : keys) {
+    for (const WaiterKey& key : parked_.Keys()) {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -1267,7 +1240,7 @@ absl::Status CoreOwner::CheckConsistency() {
     std::optional<absl::string_view> awaited = table.WaitingFor(key.first);
     return awaited.has_value() && *awaited == key.second;
   };
-  for (const auto& [key, parked] : parked_) {
+  for (const WaiterKey& key : parked_.Keys()) {
     if (!waits_for(key)) {
       return absl::InternalError(absl::StrCat(
           "parked call of ", key.first, " for ", key.second, " does not wait"));
@@ -1285,9 +1258,7 @@ absl::Status CoreOwner::CheckConsistency() {
                                               key.second, " outlived its use"));
     }
   }
-  if (wait_deadlines_.size() != parked_.size()) {
-    return absl::InternalError("wait deadlines do not match parked calls");
-  }
+  if (absl::Status s = parked_.CheckInvariants(); !s.ok()) return s;
   return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
 }
 
