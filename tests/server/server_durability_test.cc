@@ -407,6 +407,37 @@ void Stop(Daemon& daemon, int signal) {
   ASSERT_TRUE(daemon.process->WaitExit(milliseconds(10'000)).has_value());
 }
 
+struct HeldLease {
+  std::string session_id;  // "" if something failed (and a test failure)
+  uint64_t token = 0;
+  std::string address;  // of the daemon, now stopped
+};
+
+// Starts a daemon on `dir` with `flags`, opens a session for "job",
+// acquires "L" in it (60 s) and stops the daemon with `signal`; the stream
+// dies with it.
+HeldLease HoldInASessionThenStop(const DataDir& dir,
+                                 const std::vector<std::string>& flags,
+                                 int signal) {
+  HeldLease held;
+  Daemon daemon = StartOn(dir, flags);
+  if (daemon.address.empty()) return held;
+  held.address = daemon.address;
+  TestClient client(daemon.address);
+  SessionStream stream(client.stub());
+  const std::string session_id = OpenSessionOn(stream, "job");
+  std::optional<pb::SessionCallResult> acquired =
+      stream.Call(1, AcquireCall("L", 60'000));
+  EXPECT_TRUE(acquired.has_value() && acquired->has_acquire());
+  if (acquired.has_value() && acquired->has_acquire()) {
+    held.token = acquired->acquire().granted().token();
+    held.session_id = session_id;
+  }
+  Stop(daemon, signal);
+  stream.Abandon();
+  return held;
+}
+
 pb::ReleaseRequest ReleaseInSession(const std::string& client,
                                     const std::string& lock,
                                     const std::string& session_id) {
@@ -422,23 +453,11 @@ TEST(DurableSessionTest, ALeaseHeldInASessionRidesOverARestart) {
     SCOPED_TRACE(signal == SIGTERM ? "SIGTERM" : "SIGKILL");
     DataDir dir;
     const std::vector<std::string> flags = {"--restart-grace=20s"};
-    std::string session_id;
-    uint64_t token = 0;
-    {
-      Daemon daemon = StartOn(dir, flags);
-      ASSERT_FALSE(daemon.address.empty());
-      TestClient client(daemon.address);
-      SessionStream stream(client.stub());
-      session_id = OpenSessionOn(stream, "job");
-      ASSERT_FALSE(session_id.empty());
-      std::optional<pb::SessionCallResult> acquired =
-          stream.Call(1, AcquireCall("L", 5'000));
-      ASSERT_TRUE(acquired.has_value() && acquired->has_acquire());
-      token = acquired->acquire().granted().token();
-      ASSERT_GT(token, 0u);
-      Stop(daemon, signal);
-      stream.Abandon();
-    }
+    const HeldLease held = HoldInASessionThenStop(dir, flags, signal);
+    ASSERT_FALSE(held.session_id.empty());
+    const std::string& session_id = held.session_id;
+    const uint64_t token = held.token;
+    ASSERT_GT(token, 0u);
     Daemon daemon = StartOn(dir, flags);
     ASSERT_FALSE(daemon.address.empty());
     TestClient client(daemon.address);
@@ -468,18 +487,9 @@ TEST(DurableSessionTest, ASessionNotResumedWithinTheGraceAfterARestartEnds) {
   DataDir dir;
   const std::vector<std::string> flags = {"--restart-grace=600ms",
                                           "--session-grace=300ms"};
-  std::string session_id;
-  {
-    Daemon daemon = StartOn(dir, flags);
-    ASSERT_FALSE(daemon.address.empty());
-    TestClient client(daemon.address);
-    SessionStream stream(client.stub());
-    session_id = OpenSessionOn(stream, "job");
-    ASSERT_FALSE(session_id.empty());
-    ASSERT_TRUE(stream.Call(1, AcquireCall("L", 60'000)).has_value());
-    Kill(daemon);
-    stream.Abandon();
-  }
+  const HeldLease held = HoldInASessionThenStop(dir, flags, SIGKILL);
+  ASSERT_FALSE(held.session_id.empty());
+  const std::string& session_id = held.session_id;
   Daemon daemon = StartOn(dir, flags);
   ASSERT_FALSE(daemon.address.empty());
   TestClient client(daemon.address);
@@ -498,21 +508,10 @@ TEST(DurableSessionTest, ASessionNotResumedWithinTheGraceAfterARestartEnds) {
 
 TEST(DurableSessionTest, AReleaseThatFailedDuringTheOutageSucceedsAfterIt) {
   DataDir dir;
-  std::string session_id;
-  std::string old_address;
-  Daemon daemon = StartOn(dir);
-  ASSERT_FALSE(daemon.address.empty());
-  old_address = daemon.address;
-  {
-    TestClient client(daemon.address);
-    SessionStream stream(client.stub());
-    session_id = OpenSessionOn(stream, "job");
-    ASSERT_FALSE(session_id.empty());
-    ASSERT_TRUE(stream.Call(1, AcquireCall("L", 60'000)).has_value());
-    Kill(daemon);
-    stream.Abandon();
-  }
-  TestClient during(old_address);
+  const HeldLease held = HoldInASessionThenStop(dir, {}, SIGKILL);
+  ASSERT_FALSE(held.session_id.empty());
+  const std::string& session_id = held.session_id;
+  TestClient during(held.address);
   Result<pb::ReleaseResponse> failed =
       during.Release(ReleaseInSession("job", "L", session_id));
   EXPECT_EQ(failed.code(), grpc::StatusCode::UNAVAILABLE);
