@@ -19,27 +19,14 @@ const std::vector<std::string>& NoVictims() {
   return *kNone;
 }
 
-// The retry-cache protocol shared by Renew and Release. Returns the answer
-// of a retry (or the refusal of a reused id), or nullopt when the request
-// is new; then a pending entry was added (if it has an id) and the caller
-// applies the request and records its answer with RememberAnswer.
+// The first answer of an admitted retry (kReplay), as the caller's answer
+// type; nullopt if the entry holds another type (then the id is reused).
 template <typename T>
-std::optional<absl::StatusOr<T>> CheckRetryCache(RetryCache& cache,
-                                                 const std::string& client,
-                                                 const std::string& request_id,
-                                                 Fingerprint fingerprint,
-                                                 Tick now) {
-  if (request_id.empty()) return std::nullopt;
-  if (RetryEntry* entry = cache.Find(client, request_id, now)) {
-    if (entry->fingerprint == fingerprint && entry->answer.has_value()) {
-      if (const auto* answer =
-              std::get_if<absl::StatusOr<T>>(&*entry->answer)) {
-        return *answer;
-      }
-    }
-    return absl::StatusOr<T>(RequestIdReused("request_id"));
+std::optional<T> ReplayedAnswer(const Admitted& admitted) {
+  if (admitted.kind != RetryAdmission::kReplay) return std::nullopt;
+  if (const T* answer = std::get_if<T>(&*admitted.entry->answer)) {
+    return *answer;
   }
-  cache.Insert(client, request_id, std::move(fingerprint));
   return std::nullopt;
 }
 
@@ -588,51 +575,52 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   const WaiterKey key(args.client, args.lock);
 
   if (!args.request_id.empty()) {
-    Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
-                            .lock = args.lock,
-                            .ttl_ms = args.ttl_ms,
-                            .mode = args.mode};
-    if (RetryEntry* entry =
-            retry_cache_.Find(args.client, args.request_id, now)) {
-      if (!(entry->fingerprint == fingerprint)) {
-        return AcquireReply{RequestIdReused("request_id")};
+    const Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
+                                  .lock = args.lock,
+                                  .ttl_ms = args.ttl_ms,
+                                  .mode = args.mode};
+    const ParkedCalls::Call* parked = parked_.Find(key);
+    const Admitted admitted = retry_cache_.Admit(
+        args.client, args.request_id, fingerprint, now,
+        /*first_call_waits=*/parked != nullptr &&
+            parked->request_id == args.request_id);
+    if (admitted.kind == RetryAdmission::kReused) {
+      return AcquireReply{RequestIdReused("request_id")};
+    }
+    if (admitted.kind == RetryAdmission::kReplay) {
+      std::optional<AcquireResult> first =
+          ReplayedAnswer<AcquireResult>(admitted);
+      if (!first.has_value()) return AcquireReply{RequestIdReused("request_id")};
+      ++admitted.entry->deliveries_in_flight;
+      return AcquireReply{*std::move(first), /*tracked=*/true};
+    }
+    if (admitted.kind == RetryAdmission::kInFlight) {
+      // The first call still waits (its client probably lost the
+      // connection): this retry takes its place.
+      if (args.wait_timeout_ms > 0) {
+        fx.completions.emplace_back(
+            parked_.Supersede(key, call, now + args.wait_timeout_ms),
+            AcquireReply{SupersededByRetry()});
+        return std::nullopt;
       }
-      if (entry->answer.has_value()) {
-        ++entry->deliveries_in_flight;
-        return AcquireReply{std::get<AcquireResult>(*entry->answer),
-                            /*tracked=*/true};
-      }
-      const ParkedCalls::Call* parked = parked_.Find(key);
-      if (parked != nullptr && parked->request_id == args.request_id) {
-        // The first call still waits (its client probably lost the
-        // connection): this retry takes its place.
-        if (args.wait_timeout_ms > 0) {
-          fx.completions.emplace_back(
-              parked_.Supersede(key, call, now + args.wait_timeout_ms),
-              AcquireReply{SupersededByRetry()});
-          return std::nullopt;
-        }
-        // A retry that no longer waits: the request stays queued and the
-        // retry learns its position.
-        fx.completions.emplace_back(parked_.Finish(key)->call,
-                                    AcquireReply{SupersededByRetry()});
-        AcquireAnswer answer;
-        answer.kind = AcquireAnswer::Kind::kQueued;
-        absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
-        if (view.ok()) {
-          for (size_t i = 0; i < view->queue.size(); ++i) {
-            if (view->queue[i].client == args.client) {
-              answer.position = static_cast<int64_t>(i) + 1;
-            }
+      // A retry that no longer waits: the request stays queued and the
+      // retry learns its position.
+      fx.completions.emplace_back(parked_.Finish(key)->call,
+                                  AcquireReply{SupersededByRetry()});
+      AcquireAnswer answer;
+      answer.kind = AcquireAnswer::Kind::kQueued;
+      absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
+      if (view.ok()) {
+        for (size_t i = 0; i < view->queue.size(); ++i) {
+          if (view->queue[i].client == args.client) {
+            answer.position = static_cast<int64_t>(i) + 1;
           }
         }
-        RetryEntry* answered =
-            RememberLocked(args.client, args.request_id, answer, now);
-        if (answered != nullptr) ++answered->deliveries_in_flight;
-        return AcquireReply{std::move(answer), answered != nullptr};
       }
-      // A pending entry without its call: forget it and start afresh.
-      ForgetLocked(args.client, args.request_id, now);
+      RetryEntry* answered =
+          RememberLocked(args.client, args.request_id, answer, now);
+      if (answered != nullptr) ++answered->deliveries_in_flight;
+      return AcquireReply{std::move(answer), answered != nullptr};
     }
   }
 
@@ -829,14 +817,20 @@ absl::StatusOr<Answer> CoreOwner::RetriableCall(const Args& args,
     if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
         !s.ok()) {
       result = std::move(s);
-    } else if (auto cached = CheckRetryCache<Answer>(
-                   retry_cache_, args.client, args.request_id,
-                   std::move(fingerprint), now)) {
-      result = *std::move(cached);
-    } else {
+    } else if (args.request_id.empty()) {
       result = apply(now, fx);
-      if (!args.request_id.empty()) {
+    } else {
+      // Renew and Release answer at once, so they are never in flight.
+      const Admitted admitted =
+          retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
+                             /*first_call_waits=*/false);
+      if (admitted.kind == RetryAdmission::kNew) {
+        retry_cache_.Insert(args.client, args.request_id, fingerprint);
+        result = apply(now, fx);
         RememberLocked(args.client, args.request_id, result, now);
+      } else {
+        result = ReplayedAnswer<absl::StatusOr<Answer>>(admitted)
+                     .value_or(RequestIdReused("request_id"));
       }
     }
     ScheduleLocked(fx);

@@ -1,11 +1,11 @@
 // CoreOwner: the single owner of leasekeeper's core inside leasekeeperd.
 //
 // It holds the StateMachine behind one mutex and everything the server keeps
-// next to it: parked waiting Acquires keyed by (client, lock), their wait
-// deadlines, sessions and their grace deadlines, the retry cache, holder
-// labels, and a per-lock waiter count for the waiter limit. Every state
-// change goes through StateMachine::Apply as one plain-data Operation, in
-// tick order, so durability can later log the same stream.
+// next to it, each in its own small piece: parked waiting Acquires and their
+// wait deadlines (ParkedCalls), sessions and their grace deadlines
+// (SessionTable), the retry cache and its admission (RetryCache), and
+// holder labels. Every state change goes through StateMachine::Apply as one
+// plain-data Operation, in tick order, and is logged in that order.
 //
 // Time: each public call reads the Clock once under the mutex and first
 // brings the state up to that tick, processing every due deadline in the
