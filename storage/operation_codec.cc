@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/coding.h"
+#include "storage/overloaded.h"
 
 namespace leasekeeper::storage {
 namespace {
@@ -26,13 +27,6 @@ enum Kind : uint8_t {
 
 // No field can be longer than the entry itself; the log bounds entries.
 constexpr uint64_t kAnyLength = ~uint64_t{0};
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 void PutHeader(std::string& out, Kind kind, Tick at) {
   out.push_back(static_cast<char>(kOperationCodecVersion));

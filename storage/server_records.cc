@@ -3,17 +3,9 @@
 #include <algorithm>
 #include <tuple>
 
+#include "storage/overloaded.h"
+
 namespace leasekeeper::storage {
-namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
-}  // namespace
 
 bool SameServerRecord(const ServerRecord& a, const ServerRecord& b) {
   if (a.at != b.at || a.body.index() != b.body.index()) return false;
