@@ -89,8 +89,10 @@ struct ServerState {
     std::string entry;
     Tick answered_at = 0;
   };
-  std::vector<Session> sessions;  // in the order they were opened
-  std::vector<Retry> retries;     // invariant 2
+  // No meaning in the order (a replay gives opening order, a snapshot
+  // taken by the server its table's order).
+  std::vector<Session> sessions;
+  std::vector<Retry> retries;  // invariant 2
 
   bool empty() const { return sessions.empty() && retries.empty(); }
 };
