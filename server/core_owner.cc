@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/errors.h"
+#include "server/retry_entry_codec.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
 
@@ -18,35 +19,15 @@ const std::vector<std::string>& NoVictims() {
   return *kNone;
 }
 
-// The retry-cache protocol shared by Renew and Release. Returns the answer
-// of a retry (or the refusal of a reused id), or nullopt when the request
-// is new; then a pending entry was added (if it has an id) and the caller
-// applies the request and records its answer with RememberAnswer.
+// The first answer of an admitted retry (kReplay), as the caller's answer
+// type; nullopt if the entry holds another type (then the id is reused).
 template <typename T>
-std::optional<absl::StatusOr<T>> CheckRetryCache(RetryCache& cache,
-                                                 const std::string& client,
-                                                 const std::string& request_id,
-                                                 Fingerprint fingerprint,
-                                                 Tick now) {
-  if (request_id.empty()) return std::nullopt;
-  if (RetryEntry* entry = cache.Find(client, request_id, now)) {
-    if (entry->fingerprint == fingerprint && entry->answer.has_value()) {
-      if (const auto* answer =
-              std::get_if<absl::StatusOr<T>>(&*entry->answer)) {
-        return *answer;
-      }
-    }
-    return absl::StatusOr<T>(RequestIdReused("request_id"));
+std::optional<T> ReplayedAnswer(const Admitted& admitted) {
+  if (admitted.kind != RetryAdmission::kReplay) return std::nullopt;
+  if (const T* answer = std::get_if<T>(&*admitted.entry->answer)) {
+    return *answer;
   }
-  cache.Insert(client, request_id, std::move(fingerprint));
   return std::nullopt;
-}
-
-template <typename T>
-void RememberAnswer(RetryCache& cache, const std::string& client,
-                    const std::string& request_id,
-                    const absl::StatusOr<T>& answer, Tick now) {
-  if (!request_id.empty()) cache.Answer(client, request_id, answer, now);
 }
 
 }  // namespace
@@ -107,25 +88,17 @@ int64_t CoreOwner::SureLeftLocked(Tick expires_at, Tick now) const {
 }
 
 Tick CoreOwner::NextDeadlineLocked() const {
-  Tick next = std::min(state_.table().NextExpiry().value_or(kMaxTick),
-                       ForgetDeadlineLocked());
-  if (!wait_deadlines_.empty()) {
-    next = std::min(next, wait_deadlines_.begin()->first.first);
-  }
-  if (!grace_deadlines_.empty()) {
-    next = std::min(next, grace_deadlines_.begin()->first);
-  }
-  return next;
+  Tick next = state_.table().NextExpiry().value_or(kMaxTick);
+  next = std::min(next, parked_.NextDeadline());
+  next = std::min(next, ForgetDeadlineLocked());
+  return std::min(next, sessions_.NextDeadline());
 }
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
   while (true) {
     const Tick lapse_at = state_.table().NextExpiry().value_or(kMaxTick);
-    const Tick wait_at = wait_deadlines_.empty()
-                             ? kMaxTick
-                             : wait_deadlines_.begin()->first.first;
-    const Tick grace_at =
-        grace_deadlines_.empty() ? kMaxTick : grace_deadlines_.begin()->first;
+    const Tick wait_at = parked_.NextDeadline();
+    const Tick grace_at = sessions_.NextDeadline();
     const Tick forget_at = ForgetDeadlineLocked();
     const Tick next = std::min({lapse_at, wait_at, grace_at, forget_at});
     if (next > now || next >= kMaxTick) return;
@@ -136,8 +109,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       (void)ApplyLocked(Operation{next, op::Advance{}});
       DigestEventsLocked(now, NoVictims(), fx);
     } else if (wait_at == next) {
-      const WaiterKey key = wait_deadlines_.begin()->second;
-      wait_deadlines_.erase(wait_deadlines_.begin());
+      const WaiterKey key = *parked_.NextDue(next);
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{next, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -157,18 +129,15 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       // period later).
       const std::string client(state_.table().OldestIdleClient()->client);
       bool forgotten = false;
-      if (!session_of_client_.contains(client)) {
+      if (sessions_.SessionOf(client) == nullptr) {
         absl::StatusOr<Reply> reply =
             ApplyLocked(Operation{next, op::Forget{client}});
         forgotten = reply.ok() && std::get<bool>(*reply);
       }
       if (!forgotten) state_.table().RestartIdleClock(client, now);
     } else {
-      const std::string session_id = grace_deadlines_.begin()->second;
-      grace_deadlines_.erase(grace_deadlines_.begin());
-      auto it = sessions_.find(session_id);
-      const std::string client =
-          it == sessions_.end() ? std::string() : it->second.client;
+      const std::string session_id = sessions_.NextDue(next)->second;
+      const std::string client = sessions_.Find(session_id)->client;
       const int released =
           EndSessionLocked(session_id, next, now, std::nullopt, fx);
       ++counters_.sessions_lost;
@@ -202,12 +171,99 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   if (!reply.ok()) return reply;  // refused: changed nothing but time
   absl::StatusOr<storage::LogPosition> position = store_->Append(op);
   if (!position.ok()) return reply;  // the store failed: see AfterDurable
-  if (store_->SnapshotDue()) {
-    // Under the mutex, so the snapshot is exactly records 1..position; the
-    // file is written on the store's thread.
-    store_->SubmitSnapshot(state_.Snapshot(), *position);
-  }
+  MaybeSnapshotLocked(*position);
   return reply;
+}
+
+void CoreOwner::MaybeSnapshotLocked(storage::LogPosition position) {
+  if (!store_->SnapshotDue()) return;
+  // Under the mutex, so the snapshot is exactly records 1..position; the
+  // file is written on the store's thread.
+  store_->SubmitSnapshot(state_.Snapshot(), position, ServerStateLocked());
+}
+
+void CoreOwner::LogLocked(storage::ServerRecord record) {
+  if (store_ == nullptr || !store_->health().ok()) return;
+  absl::StatusOr<storage::LogPosition> position = store_->Append(record);
+  if (position.ok()) MaybeSnapshotLocked(*position);
+}
+
+storage::ServerState CoreOwner::ServerStateLocked() const {
+  storage::ServerState state;
+  state.sessions.reserve(sessions_.size());
+  sessions_.ForEach(
+      [&](const std::string& id, const SessionTable::Session& session) {
+        state.sessions.push_back(storage::ServerState::Session{
+            .session_id = id, .client = session.client});
+      });
+  state.retries.reserve(retry_cache_.size());
+  retry_cache_.ForEachAnswered([&](const std::string& client,
+                                   const std::string& request_id,
+                                   const RetryEntry& entry) {
+    state.retries.push_back(storage::ServerState::Retry{
+        .client = client,
+        .request_id = request_id,
+        .entry = EncodeRetryEntry(entry.fingerprint, *entry.answer),
+        .answered_at = entry.answered_at});
+  });
+  return state;
+}
+
+RetryEntry* CoreOwner::RememberLocked(const std::string& client,
+                                      const std::string& request_id,
+                                      CachedAnswer answer, Tick now) {
+  RetryEntry* entry =
+      retry_cache_.Answer(client, request_id, std::move(answer), now);
+  if (entry != nullptr && store_ != nullptr) {
+    LogLocked(storage::ServerRecord{
+        now, storage::srec::RetryAnswered{
+                 client, request_id,
+                 EncodeRetryEntry(entry->fingerprint, *entry->answer)}});
+  }
+  return entry;
+}
+
+void CoreOwner::ForgetLocked(const std::string& client,
+                             const std::string& request_id, Tick now) {
+  if (retry_cache_.Erase(client, request_id)) {
+    LogLocked(storage::ServerRecord{
+        now, storage::srec::RetryForgotten{client, request_id}});
+  }
+}
+
+void CoreOwner::RestoreServerStateLocked(Tick now) {
+  storage::ServerState recovered = std::move(recovered_server_);
+  recovered_server_ = storage::ServerState{};
+  // See the header: no stream could reach the restored sessions while the
+  // server was down.
+  const Tick deadline =
+      now + std::max(config_.session_grace_ms,
+                     config_.durability.restart_grace_ms);
+  for (storage::ServerState::Session& s : recovered.sessions) {
+    sessions_.Restore(s.session_id, s.client, deadline);
+  }
+  size_t unreadable = 0;
+  for (storage::ServerState::Retry& r : recovered.retries) {
+    absl::StatusOr<DecodedRetryEntry> entry = DecodeRetryEntry(r.entry);
+    if (!entry.ok()) {
+      // A retry then runs afresh, as it would after the entry's ttl.
+      ++unreadable;
+      continue;
+    }
+    if (const auto* acquired = std::get_if<AcquireResult>(&entry->answer);
+        acquired != nullptr && acquired->ok() &&
+        (*acquired)->kind == AcquireAnswer::Kind::kQueued) {
+      // "Queued" is no longer true: the restart withdrew every wait. A
+      // retry queues afresh.
+      continue;
+    }
+    retry_cache_.Restore(r.client, r.request_id,
+                         std::move(entry->fingerprint),
+                         std::move(entry->answer), r.answered_at);
+  }
+  if (unreadable > 0) {
+    spdlog::warn("event=retry_entries_unreadable count={}", unreadable);
+  }
 }
 
 void CoreOwner::Perform(Effects& fx) {
@@ -240,6 +296,12 @@ void CoreOwner::PerformNow(Effects& fx) {
 }
 
 void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
+  AfterDurable(store_ == nullptr ? 0 : store_->last_position(),
+               std::move(done));
+}
+
+void CoreOwner::AfterDurable(storage::LogPosition position,
+                             absl::AnyInvocable<void(absl::Status) &&> done) {
   if (store_ == nullptr) {
     std::move(done)(absl::OkStatus());
     return;
@@ -249,7 +311,6 @@ void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
     std::move(done)(std::move(health));
     return;
   }
-  const storage::LogPosition position = store_->last_position();
   if (store_->durable_position() >= position) {
     std::move(done)(absl::OkStatus());
     return;
@@ -280,11 +341,26 @@ absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
   options.restart_grace_ticks = durability.restart_grace_ms;
   options.recover_truncate = durability.recover_truncate;
   absl::StatusOr<std::unique_ptr<storage::DurableStore>> store =
-      storage::DurableStore::Open(durability.data_dir, options, state_);
+      storage::DurableStore::Open(durability.data_dir, options, state_,
+                                  &recovered_server_);
   if (!store.ok()) return store.status();
+  wal_ = store->get();
   store_ = *std::move(store);
   last_tick_ = std::max(last_tick_, state_.table().now());
-  return store_->recovery();
+  return wal_->recovery();
+}
+
+absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
+  absl::MutexLock lock(&mu_);
+  if (store_ != nullptr) {
+    return absl::FailedPreconditionError("an operation log is in use already");
+  }
+  if (log->last_position() != 0) {
+    return absl::FailedPreconditionError(
+        "UseLog takes an empty log; recovery belongs to the log's opening");
+  }
+  store_ = std::move(log);
+  return absl::OkStatus();
 }
 
 absl::Status CoreOwner::SettleRecoveredState() {
@@ -304,19 +380,23 @@ absl::Status CoreOwner::SettleRecoveredState() {
     }
     // Nobody waits for the events of recovery and of these withdrawals.
     (void)state_.table().TakeEvents();
+    // Before the timer thread starts (LeasekeeperServer::Start), so its
+    // first RunDueTimers sees the restored sessions' grace deadlines.
+    RestoreServerStateLocked(NowLocked());
   }
   return store_->WaitDurable(store_->last_position());
 }
 
 std::optional<storage::DurableStoreStats> CoreOwner::StorageStats() {
-  if (store_ == nullptr) return std::nullopt;
-  return store_->stats();
+  if (wal_ == nullptr) return std::nullopt;
+  return wal_->stats();
 }
 
 void CoreOwner::CloseStorage() {
   if (store_ == nullptr) return;
   const absl::Status closed = store_->Close();
-  const storage::DurableStoreStats stats = store_->stats();
+  if (wal_ == nullptr) return;
+  const storage::DurableStoreStats stats = wal_->stats();
   // Group commit at a glance: how many records shared an fsync, and what
   // an fsync cost.
   spdlog::info(
@@ -375,9 +455,8 @@ void CoreOwner::DigestEventsLocked(Tick now,
         const int64_t ttl_left = SureLeftLocked(e.expires_at, now);
         const WaiterKey key(e.client, e.lock);
         int64_t waited = 0;
-        auto it = parked_.find(key);
-        if (it != parked_.end()) {
-          waited = std::max<int64_t>(0, e.at - it->second.queued_at);
+        if (const ParkedCalls::Call* parked = parked_.Find(key)) {
+          waited = std::max<int64_t>(0, e.at - parked->queued_at);
           CountAcquireWaitLocked(waited);
           AcquireAnswer answer;
           answer.kind = AcquireAnswer::Kind::kGranted;
@@ -447,21 +526,19 @@ void CoreOwner::DigestEventsLocked(Tick now,
 
 void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
                                    bool cache, Tick now, Effects& fx) {
-  auto it = parked_.find(key);
-  if (it == parked_.end()) return;
-  Parked parked = std::move(it->second);
-  parked_.erase(it);
-  wait_deadlines_.erase({parked.deadline, parked.sequence});
+  std::optional<ParkedCalls::Call> finished = parked_.Finish(key);
+  if (!finished.has_value()) return;
+  ParkedCalls::Call& parked = *finished;
   bool tracked = false;
   if (!parked.request_id.empty()) {
     if (cache) {
       if (RetryEntry* entry =
-              retry_cache_.Answer(key.first, parked.request_id, result, now)) {
+              RememberLocked(key.first, parked.request_id, result, now)) {
         ++entry->deliveries_in_flight;
         tracked = true;
       }
     } else {
-      retry_cache_.Erase(key.first, parked.request_id);
+      ForgetLocked(key.first, parked.request_id, now);
     }
   }
   fx.completions.emplace_back(parked.call,
@@ -470,11 +547,8 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
                              Effects& fx) {
-  auto id = session_of_client_.find(client);
-  if (id == session_of_client_.end()) return;
-  auto session = sessions_.find(id->second);
-  if (session == sessions_.end() || session->second.sink == nullptr) return;
-  fx.notices.emplace_back(session->second.sink, std::move(notice));
+  std::shared_ptr<SessionSink> sink = sessions_.SinkOf(client);
+  if (sink != nullptr) fx.notices.emplace_back(std::move(sink), std::move(notice));
 }
 
 std::string CoreOwner::LabelLocked(const std::string& client,
@@ -502,11 +576,11 @@ HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
 absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
                                            const std::string& client) const {
   if (session_id.empty()) return absl::OkStatus();
-  auto it = sessions_.find(session_id);
-  // An id this server never issued is treated like an ended one: after a
-  // restart, a late request of an old session must not take a lock.
-  if (it == sessions_.end()) return SessionEnded();
-  if (it->second.client != client) {
+  const SessionTable::Session* session = sessions_.Find(session_id);
+  // An id this server never issued is treated like an ended one: a late
+  // request of a session that ended must not take a lock.
+  if (session == nullptr) return SessionEnded();
+  if (session->client != client) {
     return InvalidField(ErrorCode::kInvalidArguments, "session_id");
   }
   return absl::OkStatus();
@@ -543,60 +617,52 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   const WaiterKey key(args.client, args.lock);
 
   if (!args.request_id.empty()) {
-    Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
-                            .lock = args.lock,
-                            .ttl_ms = args.ttl_ms,
-                            .mode = args.mode};
-    if (RetryEntry* entry =
-            retry_cache_.Find(args.client, args.request_id, now)) {
-      if (!(entry->fingerprint == fingerprint)) {
-        return AcquireReply{RequestIdReused("request_id")};
+    const Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
+                                  .lock = args.lock,
+                                  .ttl_ms = args.ttl_ms,
+                                  .mode = args.mode};
+    const ParkedCalls::Call* parked = parked_.Find(key);
+    const Admitted admitted = retry_cache_.Admit(
+        args.client, args.request_id, fingerprint, now,
+        /*first_call_waits=*/parked != nullptr &&
+            parked->request_id == args.request_id);
+    if (admitted.kind == RetryAdmission::kReused) {
+      return AcquireReply{RequestIdReused("request_id")};
+    }
+    if (admitted.kind == RetryAdmission::kReplay) {
+      std::optional<AcquireResult> first =
+          ReplayedAnswer<AcquireResult>(admitted);
+      if (!first.has_value()) return AcquireReply{RequestIdReused("request_id")};
+      ++admitted.entry->deliveries_in_flight;
+      return AcquireReply{*std::move(first), /*tracked=*/true};
+    }
+    if (admitted.kind == RetryAdmission::kInFlight) {
+      // The first call still waits (its client probably lost the
+      // connection): this retry takes its place.
+      if (args.wait_timeout_ms > 0) {
+        fx.completions.emplace_back(
+            parked_.Supersede(key, call, now + args.wait_timeout_ms),
+            AcquireReply{SupersededByRetry()});
+        return std::nullopt;
       }
-      if (entry->answer.has_value()) {
-        ++entry->deliveries_in_flight;
-        return AcquireReply{std::get<AcquireResult>(*entry->answer),
-                            /*tracked=*/true};
-      }
-      auto parked = parked_.find(key);
-      if (parked != parked_.end() &&
-          parked->second.request_id == args.request_id) {
-        // The first call still waits (its client probably lost the
-        // connection): this retry takes its place.
-        fx.completions.emplace_back(parked->second.call,
-                                    AcquireReply{SupersededByRetry()});
-        if (args.wait_timeout_ms > 0) {
-          parked->second.call = call;
-          wait_deadlines_.erase(
-              {parked->second.deadline, parked->second.sequence});
-          parked->second.deadline = now + args.wait_timeout_ms;
-          parked->second.sequence = next_wait_sequence_++;
-          wait_deadlines_.emplace(
-              std::make_pair(parked->second.deadline, parked->second.sequence),
-              key);
-          return std::nullopt;
-        }
-        // A retry that no longer waits: the request stays queued and the
-        // retry learns its position.
-        wait_deadlines_.erase(
-            {parked->second.deadline, parked->second.sequence});
-        parked_.erase(parked);
-        AcquireAnswer answer;
-        answer.kind = AcquireAnswer::Kind::kQueued;
-        absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
-        if (view.ok()) {
-          for (size_t i = 0; i < view->queue.size(); ++i) {
-            if (view->queue[i].client == args.client) {
-              answer.position = static_cast<int64_t>(i) + 1;
-            }
+      // A retry that no longer waits: the request stays queued and the
+      // retry learns its position.
+      fx.completions.emplace_back(parked_.Finish(key)->call,
+                                  AcquireReply{SupersededByRetry()});
+      AcquireAnswer answer;
+      answer.kind = AcquireAnswer::Kind::kQueued;
+      absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
+      if (view.ok()) {
+        for (size_t i = 0; i < view->queue.size(); ++i) {
+          if (view->queue[i].client == args.client) {
+            answer.position = static_cast<int64_t>(i) + 1;
           }
         }
-        RetryEntry* answered =
-            retry_cache_.Answer(args.client, args.request_id, answer, now);
-        if (answered != nullptr) ++answered->deliveries_in_flight;
-        return AcquireReply{std::move(answer), answered != nullptr};
       }
-      // A pending entry without its call: forget it and start afresh.
-      retry_cache_.Erase(args.client, args.request_id);
+      RetryEntry* answered =
+          RememberLocked(args.client, args.request_id, answer, now);
+      if (answered != nullptr) ++answered->deliveries_in_flight;
+      return AcquireReply{std::move(answer), answered != nullptr};
     }
   }
 
@@ -651,15 +717,8 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       case AcquireOutcome::Kind::kQueued: {
         SetLabelLocked(args.client, args.lock, args.label);
         if (args.wait_timeout_ms > 0) {
-          Parked parked;
-          parked.call = call;
-          parked.request_id = args.request_id;
-          parked.queued_at = now;
-          parked.deadline = now + args.wait_timeout_ms;
-          parked.sequence = next_wait_sequence_++;
-          wait_deadlines_.emplace(
-              std::make_pair(parked.deadline, parked.sequence), key);
-          parked_[key] = std::move(parked);
+          parked_.Park(key, call, args.request_id, now,
+                       now + args.wait_timeout_ms);
           // The retry-cache entry stays pending until the call completes.
           return std::nullopt;
         }
@@ -681,7 +740,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   bool tracked = false;
   if (!args.request_id.empty()) {
     if (RetryEntry* entry =
-            retry_cache_.Answer(args.client, args.request_id, result, now)) {
+            RememberLocked(args.client, args.request_id, result, now)) {
       ++entry->deliveries_in_flight;
       tracked = true;
     }
@@ -695,13 +754,13 @@ void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
   {
     absl::MutexLock guard(&mu_);
     const WaiterKey key(client, lock);
-    auto it = parked_.find(key);
-    if (it == parked_.end() || it->second.call != call) return;
+    const ParkedCalls::Call* parked = parked_.Find(key);
+    if (parked == nullptr || parked->call != call) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     // Advancing may have answered the call already (a grant due by now).
-    it = parked_.find(key);
-    if (it != parked_.end() && it->second.call == call) {
+    parked = parked_.Find(key);
+    if (parked != nullptr && parked->call == call) {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{client, lock}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -738,7 +797,7 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
         if (!cancelled) entry->delivered = true;
         undo =
             cancelled && entry->deliveries_in_flight == 0 && !entry->delivered;
-        if (undo) retry_cache_.Erase(args.client, args.request_id);
+        if (undo) ForgetLocked(args.client, args.request_id, now);
       }
     }
     if (undo && reply.result.ok()) {
@@ -801,13 +860,21 @@ absl::StatusOr<Answer> CoreOwner::RetriableCall(const Args& args,
     if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
         !s.ok()) {
       result = std::move(s);
-    } else if (auto cached = CheckRetryCache<Answer>(
-                   retry_cache_, args.client, args.request_id,
-                   std::move(fingerprint), now)) {
-      result = *std::move(cached);
-    } else {
+    } else if (args.request_id.empty()) {
       result = apply(now, fx);
-      RememberAnswer(retry_cache_, args.client, args.request_id, result, now);
+    } else {
+      // Renew and Release answer at once, so they are never in flight.
+      const Admitted admitted =
+          retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
+                             /*first_call_waits=*/false);
+      if (admitted.kind == RetryAdmission::kNew) {
+        retry_cache_.Insert(args.client, args.request_id, fingerprint);
+        result = apply(now, fx);
+        RememberLocked(args.client, args.request_id, result, now);
+      } else {
+        result = ReplayedAnswer<absl::StatusOr<Answer>>(admitted)
+                     .value_or(RequestIdReused("request_id"));
+      }
     }
     ScheduleLocked(fx);
   }
@@ -910,7 +977,8 @@ absl::Status CoreOwner::Write(const WriteArgs& args) {
 }
 
 template <typename Query>
-std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
+std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(
+    Query&& query, storage::LogPosition* barrier) {
   Effects fx;
   std::invoke_result_t<Query&, Tick> result;
   {
@@ -920,25 +988,32 @@ std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
     result = query(now);
     DigestEventsLocked(now, NoVictims(), fx);
     ScheduleLocked(fx);
+    if (barrier != nullptr) {
+      *barrier = store_ == nullptr ? 0 : store_->last_position();
+    }
   }
   Perform(fx);
   return result;
 }
 
 absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
-    const ReadArgs& args) {
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-                          -> absl::StatusOr<std::optional<std::string>> {
-    if (args.token == 0) return state_.Read(now, args.lock, args.key);
-    // A fenced read raises the lock's high-water mark: an operation, logged.
-    absl::StatusOr<Reply> applied = ApplyLocked(
-        Operation{now, op::FencedRead{args.lock, args.key, args.token}});
-    if (!applied.ok()) return applied.status();
-    return std::get<ReadOutcome>(*applied).value;
-  });
+    const ReadArgs& args, storage::LogPosition* barrier) {
+  return QueryAsOfNow(
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+          -> absl::StatusOr<std::optional<std::string>> {
+        if (args.token == 0) return state_.Read(now, args.lock, args.key);
+        // A fenced read raises the lock's high-water mark: an operation,
+        // logged, so the barrier below covers its record.
+        absl::StatusOr<Reply> applied = ApplyLocked(
+            Operation{now, op::FencedRead{args.lock, args.key, args.token}});
+        if (!applied.ok()) return applied.status();
+        return std::get<ReadOutcome>(*applied).value;
+      },
+      barrier);
 }
 
-absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
+absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
+    const std::string& lock, storage::LogPosition* barrier) {
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<InspectAnswer> {
     absl::StatusOr<LockView> view = state_.Inspect(now, lock);
@@ -957,10 +1032,11 @@ absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
                                         .label = std::move(label)});
     }
     return answer;
-  });
+  }, barrier);
 }
 
-absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
+absl::StatusOr<StatusAnswer> CoreOwner::Status(
+    const std::string& client, storage::LogPosition* barrier) {
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<StatusAnswer> {
     absl::StatusOr<ClientView> view = state_.Status(now, client);
@@ -971,20 +1047,14 @@ absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
     for (const HolderView& hold : view->holds) {
       answer.holds.push_back(HolderInfoLocked(hold, now));
     }
-    auto id = session_of_client_.find(client);
-    if (id != session_of_client_.end()) {
-      auto session = sessions_.find(id->second);
-      if (session != sessions_.end()) {
-        answer.session = session->second.sink != nullptr ? SessionState::kOpen
-                                                         : SessionState::kGrace;
-      }
-    }
+    answer.session = sessions_.StateOf(client);
     return answer;
-  });
+  }, barrier);
 }
 
 ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
-                                     const std::string& after, size_t limit) {
+                                     const std::string& after, size_t limit,
+                                     storage::LogPosition* barrier) {
   limit = std::max<size_t>(limit, 1);
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ListLocksAnswer answer;
@@ -1004,7 +1074,7 @@ ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
     }
     if (names.size() > limit) answer.next_after = names[limit - 1];
     return answer;
-  });
+  }, barrier);
 }
 
 // ---------------------------------------------------------------------------
@@ -1022,21 +1092,18 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
     if (shutting_down_) {
       result = ShuttingDown();
     } else if (!resume_id.empty()) {
-      auto it = sessions_.find(resume_id);
-      if (it == sessions_.end()) {
+      const SessionTable::Session* session = sessions_.Find(resume_id);
+      if (session == nullptr) {
         result = SessionEnded();
-      } else if (it->second.client != client) {
+      } else if (session->client != client) {
         result = InvalidField(ErrorCode::kInvalidArguments,
                               "open.resume_session_id");
       } else {
-        Session& session = it->second;
-        if (session.sink != nullptr) {
+        if (std::shared_ptr<SessionSink> old =
+                sessions_.Attach(resume_id, std::move(sink))) {
           // The old stream is still attached (its death not yet noticed).
-          fx.stream_ends.emplace_back(session.sink, SessionEnded());
-        } else {
-          grace_deadlines_.erase({session.grace_deadline, resume_id});
+          fx.stream_ends.emplace_back(std::move(old), SessionEnded());
         }
-        session.sink = std::move(sink);
         if (ShouldLog(LogEvent::kSessionResumed)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
                                       .client = client,
@@ -1047,9 +1114,8 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
                                      .resumed = true};
       }
     } else {
-      auto previous = session_of_client_.find(client);
-      if (previous != session_of_client_.end()) {
-        const std::string previous_id = previous->second;
+      if (const std::string* previous = sessions_.SessionOf(client)) {
+        const std::string previous_id = *previous;
         const int released =
             EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
         if (ShouldLog(LogEvent::kSessionReplaced)) {
@@ -1069,8 +1135,9 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
                                absl::Uniform<uint64_t>(session_ids_),
                                absl::Uniform<uint64_t>(session_ids_));
         } while (sessions_.contains(id));
-        sessions_[id] = Session{.client = client, .sink = std::move(sink)};
-        session_of_client_[client] = id;
+        sessions_.Open(id, client, std::move(sink));
+        LogLocked(storage::ServerRecord{
+            now, storage::srec::SessionOpened{id, client}});
         if (ShouldLog(LogEvent::kSessionOpened)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
                                       .client = client,
@@ -1095,12 +1162,11 @@ absl::StatusOr<int> CoreOwner::Keepalive(const std::string& session_id,
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) {
+    if (!sessions_.IsCarriedBy(session_id, sink)) {
       result = SessionEnded();
     } else {
-      absl::StatusOr<Reply> renewed =
-          ApplyLocked(Operation{now, op::RenewAll{it->second.client}});
+      absl::StatusOr<Reply> renewed = ApplyLocked(
+          Operation{now, op::RenewAll{sessions_.Find(session_id)->client}});
       DigestEventsLocked(now, NoVictims(), fx);
       result = renewed.ok() ? std::get<int>(*renewed) : 0;
     }
@@ -1115,9 +1181,8 @@ void CoreOwner::CloseSession(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) return;
-    const std::string client = it->second.client;
+    if (!sessions_.IsCarriedBy(session_id, sink)) return;
+    const std::string client = sessions_.Find(session_id)->client;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     const int released =
@@ -1138,15 +1203,11 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) return;
+    if (!sessions_.IsCarriedBy(session_id, sink)) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    it = sessions_.find(session_id);
-    if (it == sessions_.end()) return;  // its grace cannot have run; defensive
-    Session& session = it->second;
-    const std::string client = session.client;
-    session.sink.reset();
+    // An attached session has no grace to run out, so advancing left it.
+    const std::string client = sessions_.Find(session_id)->client;
     if (config_.session_grace_ms <= 0) {
       const int released =
           EndSessionLocked(session_id, now, now, std::nullopt, fx);
@@ -1157,8 +1218,7 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
                                     .count = released});
       }
     } else {
-      session.grace_deadline = now + config_.session_grace_ms;
-      grace_deadlines_.emplace(session.grace_deadline, session_id);
+      sessions_.StartGrace(session_id, now + config_.session_grace_ms);
       if (ShouldLog(LogEvent::kSessionStreamLost)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kSessionStreamLost,
                                     .client = client,
@@ -1174,17 +1234,10 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
                                 Tick now,
                                 std::optional<absl::Status> stream_status,
                                 Effects& fx) {
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return 0;
-  Session session = std::move(it->second);
-  sessions_.erase(it);
-  if (session.sink == nullptr) {
-    grace_deadlines_.erase({session.grace_deadline, session_id});
-  }
-  auto owner = session_of_client_.find(session.client);
-  if (owner != session_of_client_.end() && owner->second == session_id) {
-    session_of_client_.erase(owner);
-  }
+  std::optional<SessionTable::Session> ended = sessions_.End(session_id);
+  if (!ended.has_value()) return 0;
+  SessionTable::Session& session = *ended;
+  LogLocked(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
   // Idle from the end of its session on, not from its last lease.
@@ -1208,10 +1261,7 @@ void CoreOwner::BeginShutdown() {
     shutting_down_ = true;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    std::vector<WaiterKey> keys;
-    keys.reserve(parked_.size());
-    for (const auto& [key, parked] : parked_) keys.push_back(key);
-    for (const WaiterKey& key : keys) {
+    for (const WaiterKey& key : parked_.Keys()) {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -1220,13 +1270,9 @@ void CoreOwner::BeginShutdown() {
       FinishParkedLocked(key, ShuttingDown(), /*cache=*/false, now, fx);
     }
     DigestEventsLocked(now, NoVictims(), fx);
-    for (auto& [id, session] : sessions_) {
-      if (session.sink != nullptr) {
-        fx.stream_ends.emplace_back(std::move(session.sink), ShuttingDown());
-        session.sink.reset();
-        // No grace deadline: a stopping server releases nothing.
-        session.grace_deadline = kMaxTick;
-      }
+    // No grace deadlines: a stopping server releases nothing.
+    for (std::shared_ptr<SessionSink>& stream : sessions_.DetachAll()) {
+      fx.stream_ends.emplace_back(std::move(stream), ShuttingDown());
     }
     ScheduleLocked(fx);
   }
@@ -1254,7 +1300,7 @@ absl::Status CoreOwner::CheckConsistency() {
     std::optional<absl::string_view> awaited = table.WaitingFor(key.first);
     return awaited.has_value() && *awaited == key.second;
   };
-  for (const auto& [key, parked] : parked_) {
+  for (const WaiterKey& key : parked_.Keys()) {
     if (!waits_for(key)) {
       return absl::InternalError(absl::StrCat(
           "parked call of ", key.first, " for ", key.second, " does not wait"));
@@ -1272,23 +1318,8 @@ absl::Status CoreOwner::CheckConsistency() {
                                               key.second, " outlived its use"));
     }
   }
-  if (wait_deadlines_.size() != parked_.size()) {
-    return absl::InternalError("wait deadlines do not match parked calls");
-  }
-  size_t in_grace = 0;
-  for (const auto& [id, session] : sessions_) {
-    if (session.sink == nullptr && !shutting_down_) {
-      ++in_grace;
-      if (!grace_deadlines_.contains({session.grace_deadline, id})) {
-        return absl::InternalError(
-            absl::StrCat("session ", id, " has neither stream nor grace"));
-      }
-    }
-  }
-  if (!shutting_down_ && in_grace != grace_deadlines_.size()) {
-    return absl::InternalError("grace deadlines do not match sessions");
-  }
-  return absl::OkStatus();
+  if (absl::Status s = parked_.CheckInvariants(); !s.ok()) return s;
+  return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
 }
 
 // ---------------------------------------------------------------------------

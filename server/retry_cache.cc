@@ -62,6 +62,23 @@ RetryEntry& RetryCache::Insert(absl::string_view client,
   return record.entry;
 }
 
+Admitted RetryCache::Admit(absl::string_view client,
+                           absl::string_view request_id,
+                           const Fingerprint& fingerprint, Tick now,
+                           bool first_call_waits) {
+  RetryEntry* entry = Find(client, request_id, now);
+  if (entry == nullptr) return Admitted{RetryAdmission::kNew, nullptr};
+  if (!(entry->fingerprint == fingerprint)) {
+    return Admitted{RetryAdmission::kReused, entry};
+  }
+  if (entry->answer.has_value()) {
+    return Admitted{RetryAdmission::kReplay, entry};
+  }
+  if (first_call_waits) return Admitted{RetryAdmission::kInFlight, entry};
+  Erase(client, request_id);
+  return Admitted{RetryAdmission::kNew, nullptr};
+}
+
 RetryEntry* RetryCache::Answer(absl::string_view client,
                                absl::string_view request_id,
                                CachedAnswer answer, Tick now) {
@@ -73,9 +90,21 @@ RetryEntry* RetryCache::Answer(absl::string_view client,
   return &entry;
 }
 
-void RetryCache::Erase(absl::string_view client, absl::string_view request_id) {
+bool RetryCache::Erase(absl::string_view client, absl::string_view request_id) {
   auto it = index_.find(KeyView(client, request_id));
-  if (it != index_.end()) Kill(**it);
+  if (it == index_.end()) return false;
+  const bool answered = (*it)->entry.answer.has_value();
+  Kill(**it);
+  return answered;
+}
+
+void RetryCache::Restore(absl::string_view client, absl::string_view request_id,
+                         Fingerprint fingerprint, CachedAnswer answer,
+                         Tick answered_at) {
+  RetryEntry& entry = Insert(client, request_id, std::move(fingerprint));
+  entry.answer = std::move(answer);
+  entry.answered_at = answered_at;
+  entry.delivered = true;
 }
 
 }  // namespace leasekeeper::server

@@ -71,6 +71,21 @@ struct RetryEntry {
   bool delivered = false;
 };
 
+// What to do with a request that carries a request_id: the one retry
+// protocol of Acquire, Renew and Release (RetryCache::Admit).
+enum class RetryAdmission {
+  kNew,       // no live entry: apply the request (Insert, apply, Answer)
+  kReplay,    // answered before: send entry->answer again, apply nothing
+  kInFlight,  // the first call still waits (an Acquire): the retry takes
+              // its place
+  kReused,    // the id came with other arguments: refuse REQUEST_ID_REUSED
+};
+
+struct Admitted {
+  RetryAdmission kind = RetryAdmission::kNew;
+  RetryEntry* entry = nullptr;  // kReplay and kInFlight
+};
+
 class RetryCache {
  public:
   explicit RetryCache(RetryCacheConfig config);
@@ -87,12 +102,42 @@ class RetryCache {
   RetryEntry& Insert(absl::string_view client, absl::string_view request_id,
                      Fingerprint fingerprint);
 
+  // Admits a request with `request_id` (REQUIRES: not empty), by its live
+  // entry: none, kNew; another fingerprint, kReused; an answer, kReplay; no
+  // answer yet, kInFlight if `first_call_waits` (only an Acquire can still
+  // wait), else the entry is dropped (its call died with its stream) and
+  // the request is kNew. Adds nothing: the caller Inserts once it applies
+  // the request (after its own checks). O(1).
+  Admitted Admit(absl::string_view client, absl::string_view request_id,
+                 const Fingerprint& fingerprint, Tick now,
+                 bool first_call_waits);
+
   // Stores the answer of a pending or answered entry, restarting its ttl.
   // No-op if the entry is gone (evicted). O(1).
   RetryEntry* Answer(absl::string_view client, absl::string_view request_id,
                      CachedAnswer answer, Tick now);
 
-  void Erase(absl::string_view client, absl::string_view request_id);
+  // Drops the entry. Returns true if it had an answer (so its answer was
+  // logged and the log must learn that it is gone). O(1).
+  bool Erase(absl::string_view client, absl::string_view request_id);
+
+  // Puts back an answered entry recovered after a restart, as the newest.
+  // Its delivery is unknown, so it counts as delivered: a later cancelled
+  // retry never undoes an answer that the first call may have delivered.
+  // Amortized O(1).
+  void Restore(absl::string_view client, absl::string_view request_id,
+               Fingerprint fingerprint, CachedAnswer answer, Tick answered_at);
+
+  // Calls fn(client, request_id, entry) for every live entry that has an
+  // answer, oldest inserted first. O(size).
+  template <typename Fn>
+  void ForEachAnswered(Fn&& fn) const {
+    for (const Record& record : order_) {
+      if (record.live && record.entry.answer.has_value()) {
+        fn(record.client, record.request_id, record.entry);
+      }
+    }
+  }
 
   size_t size() const { return index_.size(); }
 

@@ -1,5 +1,6 @@
 // OperationCodec: the binary encoding of one log entry, i.e. one Operation
-// the core applied (or a RestartGrace, see restart_grace.h).
+// the core applied, a RestartGrace (restart_grace.h), or a ServerRecord
+// (server_records.h: sessions and the retry cache).
 //
 // Format, version 2 (all integers LEB128 varints; "s" = zigzag-signed;
 // strings = varint length + bytes):
@@ -7,7 +8,8 @@
 //   byte     codec version (kOperationCodecVersion)
 //   byte     kind: 1 Acquire, 2 Renew, 3 Release, 4 Withdraw, 5 ReleaseAll,
 //            6 RenewAll, 7 Write, 8 Advance, 32 CheckedWrite, 33 FencedRead,
-//            34 Forget, 64 RestartGrace
+//            34 Forget, 64 RestartGrace, 65 SessionOpened, 66 SessionEnded,
+//            67 RetryAnswered, 68 RetryForgotten
 //   s-varint at (the operation's Tick)
 //   fields of the kind, in this order:
 //     Acquire     client, lock, s ttl, byte mode (0 exclusive, 1 shared)
@@ -23,6 +25,14 @@
 //     FencedRead  lock, key, varint token
 //     Forget      client
 //     RestartGrace s grace_ticks
+//     SessionOpened  session_id, client
+//     SessionEnded   session_id
+//     RetryAnswered  client, request_id, entry
+//     RetryForgotten client, request_id
+//
+// Version 1 is version 2 without kinds 65..68 (a data dir written before
+// sessions and the retry cache were durable): the decoder reads both, so
+// such a dir still opens; the encoder writes version 2 only.
 //
 // A Write whose daemon-only fields are all unset (the contract's write) is
 // encoded as kind 7, any other as CheckedWrite. Version 1 is version 2
@@ -55,18 +65,20 @@
 #include "absl/strings/string_view.h"
 #include "core/state_machine.h"
 #include "storage/restart_grace.h"
+#include "storage/server_records.h"
 
 namespace leasekeeper::storage {
 
 inline constexpr uint8_t kOperationCodecVersion = 2;
 // The oldest version DecodeLogEntry still reads.
-inline constexpr uint8_t kOldestReadableCodecVersion = 1;
+inline constexpr uint8_t kOldestOperationCodecVersion = 1;
 
-using LogEntry = std::variant<Operation, RestartGrace>;
+using LogEntry = std::variant<Operation, RestartGrace, ServerRecord>;
 
 // Appends the encoding of `operation` / `grace` to `out`. O(size).
 void EncodeOperation(const Operation& operation, std::string& out);
 void EncodeRestartGrace(const RestartGrace& grace, std::string& out);
+void EncodeServerRecord(const ServerRecord& record, std::string& out);
 
 inline std::string EncodeOperation(const Operation& operation) {
   std::string out;
@@ -78,8 +90,9 @@ inline std::string EncodeOperation(const Operation& operation) {
 // Outcomes:
 //  - the entry;
 //  - FailedPrecondition: a codec version this build does not read (the
-//    message names it and the versions this build reads);
-//  - DataLoss: anything else malformed (unknown kind, truncated field, a
+//    message names both versions);
+//  - DataLoss: anything else malformed (unknown kind, a kind newer than
+//    the entry's version, truncated field, a
 //    tick outside [kMinTick, kMaxTick], a mode byte other than 0/1, bytes
 //    left over).
 absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes);

@@ -162,6 +162,65 @@ TEST(CoreOwnerDurableTest, UnderFsyncNeverAWaitersGrantIsSentBeforeReleaseReturn
   owner.CloseStorage();
 }
 
+// Admission: the one retry protocol of Acquire, Renew and Release.
+const Fingerprint kRenewL{
+    .method = Fingerprint::Method::kRenew, .lock = "L", .ttl_ms = 5'000};
+
+TEST(RetryAdmissionTest, AnUnknownIdIsNewAndAdmittingAddsNothing) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000, .max_entries = 10});
+  EXPECT_EQ(cache.Admit("c", "r", kRenewL, 0, false).kind,
+            RetryAdmission::kNew);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(RetryAdmissionTest, AnAnsweredIdIsReplayedWithItsFirstAnswer) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000, .max_entries = 10});
+  cache.Insert("c", "r", kRenewL);
+  cache.Answer("c", "r",
+               absl::StatusOr<RenewAnswer>(RenewAnswer{.token = 7, .ttl_ms = 1}),
+               10);
+  const Admitted admitted = cache.Admit("c", "r", kRenewL, 500, false);
+  ASSERT_EQ(admitted.kind, RetryAdmission::kReplay);
+  EXPECT_EQ(std::get<absl::StatusOr<RenewAnswer>>(*admitted.entry->answer)
+                ->token,
+            7u);
+  // Once the answer outlived the ttl, the id is new again.
+  EXPECT_EQ(cache.Admit("c", "r", kRenewL, 1'010, false).kind,
+            RetryAdmission::kNew);
+}
+
+TEST(RetryAdmissionTest, TheSameIdWithOtherArgumentsIsReused) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000, .max_entries = 10});
+  cache.Insert("c", "r", kRenewL);
+  Fingerprint other = kRenewL;
+  other.ttl_ms = 6'000;
+  EXPECT_EQ(cache.Admit("c", "r", other, 0, true).kind,
+            RetryAdmission::kReused);
+  other = kRenewL;
+  other.method = Fingerprint::Method::kRelease;
+  EXPECT_EQ(cache.Admit("c", "r", other, 0, true).kind,
+            RetryAdmission::kReused);
+  // Another client's id is its own.
+  EXPECT_EQ(cache.Admit("d", "r", other, 0, false).kind, RetryAdmission::kNew);
+}
+
+TEST(RetryAdmissionTest, AnUnansweredIdIsInFlightWhileItsFirstCallWaits) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000, .max_entries = 10});
+  cache.Insert("c", "r", kRenewL);
+  const Admitted admitted = cache.Admit("c", "r", kRenewL, 0, true);
+  EXPECT_EQ(admitted.kind, RetryAdmission::kInFlight);
+  EXPECT_NE(admitted.entry, nullptr);
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(RetryAdmissionTest, AnUnansweredIdWhoseCallIsGoneIsDroppedAndNew) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000, .max_entries = 10});
+  cache.Insert("c", "r", kRenewL);
+  EXPECT_EQ(cache.Admit("c", "r", kRenewL, 0, false).kind,
+            RetryAdmission::kNew);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
 TEST(RetryCacheTest, EvictsTheOldestEntryWhenFull) {
   RetryCache cache(RetryCacheConfig{.ttl_ms = 1'000'000, .max_entries = 2});
   for (const char* id : {"a", "b", "c"}) {
