@@ -7,6 +7,7 @@ LEASEKEEPER_PACKAGES=(
   protobuf-compiler libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev openssl python3
   libmicrohttpd-dev libssl-dev
+  clang-14
 )
 
 install_missing_packages() {

@@ -772,6 +772,7 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
   const MonotonicTime sent_at = MonotonicNow();
   call->finish_locked = [this, call, lease,
                          sent_at](const grpc::Status& status) {
+    mu_.AssertHeld();  // finish_locked runs under mu_ (AsyncCall::OnDone)
     const absl::StatusOr<RenewResult> result =
         status.ok() ? absl::StatusOr<RenewResult>(FromResponse(call->response))
                     : absl::StatusOr<RenewResult>(
@@ -830,6 +831,7 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
           *this);
   auto* call = owned.get();
   call->finish_locked = [this, call, lock](const grpc::Status& grpc_status) {
+    mu_.AssertHeld();  // finish_locked runs under mu_ (AsyncCall::OnDone)
     const absl::Status status = FromGrpcStatus(call->context, grpc_status);
     auto it = pending_releases_.find(lock);
     if (it == pending_releases_.end()) return;
