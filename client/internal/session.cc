@@ -20,7 +20,7 @@ Session::Session(pb::LockService::Stub& stub, std::string client_id,
     : stub_(stub),
       client_id_(std::move(client_id)),
       listener_(listener),
-      retry_delay_(kFirstRetryDelay),
+      backoff_(kFirstRetryDelay, kMaxRetryDelay),
       next_attempt_at_(MonotonicNow()),
       suspended_until_(MonotonicNow()) {
   thread_ = std::thread([this] { Run(); });
@@ -257,6 +257,10 @@ void Session::RunOneStream(const std::string& resume_id) {
     context_ = context;
     epoch = ++epoch_;
   }
+  // A resume waits for the channel to connect (gRPC's reconnect backoff is
+  // bounded by MakeChannel) instead of failing at once while the server is
+  // away; a waiting stream also drives the connection attempt.
+  if (!resume_id.empty()) context->set_wait_for_ready(true);
   std::unique_ptr<Stream> stream = stub_.Session(context.get());
 
   pb::SessionRequest open;
@@ -280,7 +284,7 @@ void Session::RunOneStream(const std::string& resume_id) {
       if (!stopped) {
         state_ = State::kOpen;
         id_ = session_id;
-        retry_delay_ = kFirstRetryDelay;
+        backoff_.Reset();
         last_open_error_ = absl::OkStatus();
         ++open_attempts_;
         changed_.SignalAll();
@@ -375,39 +379,43 @@ void Session::HandleStreamEnd(const std::string& resume_id, bool opened,
       default:
         break;
     }
+    // Only the server ends a session: it said SESSION_ENDED, finished the
+    // stream it had opened with OK, or refused the resume as not this
+    // client's (INVALID_ARGUMENT); or the caller learnt one of these from a
+    // call (Abandon). Anything else (unreachable, a restart under way, a
+    // limit, our own cut) leaves the session to be resumed.
     const bool session_ended =
         HasErrorReason(status, ErrorReason::kSessionEnded) ||
-        (opened && status.ok()) || (!id_.empty() && id_ == abandoned_id_);
+        (opened && status.ok()) || (!id_.empty() && id_ == abandoned_id_) ||
+        (!opened && status.code() == absl::StatusCode::kInvalidArgument);
     const bool first_open = resume_id.empty() && !opened;
     if (first_open) {
       ++open_attempts_;
       last_open_error_ = status;
       state_ = State::kIdle;
       if (IsTransient(status)) {
-        next_attempt_at_ = now + retry_delay_;
-        retry_delay_ = std::min(retry_delay_ * 2, kMaxRetryDelay);
+        next_attempt_at_ = now + backoff_.Next();
       } else {
         want_open_ = false;  // EnsureOpen reports it; retrying will not help
       }
-    } else if (session_ended || (!opened && !IsTransient(status))) {
+    } else if (session_ended) {
       // The server refused the resume or ended the session: it is gone.
       tell = Tell::kLost;
       lost_id = id_;
       state_ = State::kIdle;
       id_.clear();
       want_open_ = false;  // the next EnsureOpen opens a new one
-      retry_delay_ = kFirstRetryDelay;
+      backoff_.Reset();
       next_attempt_at_ = now;
     } else {
       // The stream dropped, or a resume could not reach the server.
       state_ = State::kResuming;
       if (opened) {
         tell = Tell::kInterrupted;
-        retry_delay_ = kFirstRetryDelay;
+        backoff_.Reset();
         next_attempt_at_ = now;
       } else {
-        next_attempt_at_ = now + retry_delay_;
-        retry_delay_ = std::min(retry_delay_ * 2, kMaxRetryDelay);
+        next_attempt_at_ = now + backoff_.Next();
       }
     }
     changed_.SignalAll();
