@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/errors.h"
+#include "server/retry_entry_codec.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
 
@@ -40,13 +41,6 @@ std::optional<absl::StatusOr<T>> CheckRetryCache(RetryCache& cache,
   }
   cache.Insert(client, request_id, std::move(fingerprint));
   return std::nullopt;
-}
-
-template <typename T>
-void RememberAnswer(RetryCache& cache, const std::string& client,
-                    const std::string& request_id,
-                    const absl::StatusOr<T>& answer, Tick now) {
-  if (!request_id.empty()) cache.Answer(client, request_id, answer, now);
 }
 
 }  // namespace
@@ -162,12 +156,103 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   if (!reply.ok()) return reply;  // refused: changed nothing but time
   absl::StatusOr<storage::LogPosition> position = store_->Append(op);
   if (!position.ok()) return reply;  // the store failed: see AfterDurable
-  if (store_->SnapshotDue()) {
-    // Under the mutex, so the snapshot is exactly records 1..position; the
-    // file is written on the store's thread.
-    store_->SubmitSnapshot(state_.Snapshot(), *position);
-  }
+  MaybeSnapshotLocked(*position);
   return reply;
+}
+
+void CoreOwner::MaybeSnapshotLocked(storage::LogPosition position) {
+  if (!store_->SnapshotDue()) return;
+  // Under the mutex, so the snapshot is exactly records 1..position; the
+  // file is written on the store's thread.
+  store_->SubmitSnapshot(state_.Snapshot(), position, ServerStateLocked());
+}
+
+void CoreOwner::LogLocked(storage::ServerRecord record) {
+  if (store_ == nullptr || !store_->health().ok()) return;
+  absl::StatusOr<storage::LogPosition> position = store_->Append(record);
+  if (position.ok()) MaybeSnapshotLocked(*position);
+}
+
+storage::ServerState CoreOwner::ServerStateLocked() const {
+  storage::ServerState state;
+  state.sessions.reserve(sessions_.size());
+  for (const auto& [id, session] : sessions_) {
+    state.sessions.push_back(
+        storage::ServerState::Session{.session_id = id,
+                                      .client = session.client});
+  }
+  state.retries.reserve(retry_cache_.size());
+  retry_cache_.ForEachAnswered([&](const std::string& client,
+                                   const std::string& request_id,
+                                   const RetryEntry& entry) {
+    state.retries.push_back(storage::ServerState::Retry{
+        .client = client,
+        .request_id = request_id,
+        .entry = EncodeRetryEntry(entry.fingerprint, *entry.answer),
+        .answered_at = entry.answered_at});
+  });
+  return state;
+}
+
+RetryEntry* CoreOwner::RememberLocked(const std::string& client,
+                                      const std::string& request_id,
+                                      CachedAnswer answer, Tick now) {
+  RetryEntry* entry =
+      retry_cache_.Answer(client, request_id, std::move(answer), now);
+  if (entry != nullptr && store_ != nullptr) {
+    LogLocked(storage::ServerRecord{
+        now, storage::srec::RetryAnswered{
+                 client, request_id,
+                 EncodeRetryEntry(entry->fingerprint, *entry->answer)}});
+  }
+  return entry;
+}
+
+void CoreOwner::ForgetLocked(const std::string& client,
+                             const std::string& request_id, Tick now) {
+  if (retry_cache_.Erase(client, request_id)) {
+    LogLocked(storage::ServerRecord{
+        now, storage::srec::RetryForgotten{client, request_id}});
+  }
+}
+
+void CoreOwner::RestoreServerStateLocked(Tick now) {
+  storage::ServerState recovered = std::move(recovered_server_);
+  recovered_server_ = storage::ServerState{};
+  // See the header: no stream could reach the restored sessions while the
+  // server was down.
+  const Tick deadline =
+      now + std::max(config_.session_grace_ms,
+                     config_.durability.restart_grace_ms);
+  for (storage::ServerState::Session& s : recovered.sessions) {
+    session_of_client_[s.client] = s.session_id;
+    grace_deadlines_.emplace(deadline, s.session_id);
+    sessions_[s.session_id] = Session{.client = std::move(s.client),
+                                      .sink = nullptr,
+                                      .grace_deadline = deadline};
+  }
+  size_t unreadable = 0;
+  for (storage::ServerState::Retry& r : recovered.retries) {
+    absl::StatusOr<DecodedRetryEntry> entry = DecodeRetryEntry(r.entry);
+    if (!entry.ok()) {
+      // A retry then runs afresh, as it would after the entry's ttl.
+      ++unreadable;
+      continue;
+    }
+    if (const auto* acquired = std::get_if<AcquireResult>(&entry->answer);
+        acquired != nullptr && acquired->ok() &&
+        (*acquired)->kind == AcquireAnswer::Kind::kQueued) {
+      // "Queued" is no longer true: the restart withdrew every wait. A
+      // retry queues afresh.
+      continue;
+    }
+    retry_cache_.Restore(r.client, r.request_id,
+                         std::move(entry->fingerprint),
+                         std::move(entry->answer), r.answered_at);
+  }
+  if (unreadable > 0) {
+    spdlog::warn("event=retry_entries_unreadable count={}", unreadable);
+  }
 }
 
 void CoreOwner::Perform(Effects& fx) {
@@ -200,6 +285,12 @@ void CoreOwner::PerformNow(Effects& fx) {
 }
 
 void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
+  AfterDurable(store_ == nullptr ? 0 : store_->last_position(),
+               std::move(done));
+}
+
+void CoreOwner::AfterDurable(storage::LogPosition position,
+                             absl::AnyInvocable<void(absl::Status) &&> done) {
   if (store_ == nullptr) {
     std::move(done)(absl::OkStatus());
     return;
@@ -209,7 +300,6 @@ void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
     std::move(done)(std::move(health));
     return;
   }
-  const storage::LogPosition position = store_->last_position();
   if (store_->durable_position() >= position) {
     std::move(done)(absl::OkStatus());
     return;
@@ -239,11 +329,26 @@ absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
   options.restart_grace_ticks = durability.restart_grace_ms;
   options.recover_truncate = durability.recover_truncate;
   absl::StatusOr<std::unique_ptr<storage::DurableStore>> store =
-      storage::DurableStore::Open(durability.data_dir, options, state_);
+      storage::DurableStore::Open(durability.data_dir, options, state_,
+                                  &recovered_server_);
   if (!store.ok()) return store.status();
+  wal_ = store->get();
   store_ = *std::move(store);
   last_tick_ = std::max(last_tick_, state_.table().now());
-  return store_->recovery();
+  return wal_->recovery();
+}
+
+absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
+  absl::MutexLock lock(&mu_);
+  if (store_ != nullptr) {
+    return absl::FailedPreconditionError("an operation log is in use already");
+  }
+  if (log->last_position() != 0) {
+    return absl::FailedPreconditionError(
+        "UseLog takes an empty log; recovery belongs to the log's opening");
+  }
+  store_ = std::move(log);
+  return absl::OkStatus();
 }
 
 absl::Status CoreOwner::SettleRecoveredState() {
@@ -263,19 +368,23 @@ absl::Status CoreOwner::SettleRecoveredState() {
     }
     // Nobody waits for the events of recovery and of these withdrawals.
     (void)state_.table().TakeEvents();
+    // Before the timer thread starts (LeasekeeperServer::Start), so its
+    // first RunDueTimers sees the restored sessions' grace deadlines.
+    RestoreServerStateLocked(NowLocked());
   }
   return store_->WaitDurable(store_->last_position());
 }
 
 std::optional<storage::DurableStoreStats> CoreOwner::StorageStats() {
-  if (store_ == nullptr) return std::nullopt;
-  return store_->stats();
+  if (wal_ == nullptr) return std::nullopt;
+  return wal_->stats();
 }
 
 void CoreOwner::CloseStorage() {
   if (store_ == nullptr) return;
   const absl::Status closed = store_->Close();
-  const storage::DurableStoreStats stats = store_->stats();
+  if (wal_ == nullptr) return;
+  const storage::DurableStoreStats stats = wal_->stats();
   // Group commit at a glance: how many records shared an fsync, and what
   // an fsync cost.
   spdlog::info(
@@ -414,12 +523,12 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
   if (!parked.request_id.empty()) {
     if (cache) {
       if (RetryEntry* entry =
-              retry_cache_.Answer(key.first, parked.request_id, result, now)) {
+              RememberLocked(key.first, parked.request_id, result, now)) {
         ++entry->deliveries_in_flight;
         tracked = true;
       }
     } else {
-      retry_cache_.Erase(key.first, parked.request_id);
+      ForgetLocked(key.first, parked.request_id, now);
     }
   }
   fx.completions.emplace_back(parked.call,
@@ -549,12 +658,12 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
           }
         }
         RetryEntry* answered =
-            retry_cache_.Answer(args.client, args.request_id, answer, now);
+            RememberLocked(args.client, args.request_id, answer, now);
         if (answered != nullptr) ++answered->deliveries_in_flight;
         return AcquireReply{std::move(answer), answered != nullptr};
       }
       // A pending entry without its call: forget it and start afresh.
-      retry_cache_.Erase(args.client, args.request_id);
+      ForgetLocked(args.client, args.request_id, now);
     }
   }
 
@@ -638,7 +747,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   bool tracked = false;
   if (!args.request_id.empty()) {
     if (RetryEntry* entry =
-            retry_cache_.Answer(args.client, args.request_id, result, now)) {
+            RememberLocked(args.client, args.request_id, result, now)) {
       ++entry->deliveries_in_flight;
       tracked = true;
     }
@@ -695,7 +804,7 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
         if (!cancelled) entry->delivered = true;
         undo =
             cancelled && entry->deliveries_in_flight == 0 && !entry->delivered;
-        if (undo) retry_cache_.Erase(args.client, args.request_id);
+        if (undo) ForgetLocked(args.client, args.request_id, now);
       }
     }
     if (undo && reply.result.ok()) {
@@ -764,7 +873,9 @@ absl::StatusOr<Answer> CoreOwner::RetriableCall(const Args& args,
       result = *std::move(cached);
     } else {
       result = apply(now, fx);
-      RememberAnswer(retry_cache_, args.client, args.request_id, result, now);
+      if (!args.request_id.empty()) {
+        RememberLocked(args.client, args.request_id, result, now);
+      }
     }
     ScheduleLocked(fx);
   }
@@ -853,7 +964,8 @@ absl::Status CoreOwner::Write(const WriteArgs& args) {
 }
 
 template <typename Query>
-std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
+std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(
+    Query&& query, storage::LogPosition* barrier) {
   Effects fx;
   std::invoke_result_t<Query&, Tick> result;
   {
@@ -863,19 +975,26 @@ std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(Query&& query) {
     result = query(now);
     DigestEventsLocked(now, NoVictims(), fx);
     ScheduleLocked(fx);
+    if (barrier != nullptr) {
+      *barrier = store_ == nullptr ? 0 : store_->last_position();
+    }
   }
   Perform(fx);
   return result;
 }
 
 absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
-    const std::string& lock, const std::string& key) {
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return state_.Read(now, lock, key);
-  });
+    const std::string& lock, const std::string& key,
+    storage::LogPosition* barrier) {
+  return QueryAsOfNow(
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return state_.Read(now, lock, key);
+      },
+      barrier);
 }
 
-absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
+absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
+    const std::string& lock, storage::LogPosition* barrier) {
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<InspectAnswer> {
     absl::StatusOr<LockView> view = state_.Inspect(now, lock);
@@ -894,10 +1013,11 @@ absl::StatusOr<InspectAnswer> CoreOwner::Inspect(const std::string& lock) {
                                         .label = std::move(label)});
     }
     return answer;
-  });
+  }, barrier);
 }
 
-absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
+absl::StatusOr<StatusAnswer> CoreOwner::Status(
+    const std::string& client, storage::LogPosition* barrier) {
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<StatusAnswer> {
     absl::StatusOr<ClientView> view = state_.Status(now, client);
@@ -917,11 +1037,12 @@ absl::StatusOr<StatusAnswer> CoreOwner::Status(const std::string& client) {
       }
     }
     return answer;
-  });
+  }, barrier);
 }
 
 ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
-                                     const std::string& after, size_t limit) {
+                                     const std::string& after, size_t limit,
+                                     storage::LogPosition* barrier) {
   limit = std::max<size_t>(limit, 1);
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ListLocksAnswer answer;
@@ -941,7 +1062,7 @@ ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
     }
     if (names.size() > limit) answer.next_after = names[limit - 1];
     return answer;
-  });
+  }, barrier);
 }
 
 // ---------------------------------------------------------------------------
@@ -1008,6 +1129,8 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
         } while (sessions_.contains(id));
         sessions_[id] = Session{.client = client, .sink = std::move(sink)};
         session_of_client_[client] = id;
+        LogLocked(storage::ServerRecord{
+            now, storage::srec::SessionOpened{id, client}});
         if (ShouldLog(LogEvent::kSessionOpened)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
                                       .client = client,
@@ -1122,6 +1245,7 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
   if (owner != session_of_client_.end() && owner->second == session_id) {
     session_of_client_.erase(owner);
   }
+  LogLocked(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
   DigestEventsLocked(now, NoVictims(), fx);

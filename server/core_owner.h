@@ -21,9 +21,11 @@
 // the mutex is held and performed after it is released, before the public
 // method returns. Nothing is logged, sent or called back under the mutex.
 //
-// Durability (when config.durability.data_dir is set): every operation the
-// core accepts is appended to the storage::DurableStore under the mutex, so
-// the log's order is the apply order. Nothing that depends on it is told to
+// Durability (when config.durability.data_dir is set, or a log is handed to
+// UseLog): every operation the core accepts is appended to the
+// storage::OperationLog (the local WAL, storage::DurableStore, unless a
+// test hands in another) under the mutex, so the log's order is the apply
+// order. Nothing that depends on it is told to
 // anyone before it is durable: the effects of a call are performed once
 // the last record appended so far is durable (still after the mutex is
 // released; on the calling thread if it already is, as under --fsync
@@ -33,6 +35,23 @@
 // the reason, and mutations are refused before they reach the core. An
 // operation the core refused is not logged: it changed nothing but time,
 // which the next logged operation carries.
+//
+// Durable sessions and retry cache (with a data dir): a session's opening
+// and its end, and every answer the retry cache keeps (and an answer it
+// drops again), are logged as ServerRecords (storage/server_records.h)
+// under the mutex where they happen, so they are durable before the answer
+// that depends on them is sent, and a snapshot holds them with the core.
+// After a restart (SettleRecoveredState) every recovered session is back,
+// without a stream: it is in grace, with the deadline
+//   first tick after the restart + max(session grace, restart grace),
+// because its client could not reconnect while the server was down and
+// gets at least the time a restored lease gets. A client that resumes it
+// within that grace keeps the session and, as long as its leases have not
+// lapsed, every lease with its token; requests naming it are accepted as
+// before. Recovered retry-cache entries answer retries with the first
+// answer; their delivery is unknown, so they count as delivered (a
+// cancelled retry never undoes them). An Acquire answered "queued" is not
+// restored: the restart withdrew that wait, so its retry queues afresh.
 //
 // Thread-safety: every public method is thread-safe. REQUIRES of every
 // caller: hold no lock that a PendingAcquire or SessionSink callback takes
@@ -78,6 +97,8 @@
 #include "server/retry_cache.h"
 #include "server/server_config.h"
 #include "storage/durable_store.h"
+#include "storage/operation_log.h"
+#include "storage/server_records.h"
 
 namespace leasekeeper::server {
 
@@ -163,15 +184,27 @@ class CoreOwner {
       const std::string& lock, const std::string& client);
   // Outcomes: OK; core errors (a stale token is logged).
   absl::Status Write(const WriteArgs& args);
-  absl::StatusOr<std::optional<std::string>> Read(const std::string& lock,
-                                                  const std::string& key);
-  absl::StatusOr<InspectAnswer> Inspect(const std::string& lock);
-  absl::StatusOr<StatusAnswer> Status(const std::string& client);
+
+  // Queries. Each answers as of the clock's now. Unless `barrier` is null it
+  // is set to the read barrier of the answer: the position of the last
+  // record appended when the query ran, i.e. of every record the answer may
+  // reflect (a write, a grant, a lapse). The answer must not be shown
+  // before that position is durable: pass it to AfterDurable(barrier, ...).
+  // A read therefore shares the group commit of the writes it saw and never
+  // costs an fsync of its own.
+  absl::StatusOr<std::optional<std::string>> Read(
+      const std::string& lock, const std::string& key,
+      storage::LogPosition* barrier = nullptr);
+  absl::StatusOr<InspectAnswer> Inspect(const std::string& lock,
+                                        storage::LogPosition* barrier = nullptr);
+  absl::StatusOr<StatusAnswer> Status(const std::string& client,
+                                      storage::LogPosition* barrier = nullptr);
   // Locks with a holder or waiter whose name starts with `prefix`, after
   // `after`, at most `limit` (>= 1). Cost: O(log n + sum of holders and
   // queues of the listed locks).
   ListLocksAnswer ListLocks(const std::string& prefix, const std::string& after,
-                            size_t limit);
+                            size_t limit,
+                            storage::LogPosition* barrier = nullptr);
 
   // Opens a session for `client`, or resumes `resume_id` (which must be a
   // session of `client` that has not ended; a stream still attached to it
@@ -206,18 +239,29 @@ class CoreOwner {
   // tail of the log, a version mismatch, I/O).
   absl::StatusOr<storage::RecoveryReport> OpenStorage();
 
+  // Uses `log` as the operation log instead of opening a data dir (tests'
+  // fake logs; later, other implementations). REQUIRES: called once,
+  // instead of OpenStorage, before any other call; the log is empty (the
+  // state starts fresh). Outcomes: OK; FailedPrecondition if a log is in
+  // use already or `log` holds records.
+  absl::Status UseLog(std::unique_ptr<storage::OperationLog> log);
+
   // After OpenStorage, once the clock continues from the report's
   // resume_tick: withdraws every wait recovered from the log (its call died
   // with the previous process; the client retries), last in line first so
-  // that no withdrawal grants anything, and waits until that is durable.
-  // Outcomes: OK, or the store's error.
+  // that no withdrawal grants anything, puts the recovered sessions (in
+  // grace, see above) and retry-cache entries back, and waits until the
+  // withdrawals are durable. Outcomes: OK, or the store's error.
   absl::Status SettleRecoveredState();
 
   // Calls `done` once everything applied so far is durable: OK, or
   // UNAVAILABLE (with the reason) if the store failed. Inline when nothing
-  // is persisted or it is durable already; otherwise on the store's flusher
-  // thread. The gRPC layer sends every answer through it.
+  // is persisted or it is durable already; otherwise on the log's thread
+  // (the WAL's flusher). The gRPC layer sends every answer through it.
   void AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done);
+  // The same for the records up to `barrier` (a query's read barrier).
+  void AfterDurable(storage::LogPosition barrier,
+                    absl::AnyInvocable<void(absl::Status) &&> done);
 
   // The store's counters (fsync batch sizes and latencies, ...); nullopt
   // without a data dir.
@@ -286,9 +330,11 @@ class CoreOwner {
   };
 
   // The shape of every query: under mu_, handles what is due by now, runs
-  // `query(now)`, and performs the resulting effects after unlocking.
+  // `query(now)`, sets *barrier (unless null) to the last record's
+  // position, and performs the resulting effects after unlocking.
   template <typename Query>
-  std::invoke_result_t<Query&, Tick> QueryAsOfNow(Query&& query)
+  std::invoke_result_t<Query&, Tick> QueryAsOfNow(Query&& query,
+                                                  storage::LogPosition* barrier)
       ABSL_LOCKS_EXCLUDED(mu_);
   Tick NowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Tick NextDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -343,6 +389,29 @@ class CoreOwner {
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Durable server state (see above). LogLocked appends `record` when a
+  // store is open and healthy (else the answer that depends on it fails
+  // with the store's error anyway) and submits a snapshot when one is due.
+  void LogLocked(storage::ServerRecord record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeSnapshotLocked(storage::LogPosition position)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The sessions and the answered retry-cache entries, as plain data.
+  // O(sessions + retry entries).
+  storage::ServerState ServerStateLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores `answer` as the request's answer (if its entry still exists)
+  // and logs it.
+  RetryEntry* RememberLocked(const std::string& client,
+                             const std::string& request_id,
+                             CachedAnswer answer, Tick now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the request's entry; logs that an answered one is gone.
+  void ForgetLocked(const std::string& client, const std::string& request_id,
+                    Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts back what OpenStorage recovered (SettleRecoveredState).
+  void RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Performs effects, once durable (see Durability above). REQUIRES: mu_
   // not held.
   void Perform(Effects& fx);
@@ -376,6 +445,8 @@ class CoreOwner {
   absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
 
   RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
+  // What OpenStorage recovered, until SettleRecoveredState puts it back.
+  storage::ServerState recovered_server_ ABSL_GUARDED_BY(mu_);
 
   // Metrics and limits kept next to the core (server/core_owner_admin.cc).
   // Counts `op` and the core's `reply` to it; returns `reply`.
@@ -390,10 +461,14 @@ class CoreOwner {
   Counters counters_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<bool> storage_failure_reported_{false};
-  // Null without a data dir. Set once by OpenStorage before any other call;
-  // Append under mu_, the rest is the store's own thread-safe API. Last
-  // member: destroyed (closed, pending answers run) before the rest.
-  std::unique_ptr<storage::DurableStore> store_;
+  // The local WAL when OpenStorage opened one (its counters for metrics);
+  // null otherwise. Owned by store_.
+  storage::DurableStore* wal_ = nullptr;
+  // Null without a data dir. Set once by OpenStorage (or UseLog) before any
+  // other call; Append under mu_, the rest is the log's own thread-safe
+  // API. Last member: destroyed (closed, pending answers run) before the
+  // rest.
+  std::unique_ptr<storage::OperationLog> store_;
 };
 
 }  // namespace leasekeeper::server

@@ -75,6 +75,20 @@ grpc::ServerUnaryReactor* FinishWhenDurable(CoreOwner& owner,
   return reactor;
 }
 
+// A query's answer (the response already filled in): finishes once the
+// records up to its read barrier are durable (CoreOwner's queries).
+grpc::ServerUnaryReactor* FinishWhenDurable(CoreOwner& owner,
+                                            grpc::CallbackServerContext* context,
+                                            absl::Status status,
+                                            storage::LogPosition barrier) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner.AfterDurable(barrier, [reactor, context, status = std::move(status)](
+                                  absl::Status durable) {
+    reactor->Finish(PrepareFinish(context, durable.ok() ? status : durable));
+  });
+  return reactor;
+}
+
 // One Acquire call. Lives until OnDone; CoreOwner may hold it (parked) and
 // complete it from any thread.
 class AcquireReactor final : public grpc::ServerUnaryReactor,
@@ -730,14 +744,15 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
   if (absl::Status s = ValidateRead(*request, limits_); !s.ok()) {
     return FinishNow(context, s);
   }
+  storage::LogPosition barrier = 0;
   absl::StatusOr<std::optional<std::string>> value =
-      owner_.Read(request->lock(), request->key());
+      owner_.Read(request->lock(), request->key(), &barrier);
   if (value.ok() && value->has_value()) {
     response->set_found(true);
     response->set_value(**value);
   }
   // A read may show what a write not yet durable wrote: it waits too.
-  return FinishWhenDurable(owner_, context, value.status());
+  return FinishWhenDurable(owner_, context, value.status(), barrier);
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
@@ -751,9 +766,11 @@ grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
   if (absl::Status s = ValidateInspect(*request, limits_); !s.ok()) {
     return FinishNow(context, s);
   }
-  absl::StatusOr<InspectAnswer> answer = owner_.Inspect(request->lock());
+  storage::LogPosition barrier = 0;
+  absl::StatusOr<InspectAnswer> answer =
+      owner_.Inspect(request->lock(), &barrier);
   if (answer.ok()) ToProto(*answer, absl::Now(), response);
-  return FinishWhenDurable(owner_, context, answer.status());
+  return FinishWhenDurable(owner_, context, answer.status(), barrier);
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Status(
@@ -767,9 +784,11 @@ grpc::ServerUnaryReactor* LockServiceImpl::Status(
   if (absl::Status s = ValidateStatus(*request, limits_); !s.ok()) {
     return FinishNow(context, s);
   }
-  absl::StatusOr<StatusAnswer> answer = owner_.Status(request->client_id());
+  storage::LogPosition barrier = 0;
+  absl::StatusOr<StatusAnswer> answer =
+      owner_.Status(request->client_id(), &barrier);
   if (answer.ok()) ToProto(*answer, absl::Now(), response);
-  return FinishWhenDurable(owner_, context, answer.status());
+  return FinishWhenDurable(owner_, context, answer.status(), barrier);
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
@@ -782,10 +801,11 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
   }
   absl::StatusOr<ListLocksQuery> query = ParseListLocks(*request, limits_);
   if (!query.ok()) return FinishNow(context, query.status());
+  storage::LogPosition barrier = 0;
   ListLocksAnswer answer =
-      owner_.ListLocks(query->prefix, query->after, query->limit);
+      owner_.ListLocks(query->prefix, query->after, query->limit, &barrier);
   ToProto(answer, absl::Now(), response);
-  return FinishWhenDurable(owner_, context, absl::OkStatus());
+  return FinishWhenDurable(owner_, context, absl::OkStatus(), barrier);
 }
 
 grpc::ServerBidiReactor<pb::SessionRequest, pb::SessionResponse>*

@@ -73,9 +73,21 @@ RetryEntry* RetryCache::Answer(absl::string_view client,
   return &entry;
 }
 
-void RetryCache::Erase(absl::string_view client, absl::string_view request_id) {
+bool RetryCache::Erase(absl::string_view client, absl::string_view request_id) {
   auto it = index_.find(KeyView(client, request_id));
-  if (it != index_.end()) Kill(**it);
+  if (it == index_.end()) return false;
+  const bool answered = (*it)->entry.answer.has_value();
+  Kill(**it);
+  return answered;
+}
+
+void RetryCache::Restore(absl::string_view client, absl::string_view request_id,
+                         Fingerprint fingerprint, CachedAnswer answer,
+                         Tick answered_at) {
+  RetryEntry& entry = Insert(client, request_id, std::move(fingerprint));
+  entry.answer = std::move(answer);
+  entry.answered_at = answered_at;
+  entry.delivered = true;
 }
 
 }  // namespace leasekeeper::server

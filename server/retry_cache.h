@@ -92,7 +92,27 @@ class RetryCache {
   RetryEntry* Answer(absl::string_view client, absl::string_view request_id,
                      CachedAnswer answer, Tick now);
 
-  void Erase(absl::string_view client, absl::string_view request_id);
+  // Drops the entry. Returns true if it had an answer (so its answer was
+  // logged and the log must learn that it is gone). O(1).
+  bool Erase(absl::string_view client, absl::string_view request_id);
+
+  // Puts back an answered entry recovered after a restart, as the newest.
+  // Its delivery is unknown, so it counts as delivered: a later cancelled
+  // retry never undoes an answer that the first call may have delivered.
+  // Amortized O(1).
+  void Restore(absl::string_view client, absl::string_view request_id,
+               Fingerprint fingerprint, CachedAnswer answer, Tick answered_at);
+
+  // Calls fn(client, request_id, entry) for every live entry that has an
+  // answer, oldest inserted first. O(size).
+  template <typename Fn>
+  void ForEachAnswered(Fn&& fn) const {
+    for (const Record& record : order_) {
+      if (record.live && record.entry.answer.has_value()) {
+        fn(record.client, record.request_id, record.entry);
+      }
+    }
+  }
 
   size_t size() const { return index_.size(); }
 

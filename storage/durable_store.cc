@@ -104,6 +104,8 @@ std::string RecoveryReport::Summary() const {
       replay_us / 1000, " ms); last position ",
       last_position, ", last tick ", last_tick, ", resuming at tick ",
       resume_tick, "; restart grace raised ", leases_graced, " leases; ",
+      sessions, " sessions and ", retry_entries, " retry-cache entries (",
+      server_records_replayed, " server records replayed); ",
       elapsed_us / 1000, " ms in all");
   if (tail_dropped) absl::StrAppend(&s, "; torn log tail dropped");
   if (!warnings.empty()) {
@@ -114,16 +116,22 @@ std::string RecoveryReport::Summary() const {
 
 absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
     const std::string& dir, DurableStoreOptions options,
-    StateMachine& machine) {
+    StateMachine& machine, ServerState* server) {
   std::unique_ptr<DurableStore> store(
       new DurableStore(dir, std::move(options)));
-  if (absl::Status s = store->Recover(machine); !s.ok()) return s;
+  ServerState ignored;
+  if (absl::Status s =
+          store->Recover(machine, server != nullptr ? *server : ignored);
+      !s.ok()) {
+    return s;
+  }
   store->flusher_ = std::thread([s = store.get()] { s->FlusherLoop(); });
   store->snapshotter_ = std::thread([s = store.get()] { s->SnapshotLoop(); });
   return store;
 }
 
-absl::Status DurableStore::Recover(StateMachine& machine) {
+absl::Status DurableStore::Recover(StateMachine& machine,
+                                   ServerState& server) {
   const auto start = std::chrono::steady_clock::now();
   RecoveryReport& report = recovery_;
   if (absl::Status s = CreateDirectories(dir_); !s.ok()) return s;
@@ -144,13 +152,15 @@ absl::Status DurableStore::Recover(StateMachine& machine) {
   // next older (the log is kept back to the older of the two newest).
   const auto snapshot_start = std::chrono::steady_clock::now();
   CoreSnapshot loaded;
+  ServerState loaded_server;
   bool have_snapshot = false;
   LogPosition snapshot_position = 0;
   std::string damaged;
   const auto snapshots = SnapshotFiles(*names);
   for (size_t i = 0; i < snapshots.size(); ++i) {
     const std::string path = dir_ + "/" + snapshots[i].second;
-    absl::StatusOr<SnapshotFileInfo> info = ReadSnapshotFile(path, &loaded);
+    absl::StatusOr<SnapshotFileInfo> info =
+        ReadSnapshotFile(path, &loaded, &loaded_server);
     if (info.ok() && info->covered == snapshots[i].first) {
       have_snapshot = true;
       snapshot_position = info->covered;
@@ -166,8 +176,11 @@ absl::Status DurableStore::Recover(StateMachine& machine) {
     report.warnings.push_back(absl::StrCat(
         "snapshot unusable, falling back to an older one: ", damaged));
     loaded = CoreSnapshot{};
+    loaded_server = ServerState{};
   }
   report.snapshot_position = snapshot_position;
+  ServerStateReplay server_replay;
+  server_replay.Restore(std::move(loaded_server));
   report.snapshot_read_us = MicrosSince(snapshot_start);
 
   FileLogOptions log_options;
@@ -225,6 +238,12 @@ absl::Status DurableStore::Recover(StateMachine& machine) {
               entry.status().code(),
               absl::StrCat("log record at position ", position, " in ", dir_,
                            ": ", entry.status().message()));
+        }
+        if (const auto* record = std::get_if<ServerRecord>(&*entry)) {
+          // The server's state: no need to restore the core for it.
+          server_replay.Apply(*record);
+          ++report.server_records_replayed;
+          return absl::OkStatus();
         }
         if (const auto* grace = std::get_if<RestartGrace>(&*entry)) {
           ++report.graces_replayed;
@@ -295,6 +314,9 @@ absl::Status DurableStore::Recover(StateMachine& machine) {
   report.waiters = machine.table().waiter_count();
   report.locks = machine.table().lock_count();
   report.clients = machine.table().registered_client_count();
+  server = server_replay.Take();
+  report.sessions = server.sessions.size();
+  report.retry_entries = server.retries.size();
   report.elapsed_us = MicrosSince(start);
 
   absl::MutexLock lock(&mu_);
@@ -310,7 +332,8 @@ absl::Status DurableStore::Recover(StateMachine& machine) {
     // Fold the grace into a new snapshot from the data recovery already
     // holds, on the snapshot thread: the next start need not replay it, and
     // the owner need not export its state under its lock to get there.
-    snapshot_job_ = SnapshotJob{*std::move(recovery_leftovers_), next - 1};
+    snapshot_job_ =
+        SnapshotJob{*std::move(recovery_leftovers_), next - 1, server};
     recovery_leftovers_.reset();
     snapshot_busy_ = true;
     records_since_snapshot_ = 0;
@@ -324,9 +347,19 @@ DurableStore::~DurableStore() { Close().IgnoreError(); }
 absl::StatusOr<LogPosition> DurableStore::Append(const Operation& operation) {
   std::string record;
   EncodeOperation(operation, record);
+  return AppendEncoded(std::move(record));
+}
+
+absl::StatusOr<LogPosition> DurableStore::Append(const ServerRecord& server) {
+  std::string record;
+  EncodeServerRecord(server, record);
+  return AppendEncoded(std::move(record));
+}
+
+absl::StatusOr<LogPosition> DurableStore::AppendEncoded(std::string record) {
   if (record.size() >= kMaxLogRecordBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("operation of ", record.size(),
+        absl::StrCat("log entry of ", record.size(),
                      " bytes is too large for the log"));
   }
   std::vector<DurableCallback> callbacks;
@@ -541,6 +574,20 @@ void DurableStore::RunReady(std::vector<ReadyCallback>& ready) {
   ready.clear();
 }
 
+absl::Status DurableStore::ReadFrom(LogPosition from,
+                                    const EntryVisitor& visit) const {
+  return log_->ReadFrom(
+      from, [&](LogPosition position, absl::string_view record) {
+        absl::StatusOr<LogEntry> entry = DecodeLogEntry(record);
+        if (!entry.ok()) {
+          return absl::DataLossError(absl::StrCat(
+              "log record at position ", position, " in ", dir_, ": ",
+              entry.status().message()));
+        }
+        return visit(position, *entry);
+      });
+}
+
 bool DurableStore::SnapshotDue() const {
   absl::MutexLock lock(&mu_);
   if (options_.snapshot_every_records == 0 || !failed_.ok() ||
@@ -551,7 +598,8 @@ bool DurableStore::SnapshotDue() const {
          graces_since_snapshot_ > 0;
 }
 
-bool DurableStore::SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered) {
+bool DurableStore::SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered,
+                                  ServerState server) {
   absl::MutexLock lock(&mu_);
   if (snapshot_busy_ || closing_ || !failed_.ok() ||
       covered <= snapshot_position_ || covered >= next_position_) {
@@ -560,7 +608,7 @@ bool DurableStore::SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered) {
   snapshot_busy_ = true;
   records_since_snapshot_ = next_position_ - 1 - covered;
   graces_since_snapshot_ = 0;
-  snapshot_job_ = SnapshotJob{std::move(snapshot), covered};
+  snapshot_job_ = SnapshotJob{std::move(snapshot), covered, std::move(server)};
   return true;
 }
 
@@ -609,8 +657,9 @@ absl::Status DurableStore::WriteSnapshot(SnapshotJob& job) {
   if (absl::Status s = WaitDurable(job.covered); !s.ok()) return s;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<SnapshotFileInfo> info =
-      WriteSnapshotFile(dir_, job.snapshot, job.covered);
+      WriteSnapshotFile(dir_, job.snapshot, job.covered, job.server);
   job.snapshot = CoreSnapshot{};
+  job.server = ServerState{};
   if (!info.ok()) return info.status();
   LogPosition older = 0;
   {

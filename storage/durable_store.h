@@ -1,8 +1,12 @@
-// DurableStore: makes the core's ordered operation stream durable. It
-// recovers a StateMachine from a data directory (latest snapshot + replay of
-// the log after it), appends every later operation to the write-ahead log
-// (log.h) with group commit, tells the caller when each record is durable,
-// and writes snapshots off-thread so the log can be cut.
+// DurableStore: the local write-ahead log, the first implementation of
+// OperationLog (operation_log.h). It makes the core's ordered operation
+// stream durable. It
+// recovers a StateMachine, and the server's own ServerState (sessions and
+// the retry cache, server_records.h), from a data directory (latest
+// snapshot + replay of the log after it), appends every later operation and
+// server record to the write-ahead log (log.h) with group commit, tells the
+// caller when each record is durable, and writes snapshots off-thread so the
+// log can be cut.
 //
 // Data directory: LOCK (flock, one process at a time), wal-*.log segments
 // (log.h), snap-*.snap snapshots (snapshot_file.h). The latest two
@@ -13,7 +17,8 @@
 // How the owner of the core uses it (leasekeeperd, REQUIRES for safety):
 //  - Apply an operation to the core, then Append it, both under the core's
 //    lock, so log order == apply order. Append is cheap (encode, enqueue);
-//    it never waits for the disk.
+//    it never waits for the disk. A change to sessions or the retry cache
+//    is Appended as a ServerRecord the same way, where it happened.
 //  - Send the operation's reply, and every waiter notification it caused,
 //    only from OnDurable(position, callback): the callback runs on the
 //    flusher thread once the record is durable (status OK), or with
@@ -21,9 +26,9 @@
 //    ever acknowledged, and no gRPC thread waits for an fsync.
 //  - Time passing is an operation too: a lapse that grants a waiter is only
 //    visible through op::Advance (or a later operation) being appended.
-//  - When SnapshotDue(), hand the core's CoreSnapshot, taken under the same
-//    lock, with the position of the last appended record, to
-//    SubmitSnapshot; the file is written on the snapshot thread.
+//  - When SnapshotDue(), hand the core's CoreSnapshot and the ServerState,
+//    taken under the same lock, with the position of the last appended
+//    record, to SubmitSnapshot; the file is written on the snapshot thread.
 //  - Renewals are not batched more loosely than other mutations: a lost
 //    renewal would let the recovered lease end before the holder believes,
 //    and the restart grace only covers a holder that renews within it.
@@ -108,6 +113,8 @@
 #include "core/state_machine.h"
 #include "storage/file.h"
 #include "storage/log.h"
+#include "storage/operation_log.h"
+#include "storage/server_records.h"
 
 namespace leasekeeper::storage {
 
@@ -140,6 +147,9 @@ struct RecoveryReport {
   uint64_t snapshot_bytes = 0;
   uint64_t records_replayed = 0;     // operations applied after the snapshot
   uint64_t graces_replayed = 0;      // RestartGrace entries among them
+  uint64_t server_records_replayed = 0;  // ServerRecords among them
+  size_t sessions = 0;               // in the recovered ServerState
+  size_t retry_entries = 0;          // in the recovered ServerState
   LogPosition last_position = 0;     // the last record in the log
   Tick last_tick = kMinTick;         // the core's now after replay
   Tick resume_tick = 0;              // the first tick the owner may use
@@ -187,13 +197,13 @@ struct DurableStoreStats {
   absl::Status health;               // OK, or why the store failed
 };
 
-class DurableStore {
+class DurableStore final : public OperationLog {
  public:
   // Runs once the record is durable (OK) or can never be (Unavailable).
-  using DurableCallback = absl::AnyInvocable<void(absl::Status) &&>;
+  using DurableCallback = OperationLog::DurableCallback;
 
-  // Locks `dir` (creating it if needed), recovers `machine` from it and
-  // starts the flusher and snapshot threads.
+  // Locks `dir` (creating it if needed), recovers `machine` and, unless
+  // null, *server from it and starts the flusher and snapshot threads.
   // REQUIRES: `machine` is freshly constructed (empty), with the CoreConfig
   // the records were applied with.
   // Outcomes: the store, with recovery() describing what happened;
@@ -209,10 +219,10 @@ class DurableStore {
   // records after the snapshot.
   static absl::StatusOr<std::unique_ptr<DurableStore>> Open(
       const std::string& dir, DurableStoreOptions options,
-      StateMachine& machine);
+      StateMachine& machine, ServerState* server = nullptr);
 
   // Close().
-  ~DurableStore();
+  ~DurableStore() override;
   DurableStore(const DurableStore&) = delete;
   DurableStore& operator=(const DurableStore&) = delete;
 
@@ -224,52 +234,66 @@ class DurableStore {
   // encoded entry is too large for the log (kMaxLogRecordBytes).
   // Cost: O(size of the operation); never waits for I/O, except that under
   // kNever it writes the record to the OS (no fsync).
-  absl::StatusOr<LogPosition> Append(const Operation& operation);
+  absl::StatusOr<LogPosition> Append(const Operation& operation) override;
+  // The same for a change to the server's state.
+  absl::StatusOr<LogPosition> Append(const ServerRecord& record) override;
 
   // Calls `done` on the flusher thread once record `position` is durable
   // (OK), or with Unavailable if the store failed before that. Also when
   // the record is already durable (then as soon as the flusher wakes).
   // REQUIRES: position <= last_position().
-  void OnDurable(LogPosition position, DurableCallback done);
+  void OnDurable(LogPosition position, DurableCallback done) override;
 
   // Blocks until record `position` is durable. OK, or Unavailable if the
   // store failed first. Not for gRPC threads; for tools, tests, shutdown.
-  absl::Status WaitDurable(LogPosition position);
+  absl::Status WaitDurable(LogPosition position) override;
 
-  LogPosition last_position() const;     // last appended (or recovered)
-  LogPosition durable_position() const;  // see invariant 2
+  LogPosition last_position() const override;  // last appended (or recovered)
+  LogPosition durable_position() const override;  // see invariant 2
+
+  // Decodes the log's records from `from` on (those written to the file:
+  // under kBatch and kAlways a record still waiting for the flusher is not
+  // there yet). Outcomes: see OperationLog::ReadFrom. Cost: reads every
+  // segment from the one holding `from`.
+  absl::Status ReadFrom(LogPosition from,
+                        const EntryVisitor& visit) const override;
 
   // True when a snapshot should be submitted: enough records since the
   // last one (options), or a RestartGrace entry is waiting to be folded into
   // a snapshot (replaying one costs a full export/restore). False while a
   // snapshot is being written or when the store failed.
-  bool SnapshotDue() const;
+  bool SnapshotDue() const override;
 
-  // Writes `snapshot` (the state after records 1..covered) on the snapshot
-  // thread, after record `covered` is durable; then deletes snapshots but
-  // the newest two and the log segments the older of them covers.
-  // Returns false (and drops it) if a snapshot is still being written or
-  // `covered` is not in (last snapshot, last_position()].
-  bool SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered);
+  // Writes `snapshot` and `server` (the state after records 1..covered) on
+  // the snapshot thread, after record `covered` is durable; then deletes
+  // snapshots but the newest two and the log segments the older of them
+  // covers. Returns false (and drops it) if a snapshot is still being
+  // written or `covered` is not in (last snapshot, last_position()].
+  bool SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered,
+                      ServerState server) override;
+  bool SubmitSnapshot(CoreSnapshot snapshot, LogPosition covered) {
+    return SubmitSnapshot(std::move(snapshot), covered, ServerState{});
+  }
 
   // Blocks until no snapshot is being written; returns the result of the
   // last one (OK if none was attempted). For tests and shutdown.
   absl::Status WaitForSnapshot();
 
   // OK, or the Unavailable error that failed the store.
-  absl::Status health() const;
+  absl::Status health() const override;
 
   DurableStoreStats stats() const;
 
   // Writes and syncs everything appended (callbacks run), waits for the
   // snapshot being written, stops the threads. Later Appends fail. Returns
   // health(). Idempotent.
-  absl::Status Close();
+  absl::Status Close() override;
 
  private:
   struct SnapshotJob {
     CoreSnapshot snapshot;
     LogPosition covered = 0;
+    ServerState server;
   };
   struct ReadyCallback {
     DurableCallback done;
@@ -279,7 +303,9 @@ class DurableStore {
   DurableStore(std::string dir, DurableStoreOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
 
-  absl::Status Recover(StateMachine& machine);
+  absl::Status Recover(StateMachine& machine, ServerState& server);
+  // Encodes nothing: enqueues (or under kNever writes) an encoded entry.
+  absl::StatusOr<LogPosition> AppendEncoded(std::string record);
   void FlusherLoop();
   void SnapshotLoop();
   // Marks records up to `position` durable and runs their callbacks.

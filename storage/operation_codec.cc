@@ -18,6 +18,10 @@ enum Kind : uint8_t {
   kWrite = 7,
   kAdvance = 8,
   kRestartGrace = 64,
+  kSessionOpened = 65,
+  kSessionEnded = 66,
+  kRetryAnswered = 67,
+  kRetryForgotten = 68,
 };
 
 // No field can be longer than the entry itself; the log bounds entries.
@@ -95,16 +99,91 @@ void EncodeRestartGrace(const RestartGrace& grace, std::string& out) {
   PutSignedVarint64(out, grace.grace_ticks);
 }
 
+void EncodeServerRecord(const ServerRecord& record, std::string& out) {
+  std::visit(
+      Overloaded{
+          [&](const srec::SessionOpened& r) {
+            PutHeader(out, kSessionOpened, record.at);
+            PutLengthPrefixed(out, r.session_id);
+            PutLengthPrefixed(out, r.client);
+          },
+          [&](const srec::SessionEnded& r) {
+            PutHeader(out, kSessionEnded, record.at);
+            PutLengthPrefixed(out, r.session_id);
+          },
+          [&](const srec::RetryAnswered& r) {
+            PutHeader(out, kRetryAnswered, record.at);
+            PutLengthPrefixed(out, r.client);
+            PutLengthPrefixed(out, r.request_id);
+            PutLengthPrefixed(out, r.entry);
+          },
+          [&](const srec::RetryForgotten& r) {
+            PutHeader(out, kRetryForgotten, record.at);
+            PutLengthPrefixed(out, r.client);
+            PutLengthPrefixed(out, r.request_id);
+          },
+      },
+      record.body);
+}
+
+namespace {
+
+// Kinds 65..68 (version 2 on); `in` is past the header.
+absl::StatusOr<LogEntry> DecodeServerRecord(uint8_t kind, Tick at,
+                                            ByteReader& in) {
+  ServerRecord record;
+  record.at = at;
+  bool ok = false;
+  switch (kind) {
+    case kSessionOpened: {
+      srec::SessionOpened r;
+      ok = in.GetString(r.session_id, kAnyLength) &&
+           in.GetString(r.client, kAnyLength);
+      record.body = std::move(r);
+      break;
+    }
+    case kSessionEnded: {
+      srec::SessionEnded r;
+      ok = in.GetString(r.session_id, kAnyLength);
+      record.body = std::move(r);
+      break;
+    }
+    case kRetryAnswered: {
+      srec::RetryAnswered r;
+      ok = in.GetString(r.client, kAnyLength) &&
+           in.GetString(r.request_id, kAnyLength) &&
+           in.GetString(r.entry, kAnyLength);
+      record.body = std::move(r);
+      break;
+    }
+    case kRetryForgotten: {
+      srec::RetryForgotten r;
+      ok = in.GetString(r.client, kAnyLength) &&
+           in.GetString(r.request_id, kAnyLength);
+      record.body = std::move(r);
+      break;
+    }
+    default:
+      return Malformed(absl::StrCat("unknown kind ", kind));
+  }
+  if (!ok) return Malformed("truncated or invalid field");
+  if (!in.empty()) return Malformed("trailing bytes");
+  return LogEntry(std::move(record));
+}
+
+}  // namespace
+
 absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
   ByteReader in(bytes);
   uint8_t version = 0;
   uint8_t kind = 0;
   Tick at = 0;
   if (!in.GetByte(version)) return Malformed("empty");
-  if (version != kOperationCodecVersion) {
+  if (version < kOldestOperationCodecVersion ||
+      version > kOperationCodecVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "log entry has codec version ", version, "; this build reads version ",
-        kOperationCodecVersion));
+        "log entry has codec version ", version, "; this build reads versions ",
+        kOldestOperationCodecVersion, " to ", kOperationCodecVersion));
   }
   if (!in.GetByte(kind)) return Malformed("no kind");
   if (!in.GetSignedVarint64(at)) return Malformed("bad tick");
@@ -180,6 +259,15 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
       if (!in.empty()) return Malformed("trailing bytes");
       return LogEntry(grace);
     }
+    case kSessionOpened:
+    case kSessionEnded:
+    case kRetryAnswered:
+    case kRetryForgotten:
+      if (version < 2) {
+        return Malformed(absl::StrCat("kind ", kind, " in a version ",
+                                      version, " entry"));
+      }
+      return DecodeServerRecord(kind, at, in);
     default:
       return Malformed(absl::StrCat("unknown kind ", kind));
   }

@@ -1,12 +1,15 @@
 // OperationCodec: the binary encoding of one log entry, i.e. one Operation
-// the core applied (or a RestartGrace, see restart_grace.h).
+// the core applied, a RestartGrace (restart_grace.h), or a ServerRecord
+// (server_records.h: sessions and the retry cache).
 //
-// Format, version 1 (all integers LEB128 varints; "s" = zigzag-signed;
+// Format, version 2 (all integers LEB128 varints; "s" = zigzag-signed;
 // strings = varint length + bytes):
 //
 //   byte     codec version (kOperationCodecVersion)
 //   byte     kind: 1 Acquire, 2 Renew, 3 Release, 4 Withdraw, 5 ReleaseAll,
-//            6 RenewAll, 7 Write, 8 Advance, 64 RestartGrace
+//            6 RenewAll, 7 Write, 8 Advance, 64 RestartGrace,
+//            65 SessionOpened, 66 SessionEnded, 67 RetryAnswered,
+//            68 RetryForgotten
 //   s-varint at (the operation's Tick)
 //   fields of the kind, in this order:
 //     Acquire     client, lock, s ttl, byte mode (0 exclusive, 1 shared)
@@ -18,6 +21,14 @@
 //     Write       lock, key, value, varint token
 //     Advance     (none)
 //     RestartGrace s grace_ticks
+//     SessionOpened  session_id, client
+//     SessionEnded   session_id
+//     RetryAnswered  client, request_id, entry
+//     RetryForgotten client, request_id
+//
+// Version 1 is version 2 without kinds 65..68 (a data dir written before
+// sessions and the retry cache were durable): the decoder reads both, so
+// such a dir still opens; the encoder writes version 2 only.
 //
 // The entry has no length or checksum of its own: the log frames and
 // checksums it. A new field or kind means a new codec version; a decoder
@@ -46,16 +57,20 @@
 #include "absl/strings/string_view.h"
 #include "core/state_machine.h"
 #include "storage/restart_grace.h"
+#include "storage/server_records.h"
 
 namespace leasekeeper::storage {
 
-inline constexpr uint8_t kOperationCodecVersion = 1;
+inline constexpr uint8_t kOperationCodecVersion = 2;
+// The oldest version DecodeLogEntry still reads.
+inline constexpr uint8_t kOldestOperationCodecVersion = 1;
 
-using LogEntry = std::variant<Operation, RestartGrace>;
+using LogEntry = std::variant<Operation, RestartGrace, ServerRecord>;
 
 // Appends the encoding of `operation` / `grace` to `out`. O(size).
 void EncodeOperation(const Operation& operation, std::string& out);
 void EncodeRestartGrace(const RestartGrace& grace, std::string& out);
+void EncodeServerRecord(const ServerRecord& record, std::string& out);
 
 inline std::string EncodeOperation(const Operation& operation) {
   std::string out;
@@ -68,7 +83,8 @@ inline std::string EncodeOperation(const Operation& operation) {
 //  - the entry;
 //  - FailedPrecondition: a codec version this build does not read (the
 //    message names both versions);
-//  - DataLoss: anything else malformed (unknown kind, truncated field, a
+//  - DataLoss: anything else malformed (unknown kind, a kind newer than
+//    the entry's version, truncated field, a
 //    tick outside [kMinTick, kMaxTick], a mode byte other than 0/1, bytes
 //    left over).
 absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes);

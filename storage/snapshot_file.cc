@@ -24,7 +24,8 @@ class PayloadDecoder {
   explicit PayloadDecoder(absl::string_view payload)
       : payload_(payload), in_(payload) {}
 
-  absl::Status Decode(CoreSnapshot& s) {
+  // The core's part; bytes may follow (the server state of version 2).
+  absl::Status DecodeCore(CoreSnapshot& s) {
     uint64_t n = 0;
     if (!in_.GetSignedVarint64(s.now) || !in_.GetVarint64(s.last_age) ||
         !in_.GetVarint64(s.last_sequence)) {
@@ -82,6 +83,35 @@ class PayloadDecoder {
         }
       }
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status DecodeServer(ServerState& s) {
+    uint64_t n = 0;
+    if (!Count(n)) return Bad("session count");
+    s.sessions.clear();
+    s.sessions.resize(n);
+    for (ServerState::Session& session : s.sessions) {
+      if (!in_.GetString(session.session_id, kAnyLength) ||
+          !in_.GetString(session.client, kAnyLength)) {
+        return Bad("session");
+      }
+    }
+    if (!Count(n)) return Bad("retry count");
+    s.retries.clear();
+    s.retries.resize(n);
+    for (ServerState::Retry& retry : s.retries) {
+      if (!in_.GetString(retry.client, kAnyLength) ||
+          !in_.GetString(retry.request_id, kAnyLength) ||
+          !in_.GetSignedVarint64(retry.answered_at) ||
+          !in_.GetString(retry.entry, kAnyLength)) {
+        return Bad("retry entry");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status End() {
     if (!in_.empty()) return Bad("trailing bytes");
     return absl::OkStatus();
   }
@@ -183,8 +213,28 @@ void EncodeSnapshotPayload(const CoreSnapshot& s, std::string& out) {
 absl::Status DecodeSnapshotPayload(absl::string_view payload,
                                    CoreSnapshot& snapshot) {
   PayloadDecoder decoder(payload);
-  return decoder.Decode(snapshot);
+  if (absl::Status s = decoder.DecodeCore(snapshot); !s.ok()) return s;
+  return decoder.End();
 }
+
+namespace {
+
+void EncodeServerState(const ServerState& s, std::string& out) {
+  PutVarint64(out, s.sessions.size());
+  for (const ServerState::Session& session : s.sessions) {
+    PutLengthPrefixed(out, session.session_id);
+    PutLengthPrefixed(out, session.client);
+  }
+  PutVarint64(out, s.retries.size());
+  for (const ServerState::Retry& retry : s.retries) {
+    PutLengthPrefixed(out, retry.client);
+    PutLengthPrefixed(out, retry.request_id);
+    PutSignedVarint64(out, retry.answered_at);
+    PutLengthPrefixed(out, retry.entry);
+  }
+}
+
+}  // namespace
 
 std::string SnapshotFileName(LogPosition covered) {
   char name[64];
@@ -194,9 +244,11 @@ std::string SnapshotFileName(LogPosition covered) {
 
 absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
                                                    const CoreSnapshot& snapshot,
-                                                   LogPosition covered) {
+                                                   LogPosition covered,
+                                                   const ServerState& server) {
   std::string file(kSnapshotHeaderBytes, '\0');
   EncodeSnapshotPayload(snapshot, file);
+  EncodeServerState(server, file);
   const absl::string_view payload =
       absl::string_view(file).substr(kSnapshotHeaderBytes);
   std::string header(kSnapshotMagic);
@@ -226,7 +278,8 @@ absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
 }
 
 absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
-                                                  CoreSnapshot* snapshot) {
+                                                  CoreSnapshot* snapshot,
+                                                  ServerState* server) {
   absl::StatusOr<std::string> data = ReadWholeFile(path);
   if (!data.ok()) return data.status();
   if (data->size() < kSnapshotHeaderBytes ||
@@ -238,10 +291,12 @@ absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
   }
   const char* h = data->data();
   const uint32_t version = DecodeFixed32(h + 8);
-  if (version != kSnapshotFormatVersion) {
+  if (version < kOldestSnapshotFormatVersion ||
+      version > kSnapshotFormatVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         "snapshot ", path, " has format version ", version,
-        "; this build reads version ", kSnapshotFormatVersion));
+        "; this build reads versions ", kOldestSnapshotFormatVersion, " to ",
+        kSnapshotFormatVersion));
   }
   if (Crc32c(absl::string_view(h, kSnapshotHeaderBytes - 4)) !=
       DecodeFixed32(h + kSnapshotHeaderBytes - 4)) {
@@ -264,7 +319,15 @@ absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
   }
   if (snapshot != nullptr) {
     PayloadDecoder decoder(payload);
-    if (absl::Status s = decoder.Decode(*snapshot); !s.ok()) {
+    ServerState ignored;
+    absl::Status s = decoder.DecodeCore(*snapshot);
+    if (s.ok() && version >= 2) {
+      s = decoder.DecodeServer(server != nullptr ? *server : ignored);
+    } else if (s.ok() && server != nullptr) {
+      *server = ServerState{};
+    }
+    if (s.ok()) s = decoder.End();
+    if (!s.ok()) {
       return absl::DataLossError(absl::StrCat(
           s.message(), " in ", path, " at byte offset ",
           kSnapshotHeaderBytes + decoder.offset()));

@@ -1,7 +1,8 @@
-// SnapshotFile: a CoreSnapshot on disk, written atomically, with the log
-// position it covers, a format version and a checksum.
+// SnapshotFile: a CoreSnapshot and the server's ServerState
+// (server_records.h) on disk, written atomically, with the log position
+// they cover, a format version and a checksum.
 //
-// File DIR/snap-<covered position, 20 digits>.snap, format version 1
+// File DIR/snap-<covered position, 20 digits>.snap, format version 2
 // (little-endian; varints as in operation_codec.h):
 //
 //   header (40 bytes): "LKSNAPSH" | u32 format version | u32 0 |
@@ -14,7 +15,14 @@
 //                                            s expires_at, s ttl, sequence
 //                           n waiters, each: client, mode byte, s ttl |
 //            n store locks, each: lock, high_water,
-//                                 n values, each: key, value
+//                                 n values, each: key, value |
+//            server state: n sessions, each: session_id, client |
+//                          n retries, each: client, request_id,
+//                                           s answered_at, entry
+//
+// Version 1 is version 2 without the server state (written before sessions
+// and the retry cache were durable); it is still read, as an empty server
+// state. Files are written in version 2 only.
 //
 // "covered position" p means: this state is the result of applying log
 // records 1..p; recovery replays p+1 onwards.
@@ -46,11 +54,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/snapshot.h"
+#include "storage/server_records.h"
 #include "storage/log.h"
 
 namespace leasekeeper::storage {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 1;
+inline constexpr uint32_t kSnapshotFormatVersion = 2;
+// The oldest version ReadSnapshotFile still reads.
+inline constexpr uint32_t kOldestSnapshotFormatVersion = 1;
 inline constexpr size_t kSnapshotHeaderBytes = 40;
 
 struct SnapshotFileInfo {
@@ -58,7 +69,8 @@ struct SnapshotFileInfo {
   uint64_t bytes = 0;  // whole file
 };
 
-// Encodes / decodes the payload alone (tests, benchmarks).
+// Encodes / decodes the core's part of the payload alone (tests,
+// benchmarks).
 void EncodeSnapshotPayload(const CoreSnapshot& snapshot, std::string& out);
 // DataLoss if malformed.
 absl::Status DecodeSnapshotPayload(absl::string_view payload,
@@ -67,22 +79,24 @@ absl::Status DecodeSnapshotPayload(absl::string_view payload,
 // "snap-00000000000000000042.snap".
 std::string SnapshotFileName(LogPosition covered);
 
-// Writes `snapshot`, covering log positions 1..covered, into `dir` under
-// SnapshotFileName(covered), atomically (see above).
+// Writes `snapshot` and `server`, covering log positions 1..covered, into
+// `dir` under SnapshotFileName(covered), atomically (see above).
 // Outcomes: OK with the file's size; an I/O error (the final name is then
 // untouched; a .tmp may remain). Cost: O(size of the state) plus two
 // fsyncs.
-absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
-                                                   const CoreSnapshot& snapshot,
-                                                   LogPosition covered);
+absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(
+    const std::string& dir, const CoreSnapshot& snapshot, LogPosition covered,
+    const ServerState& server = ServerState{});
 
-// Reads and checks the snapshot at `path` into *snapshot.
+// Reads and checks the snapshot at `path` into *snapshot and, unless null,
+// *server (empty for a version 1 file).
 // Outcomes: OK with what it covers; NotFound; FailedPrecondition for a
-// format version this build does not read (the message names both);
+// format version this build does not read (the message names them);
 // DataLoss for a bad magic, header, size or checksum, or a malformed
 // payload (the message names the file and byte offset).
-absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
-                                                  CoreSnapshot* snapshot);
+absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(
+    const std::string& path, CoreSnapshot* snapshot,
+    ServerState* server = nullptr);
 
 }  // namespace leasekeeper::storage
 

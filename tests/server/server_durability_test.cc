@@ -32,6 +32,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/server/session_stream.h"
 #include "tests/server/test_support.h"
 
 namespace leasekeeper::testing {
@@ -378,6 +379,217 @@ TEST(DurabilityTest, KillNineUnderMixedLoadLosesNothingAcknowledged) {
   EXPECT_GT(load.writes(), 100u);
   std::printf("20 kills: %zu grants and %zu fenced writes acknowledged\n",
               load.grants(), load.writes());
+}
+
+}  // namespace
+}  // namespace leasekeeper::testing
+
+// ---------------------------------------------------------------------------
+// Durable sessions and retry cache: a client rides over a restart.
+
+namespace leasekeeper::testing {
+namespace {
+
+// Opens a session for `client` on `address` and returns its id ("" and a
+// test failure if the open was refused).
+std::string OpenSessionOn(SessionStream& stream, const std::string& client,
+                          const std::string& resume = "") {
+  std::optional<pb::SessionResponse> opened = stream.Open(client, resume);
+  EXPECT_TRUE(opened.has_value() && opened->has_opened());
+  if (!opened.has_value() || !opened->has_opened()) return "";
+  EXPECT_EQ(opened->opened().resumed(), !resume.empty());
+  return opened->opened().session_id();
+}
+
+// Stops the daemon with `signal` and waits for its exit.
+void Stop(Daemon& daemon, int signal) {
+  daemon.process->Signal(signal);
+  ASSERT_TRUE(daemon.process->WaitExit(milliseconds(10'000)).has_value());
+}
+
+pb::ReleaseRequest ReleaseInSession(const std::string& client,
+                                    const std::string& lock,
+                                    const std::string& session_id) {
+  pb::ReleaseRequest request;
+  request.set_client_id(client);
+  request.set_lock(lock);
+  request.set_session_id(session_id);
+  return request;
+}
+
+TEST(DurableSessionTest, ALeaseHeldInASessionRidesOverARestart) {
+  for (const int signal : {SIGTERM, SIGKILL}) {
+    SCOPED_TRACE(signal == SIGTERM ? "SIGTERM" : "SIGKILL");
+    DataDir dir;
+    const std::vector<std::string> flags = {"--restart-grace=20s"};
+    std::string session_id;
+    uint64_t token = 0;
+    {
+      Daemon daemon = StartOn(dir, flags);
+      ASSERT_FALSE(daemon.address.empty());
+      TestClient client(daemon.address);
+      SessionStream stream(client.stub());
+      session_id = OpenSessionOn(stream, "job");
+      ASSERT_FALSE(session_id.empty());
+      std::optional<pb::SessionCallResult> acquired =
+          stream.Call(1, AcquireCall("L", 5'000));
+      ASSERT_TRUE(acquired.has_value() && acquired->has_acquire());
+      token = acquired->acquire().granted().token();
+      ASSERT_GT(token, 0u);
+      Stop(daemon, signal);
+      stream.Abandon();
+    }
+    Daemon daemon = StartOn(dir, flags);
+    ASSERT_FALSE(daemon.address.empty());
+    TestClient client(daemon.address);
+    // Before the client is back, the session is in grace and still holds L.
+    Result<pb::StatusResponse> status = client.Status("job");
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(status.response.session(), pb::SESSION_STATE_GRACE);
+    SessionStream stream(client.stub());
+    ASSERT_EQ(OpenSessionOn(stream, "job", session_id), session_id);
+    std::optional<pb::KeepaliveAck> ack = stream.Keepalive(1);
+    ASSERT_TRUE(ack.has_value());
+    EXPECT_EQ(ack->renewed_leases(), 1);
+    std::optional<pb::SessionCallResult> renewed =
+        stream.Call(2, RenewCall("L", 5'000));
+    ASSERT_TRUE(renewed.has_value() && renewed->has_renew())
+        << (renewed.has_value() ? renewed->error().message() : "no answer");
+    EXPECT_EQ(renewed->renew().token(), token);
+    Result<pb::InspectResponse> inspected = client.Inspect("L");
+    ASSERT_EQ(inspected.response.holders_size(), 1);
+    EXPECT_EQ(inspected.response.holders(0).client_id(), "job");
+    EXPECT_EQ(inspected.response.holders(0).token(), token);
+    EXPECT_TRUE(stream.Close().ok());
+  }
+}
+
+TEST(DurableSessionTest, ASessionNotResumedWithinTheGraceAfterARestartEnds) {
+  DataDir dir;
+  const std::vector<std::string> flags = {"--restart-grace=600ms",
+                                          "--session-grace=300ms"};
+  std::string session_id;
+  {
+    Daemon daemon = StartOn(dir, flags);
+    ASSERT_FALSE(daemon.address.empty());
+    TestClient client(daemon.address);
+    SessionStream stream(client.stub());
+    session_id = OpenSessionOn(stream, "job");
+    ASSERT_FALSE(session_id.empty());
+    ASSERT_TRUE(stream.Call(1, AcquireCall("L", 60'000)).has_value());
+    Kill(daemon);
+    stream.Abandon();
+  }
+  Daemon daemon = StartOn(dir, flags);
+  ASSERT_FALSE(daemon.address.empty());
+  TestClient client(daemon.address);
+  // Live: the grace (max of the two, 600 ms) runs out on the real clock.
+  ASSERT_TRUE(Eventually(
+      [&] { return client.Inspect("L").response.holders_size() == 0; },
+      std::chrono::seconds(5)));
+  Result<pb::ReleaseResponse> late =
+      client.Release(ReleaseInSession("job", "L", session_id));
+  EXPECT_EQ(late.code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(late.reason, "SESSION_ENDED");
+  SessionStream stream(client.stub());
+  EXPECT_FALSE(stream.Open("job", session_id).has_value());
+  EXPECT_EQ(stream.Finish().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST(DurableSessionTest, AReleaseThatFailedDuringTheOutageSucceedsAfterIt) {
+  DataDir dir;
+  std::string session_id;
+  std::string old_address;
+  Daemon daemon = StartOn(dir);
+  ASSERT_FALSE(daemon.address.empty());
+  old_address = daemon.address;
+  {
+    TestClient client(daemon.address);
+    SessionStream stream(client.stub());
+    session_id = OpenSessionOn(stream, "job");
+    ASSERT_FALSE(session_id.empty());
+    ASSERT_TRUE(stream.Call(1, AcquireCall("L", 60'000)).has_value());
+    Kill(daemon);
+    stream.Abandon();
+  }
+  TestClient during(old_address);
+  Result<pb::ReleaseResponse> failed =
+      during.Release(ReleaseInSession("job", "L", session_id));
+  EXPECT_EQ(failed.code(), grpc::StatusCode::UNAVAILABLE);
+
+  Daemon restarted = StartOn(dir);
+  ASSERT_FALSE(restarted.address.empty());
+  TestClient client(restarted.address);
+  Result<pb::ReleaseResponse> released =
+      client.Release(ReleaseInSession("job", "L", session_id));
+  ASSERT_TRUE(released.ok()) << released.status.error_message();
+  EXPECT_EQ(released.response.result(), pb::RELEASE_RESULT_RELEASED);
+  EXPECT_EQ(client.Inspect("L").response.holders_size(), 0);
+}
+
+// Snapshots carry the retry cache too: with --snapshot-every=2 the answers
+// are recovered from a snapshot, without it from log records.
+TEST(DurableRetryTest, ARetryWithTheSameRequestIdAcrossARestartGetsTheFirstAnswer) {
+  for (const char* snapshots : {"--snapshot-every=200000", "--snapshot-every=2"}) {
+    SCOPED_TRACE(snapshots);
+    DataDir dir;
+    const std::vector<std::string> flags = {snapshots};
+    pb::AcquireRequest acquire = AcquireRequest("a", "L", 60'000);
+    acquire.set_request_id("acquire-1");
+    pb::RenewRequest renew;
+    renew.set_client_id("a");
+    renew.set_lock("M");
+    renew.set_ttl_ms(60'000);
+    renew.set_request_id("renew-1");
+    pb::ReleaseRequest release;
+    release.set_client_id("a");
+    release.set_lock("L");
+    release.set_request_id("release-1");
+    // Refused at first (a does not hold N yet); applied anew after a takes
+    // N, it would succeed.
+    pb::ReleaseRequest failed;
+    failed.set_client_id("a");
+    failed.set_lock("N");
+    failed.set_request_id("release-bad");
+    Result<pb::ReleaseResponse> first_failed;
+    {
+      Daemon daemon = StartOn(dir, flags);
+      ASSERT_FALSE(daemon.address.empty());
+      TestClient client(daemon.address);
+      ASSERT_EQ(client.Acquire(acquire).response.granted().token(), 1u);
+      ASSERT_TRUE(client.Acquire("a", "M", 60'000).ok());
+      ASSERT_TRUE(client.Renew(renew).ok());
+      ASSERT_EQ(client.Release(release).response.result(),
+                pb::RELEASE_RESULT_RELEASED);
+      ASSERT_EQ(client.Acquire("b", "L", 60'000).response.granted().token(),
+                2u);
+      first_failed = client.Release(failed);
+      ASSERT_EQ(first_failed.reason, "NOT_HOLDER");
+      ASSERT_TRUE(client.Acquire("a", "N", 60'000).ok());
+      Kill(daemon);
+    }
+    Daemon daemon = StartOn(dir, flags);
+    ASSERT_FALSE(daemon.address.empty());
+    TestClient client(daemon.address);
+    // Applied anew, each would fail: b holds L, a no longer does.
+    Result<pb::AcquireResponse> acquired = client.Acquire(acquire);
+    ASSERT_TRUE(acquired.ok()) << acquired.status.error_message();
+    EXPECT_EQ(acquired.response.granted().token(), 1u);
+    Result<pb::ReleaseResponse> released = client.Release(release);
+    ASSERT_TRUE(released.ok()) << released.status.error_message();
+    EXPECT_EQ(released.response.result(), pb::RELEASE_RESULT_RELEASED);
+    EXPECT_TRUE(client.Renew(renew).ok());
+    // An error answer comes back whole: code, message and reason.
+    Result<pb::ReleaseResponse> again = client.Release(failed);
+    EXPECT_EQ(again.code(), first_failed.code());
+    EXPECT_EQ(again.status.error_message(), first_failed.status.error_message());
+    EXPECT_EQ(again.reason, first_failed.reason);
+    // The same id with other arguments is still refused.
+    pb::AcquireRequest reused = acquire;
+    reused.set_ttl_ms(1'000);
+    EXPECT_EQ(client.Acquire(reused).reason, "REQUEST_ID_REUSED");
+    EXPECT_EQ(client.Inspect("L").response.holders(0).client_id(), "b");
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage_test_util.h"
 
@@ -71,12 +72,72 @@ TEST(OperationCodec, EveryProperPrefixAndExtensionIsAnError) {
 }
 
 TEST(OperationCodec, UnknownVersionIsAClearError) {
-  std::string bytes = EncodeOperation(Operation{1, op::Advance{}});
-  bytes[0] = 2;
-  absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
-  ASSERT_FALSE(entry.ok());
-  EXPECT_EQ(entry.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(entry.status().message().find("version 2"), std::string::npos);
+  for (const char version : {'\x00', '\x03'}) {
+    std::string bytes = EncodeOperation(Operation{1, op::Advance{}});
+    bytes[0] = version;
+    absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
+    ASSERT_FALSE(entry.ok());
+    EXPECT_EQ(entry.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(entry.status().message().find(
+                  absl::StrCat("codec version ", static_cast<int>(version))),
+              std::string::npos)
+        << entry.status();
+    EXPECT_NE(entry.status().message().find("versions 1 to 2"),
+              std::string::npos);
+  }
+}
+
+std::vector<ServerRecord> OneOfEachServerRecord() {
+  return {
+      ServerRecord{5, srec::SessionOpened{"s-0123", "job-1"}},
+      ServerRecord{kMinTick, srec::SessionEnded{"s-0123"}},
+      ServerRecord{kMaxTick, srec::RetryAnswered{"job-1", "req-7",
+                                                 std::string("e\0n\xfftry", 7)}},
+      ServerRecord{9, srec::RetryForgotten{"job-1", "req-7"}},
+  };
+}
+
+TEST(OperationCodec, EveryServerRecordKindRoundTrips) {
+  for (const ServerRecord& record : OneOfEachServerRecord()) {
+    std::string bytes;
+    EncodeServerRecord(record, bytes);
+    absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
+    ASSERT_TRUE(entry.ok()) << entry.status();
+    const ServerRecord* decoded = std::get_if<ServerRecord>(&*entry);
+    ASSERT_NE(decoded, nullptr);
+    EXPECT_TRUE(SameServerRecord(*decoded, record))
+        << "kind " << record.body.index();
+    for (size_t n = 0; n < bytes.size(); ++n) {
+      EXPECT_FALSE(DecodeLogEntry(bytes.substr(0, n)).ok()) << "prefix " << n;
+    }
+    EXPECT_FALSE(DecodeLogEntry(bytes + "x").ok());
+  }
+}
+
+// A data dir written before version 2 still opens: its entries decode.
+TEST(OperationCodec, VersionOneEntriesStillDecode) {
+  for (const Operation& op : OneOfEachKind()) {
+    std::string bytes = EncodeOperation(op);
+    bytes[0] = 1;
+    absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
+    ASSERT_TRUE(entry.ok()) << entry.status();
+    EXPECT_TRUE(SameOperation(std::get<Operation>(*entry), op));
+  }
+  std::string grace;
+  EncodeRestartGrace(RestartGrace{7, 100}, grace);
+  grace[0] = 1;
+  EXPECT_TRUE(DecodeLogEntry(grace).ok());
+}
+
+// Version 1 had no server records: such a kind there is corruption.
+TEST(OperationCodec, ServerRecordInAVersionOneEntryIsDataLoss) {
+  for (const ServerRecord& record : OneOfEachServerRecord()) {
+    std::string bytes;
+    EncodeServerRecord(record, bytes);
+    bytes[0] = 1;
+    EXPECT_EQ(DecodeLogEntry(bytes).status().code(),
+              absl::StatusCode::kDataLoss);
+  }
 }
 
 TEST(OperationCodec, BadModeTickAndKindAreErrors) {

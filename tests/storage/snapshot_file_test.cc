@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "storage/coding.h"
+#include "storage/crc32c.h"
 #include "storage_test_util.h"
 
 namespace leasekeeper::storage {
@@ -113,6 +115,80 @@ TEST(SnapshotFile, FormatVersionMismatchIsAClearError) {
   EXPECT_EQ(info.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(info.status().message().find("format version 9"),
             std::string::npos);
+}
+
+ServerState SomeServerState() {
+  ServerState server;
+  server.sessions = {{"s-1", "job-1"}, {"s-2", "job-2"}};
+  server.retries = {{"job-1", "r-1", std::string("en\0try", 6), 40},
+                    {"job-2", "r-9", "", -3}};
+  return server;
+}
+
+TEST(SnapshotFile, ServerStateRoundTripsWithTheCore) {
+  TempDir dir;
+  StateMachine machine;
+  ApplyAll(machine, OperationGenerator(4).Take(200), 0, 200);
+  ASSERT_TRUE(
+      WriteSnapshotFile(dir.path(), machine.Snapshot(), 7, SomeServerState())
+          .ok());
+  CoreSnapshot core;
+  ServerState server;
+  absl::StatusOr<SnapshotFileInfo> info =
+      ReadSnapshotFile(dir.path() + "/" + SnapshotFileName(7), &core, &server);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(SameServerState(server, SomeServerState()));
+  EXPECT_EQ(CanonicalState(core), CanonicalState(machine));
+}
+
+// A data dir written before the server state was durable still opens: a
+// version 1 file (the core's payload alone) reads as an empty server state.
+TEST(SnapshotFile, VersionOneFileReadsAsAnEmptyServerState) {
+  TempDir dir;
+  StateMachine machine;
+  ApplyAll(machine, OperationGenerator(5).Take(200), 0, 200);
+  std::string payload;
+  EncodeSnapshotPayload(machine.Snapshot(), payload);
+  std::string header("LKSNAPSH");
+  PutFixed32(header, 1);
+  PutFixed32(header, 0);
+  PutFixed64(header, 3);
+  PutFixed64(header, payload.size());
+  PutFixed32(header, Crc32c(payload));
+  PutFixed32(header, Crc32c(header));
+  const std::string path = dir.path() + "/" + SnapshotFileName(3);
+  Spit(path, header + payload);
+
+  CoreSnapshot core;
+  ServerState server = SomeServerState();
+  absl::StatusOr<SnapshotFileInfo> info = ReadSnapshotFile(path, &core, &server);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->covered, 3u);
+  EXPECT_TRUE(server.empty());
+  EXPECT_EQ(CanonicalState(core), CanonicalState(machine));
+}
+
+TEST(SnapshotFile, TruncatedServerStateIsDataLoss) {
+  TempDir dir;
+  StateMachine machine;
+  ASSERT_TRUE(
+      WriteSnapshotFile(dir.path(), machine.Snapshot(), 2, SomeServerState())
+          .ok());
+  const std::string path = dir.path() + "/" + SnapshotFileName(2);
+  std::string data = Slurp(path);
+  std::string payload = data.substr(kSnapshotHeaderBytes);
+  payload.pop_back();  // the last retry entry loses a byte
+  std::string header = data.substr(0, 24);
+  PutFixed64(header, payload.size());
+  PutFixed32(header, Crc32c(payload));
+  PutFixed32(header, Crc32c(header));
+  Spit(path, header + payload);
+  CoreSnapshot core;
+  ServerState server;
+  absl::StatusOr<SnapshotFileInfo> info = ReadSnapshotFile(path, &core, &server);
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(info.status().message().find("retry entry"), std::string::npos)
+      << info.status();
 }
 
 TEST(SnapshotFile, GarbagePayloadsDecodeOrFailCleanly) {

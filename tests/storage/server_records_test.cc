@@ -1,0 +1,104 @@
+#include "storage/server_records.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace leasekeeper::storage {
+namespace {
+
+ServerRecord Opened(Tick at, std::string id, std::string client) {
+  return ServerRecord{at, srec::SessionOpened{std::move(id), std::move(client)}};
+}
+ServerRecord Ended(Tick at, std::string id) {
+  return ServerRecord{at, srec::SessionEnded{std::move(id)}};
+}
+ServerRecord Answered(Tick at, std::string client, std::string request,
+                      std::string entry) {
+  return ServerRecord{at, srec::RetryAnswered{std::move(client),
+                                              std::move(request),
+                                              std::move(entry)}};
+}
+ServerRecord Forgotten(Tick at, std::string client, std::string request) {
+  return ServerRecord{
+      at, srec::RetryForgotten{std::move(client), std::move(request)}};
+}
+
+TEST(ServerStateReplay, SessionsAreKeptInOpenOrderUntilTheyEnd) {
+  ServerStateReplay replay;
+  replay.Apply(Opened(1, "s-b", "job-b"));
+  replay.Apply(Opened(2, "s-a", "job-a"));
+  replay.Apply(Opened(3, "s-c", "job-c"));
+  replay.Apply(Ended(4, "s-a"));
+  ServerState state = replay.Take();
+  ASSERT_EQ(state.sessions.size(), 2u);
+  EXPECT_EQ(state.sessions[0].session_id, "s-b");
+  EXPECT_EQ(state.sessions[0].client, "job-b");
+  EXPECT_EQ(state.sessions[1].session_id, "s-c");
+  EXPECT_EQ(replay.session_count(), 0u);  // Take empties the replay
+}
+
+TEST(ServerStateReplay, EndingOrForgettingWhatIsAbsentChangesNothing) {
+  ServerStateReplay replay;
+  replay.Apply(Opened(1, "s-1", "job"));
+  replay.Apply(Answered(2, "job", "r-1", "first"));
+  replay.Apply(Ended(3, "s-unknown"));
+  replay.Apply(Forgotten(4, "job", "r-unknown"));
+  replay.Apply(Forgotten(5, "other", "r-1"));
+  EXPECT_EQ(replay.session_count(), 1u);
+  EXPECT_EQ(replay.retry_count(), 1u);
+}
+
+TEST(ServerStateReplay, ARetryAnsweredAgainKeepsItsPlaceAndTakesTheNewAnswer) {
+  ServerStateReplay replay;
+  replay.Apply(Answered(10, "job", "r-1", "queued at 3"));
+  replay.Apply(Answered(11, "job", "r-2", "released"));
+  replay.Apply(Answered(12, "job", "r-1", "queued at 2"));
+  ServerState state = replay.Take();
+  ASSERT_EQ(state.retries.size(), 2u);
+  EXPECT_EQ(state.retries[0].request_id, "r-1");
+  EXPECT_EQ(state.retries[0].entry, "queued at 2");
+  EXPECT_EQ(state.retries[0].answered_at, 12);
+  EXPECT_EQ(state.retries[1].request_id, "r-2");
+  EXPECT_EQ(state.retries[1].answered_at, 11);
+}
+
+TEST(ServerStateReplay, AForgottenRetryIsGoneAndMayBeAnsweredAfresh) {
+  ServerStateReplay replay;
+  replay.Apply(Answered(1, "job", "r-1", "granted 4"));
+  replay.Apply(Answered(2, "job", "r-2", "renewed"));
+  replay.Apply(Forgotten(3, "job", "r-1"));
+  replay.Apply(Answered(4, "job", "r-1", "granted 5"));
+  ServerState state = replay.Take();
+  ASSERT_EQ(state.retries.size(), 2u);
+  // Answered afresh: it goes to the back.
+  EXPECT_EQ(state.retries[0].request_id, "r-2");
+  EXPECT_EQ(state.retries[1].request_id, "r-1");
+  EXPECT_EQ(state.retries[1].entry, "granted 5");
+}
+
+// A snapshot's state followed by the records after it gives what the whole
+// stream gives.
+TEST(ServerStateReplay, SnapshotPlusRecordsEqualsTheWholeStream) {
+  const std::vector<ServerRecord> stream = {
+      Opened(1, "s-1", "a"),          Answered(2, "a", "r-1", "x"),
+      Opened(3, "s-2", "b"),          Answered(4, "b", "r-1", "y"),
+      Ended(5, "s-1"),                Answered(6, "a", "r-2", "z"),
+      Forgotten(7, "b", "r-1"),       Opened(8, "s-3", "a"),
+      Answered(9, "a", "r-1", "x2"),
+  };
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    SCOPED_TRACE(cut);
+    ServerStateReplay whole;
+    for (const ServerRecord& r : stream) whole.Apply(r);
+    ServerStateReplay first;
+    for (size_t i = 0; i < cut; ++i) first.Apply(stream[i]);
+    ServerStateReplay rest;
+    rest.Restore(first.Take());
+    for (size_t i = cut; i < stream.size(); ++i) rest.Apply(stream[i]);
+    EXPECT_TRUE(SameServerState(rest.Take(), whole.Take()));
+  }
+}
+
+}  // namespace
+}  // namespace leasekeeper::storage
