@@ -267,8 +267,8 @@ void Session::RunOneStream(const std::string& resume_id) {
   open.mutable_open()->set_client_id(client_id_);
   open.mutable_open()->set_resume_session_id(resume_id);
   pb::SessionResponse first;
-  const bool opened =
-      stream->Write(open) && stream->Read(&first) && first.has_opened();
+  const bool answered = stream->Write(open) && stream->Read(&first);
+  const bool opened = answered && first.has_opened();
 
   if (opened) {
     const std::string session_id = first.opened().session_id();
@@ -315,14 +315,16 @@ void Session::RunOneStream(const std::string& resume_id) {
           break;  // a second `opened` or a kind this client does not know
       }
     }
-  } else {
-    // Either the stream failed, or the server broke the protocol with a
-    // first message that is not `opened`: cut it and drain it.
+  } else if (answered) {
+    // The server broke the protocol with a first message that is not
+    // `opened`: cut the stream and drain it.
     context->TryCancel();
     pb::SessionResponse ignored;
     while (stream->Read(&ignored)) {
     }
   }
+  // Otherwise the stream has ended (a refused resume: SESSION_ENDED), and
+  // Finish says why. Cancelling it here would hide that answer.
   {
     absl::MutexLock lock(&write_mu_);
     stream_ = nullptr;
@@ -330,7 +332,7 @@ void Session::RunOneStream(const std::string& resume_id) {
   FailCallsOf(epoch);
   const grpc::Status finish = stream->Finish();
   absl::Status status = FromGrpcStatus(*context, finish);
-  if (!opened && status.ok()) {
+  if (!opened && (status.ok() || answered)) {
     status = absl::InternalError("the session stream did not open");
   }
   {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -78,16 +79,7 @@ class RenewRecorder {
  public:
   // REQUIRES: the recorder outlives the channel.
   std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
-    std::vector<
-        std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
-        interceptors;
-    interceptors.push_back(std::make_unique<Factory>(*this));
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    return grpc::experimental::CreateCustomChannelWithInterceptors(
-        address, grpc::InsecureChannelCredentials(), args,
-        std::move(interceptors));
+    return InterceptedChannel(address, std::make_unique<Factory>(*this));
   }
 
   std::vector<std::string> request_ids() const {
@@ -133,6 +125,9 @@ class RenewRecorder {
   std::vector<std::string> request_ids_ ABSL_GUARDED_BY(mu_);
 };
 
+// The way the daemon stops before a restart.
+enum class Stop { kTerm, kKill };
+
 class ReconnectTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -141,6 +136,9 @@ class ReconnectTest : public ::testing::Test {
         absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/leasekeeper_ride_XXXXXX");
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     data_dir_ = pattern;
+    Configure(server_options_);
+    server_options_.extra_flags.push_back(
+        absl::StrCat("--data-dir=", data_dir_));
     StartServer();
     ASSERT_NE(server_, nullptr);
     absl::StatusOr<std::unique_ptr<TcpProxy>> proxy =
@@ -158,32 +156,36 @@ class ReconnectTest : public ::testing::Test {
     std::filesystem::remove_all(data_dir_, ignored);
   }
 
+  // The daemon's options (the data dir is added): session grace kRideGrace.
+  virtual void Configure(LocalServerOptions& options) {
+    options.session_grace = kRideGrace;
+  }
+
   // A daemon on data_dir_ (a new port each time).
   void StartServer() {
-    LocalServerOptions options;
-    options.session_grace = kRideGrace;
-    options.extra_flags = {absl::StrCat("--data-dir=", data_dir_)};
     absl::StatusOr<std::unique_ptr<LocalServer>> started =
-        LocalServer::Start(options);
+        LocalServer::Start(server_options_);
     ASSERT_TRUE(started.ok()) << started.status();
     server_ = *std::move(started);
     if (proxy_ != nullptr) proxy_->SetTarget(server_->port());
   }
 
-  // The way the daemon stops before a restart.
-  enum class Stop { kTerm, kKill };
   // Stops the daemon, waits `down` and starts it again on the same data,
   // reached through the same proxy address.
   void RestartServer(Stop how, absl::Duration down) {
-    proxy_->Cut();  // nothing reaches the old port while it is free
-    if (how == Stop::kTerm) {
-      EXPECT_TRUE(server_->Stop().ok());
-    } else {
-      server_->Kill();
-    }
+    StopServer(how);
     absl::SleepFor(down);
     StartServer();
     ASSERT_TRUE(proxy_->Restore().ok());
+  }
+  // Cuts the proxy (its clients see the server go) and stops the daemon.
+  void StopServer(Stop how) {
+    proxy_->Cut();
+    if (how == Stop::kTerm) {
+      EXPECT_TRUE(server_->Stop().ok()) << "not a clean drain";
+    } else {
+      server_->Kill();
+    }
   }
 
   // A client through the proxy (over `channel` if given).
@@ -223,7 +225,7 @@ class ReconnectTest : public ::testing::Test {
           return MonotonicNow() + lease.TimeLeft() >
                  deadline + absl::Milliseconds(100);
         },
-        kTtl);
+        lease.ttl());
   }
 
   // Checks that `lease` is held by `client_id` at the server, is being
@@ -245,6 +247,7 @@ class ReconnectTest : public ::testing::Test {
   }
 
   std::string data_dir_;
+  LocalServerOptions server_options_;
   std::unique_ptr<LocalServer> server_;
   std::unique_ptr<TcpProxy> proxy_;
   std::vector<std::unique_ptr<Client>> clients_;
@@ -395,6 +398,157 @@ TEST_F(ReconnectTest, WaitingAcquireDuringADropIsReissuedAndGrantedOnce) {
       << (granted.has_value() ? granted->status() : absl::UnknownError("none"));
   EXPECT_EQ((*granted)->token(), held->token() + 1) << "granted once";
   EXPECT_TRUE((*granted)->IsHeld());
+}
+
+// ---------------------------------------------------------------------------
+// Restarts of leasekeeperd on the same data dir. The restarted daemon keeps
+// sessions, leases, tokens and the retry cache; each recovered session is in
+// grace for max(session grace, --restart-grace) from the restart (downtime
+// does not count).
+
+// Longer than a stop (SIGTERM drains for up to --shutdown-grace, 2 s), the
+// time down and a restart on a loaded machine.
+constexpr absl::Duration kRestartTtl = absl::Seconds(10);
+constexpr absl::Duration kDown = absl::Milliseconds(500);
+
+class RestartTest : public ReconnectTest,
+                    public ::testing::WithParamInterface<Stop> {
+};
+
+TEST_P(RestartTest, LeaseRidesOverARestartWithItsToken) {
+  EventLog events;
+  Client& client = NewClient("restarted", &events);
+  absl::StatusOr<Lease> lease = client.Acquire(LockName(), kRestartTtl, kTtl);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  RestartServer(GetParam(), kDown);
+  EXPECT_TRUE(Eventually([&] {
+    return events.Count(ClientEvent::Kind::kSessionResumed) >= 1;
+  })) << "the session was not resumed after the restart";
+  ExpectRiddenOver(*lease, "restarted");
+  EXPECT_EQ(events.Count(ClientEvent::Kind::kSessionLost), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SigtermAndSigkill, RestartTest,
+    ::testing::Values(Stop::kTerm, Stop::kKill),
+    [](const ::testing::TestParamInfo<Stop>& info) {
+      return info.param == Stop::kTerm ? "Sigterm" : "Sigkill";
+    });
+
+TEST_F(ReconnectTest, ReleaseThatFailedDuringARestartIsDoneOnceTheServerIsBack) {
+  Client& holder = NewClient("restart-releaser");
+  const absl::Duration long_ttl = absl::Seconds(30);
+  absl::StatusOr<Lease> lease = holder.Acquire(LockName(), long_ttl, kTtl);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+
+  StopServer(Stop::kKill);
+  absl::Status released = lease->Release();
+  EXPECT_TRUE(IsTransient(released)) << released;
+  StartServer();
+  ASSERT_EQ(Holders(LockName()).size(), 1u) << "the restart kept the lease";
+  ASSERT_TRUE(proxy_->Restore().ok());
+  // Neither the ttl (30 s) nor the recovered session's grace (at least
+  // kRideGrace from the restart, and the session resumes) frees it so soon.
+  EXPECT_TRUE(Eventually([&] { return Holders(LockName()).empty(); },
+                         absl::Seconds(8)))
+      << "the release was not retried once the server was back";
+  EXPECT_EQ(SessionOf("restart-releaser"), SessionState::kOpen);
+}
+
+// A session grace (and restart grace) of 1 s, so that a client kept away
+// from the restarted server for longer finds its session ended.
+class ShortGraceReconnectTest : public ReconnectTest {
+ protected:
+  static constexpr absl::Duration kShortGrace = absl::Seconds(1);
+  void Configure(LocalServerOptions& options) override {
+    options.session_grace = kShortGrace;
+    options.extra_flags.push_back("--restart-grace=1s");
+  }
+};
+
+TEST_F(ShortGraceReconnectTest, ServerBackAfterTheGraceEndsTheLeaseSessionLost) {
+  EventLog events;
+  Client& client = NewClient("late", &events);
+  const absl::Duration long_ttl = absl::Seconds(30);
+  absl::StatusOr<Lease> lease = client.Acquire(LockName(), long_ttl, kTtl);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  StopServer(Stop::kKill);
+  StartServer();
+  // The client reaches the restarted server only after the grace.
+  absl::SleepFor(3 * kShortGrace);
+  EXPECT_TRUE(lease->IsHeld()) << "within its ttl, only the server ends it";
+  ASSERT_TRUE(proxy_->Restore().ok());
+  EXPECT_EQ(lease->WaitForEnd(absl::Seconds(5)), LeaseEndReason::kSessionLost);
+  EXPECT_TRUE(Holders(LockName()).empty());
+  EXPECT_GE(events.Count(ClientEvent::Kind::kSessionLost), 1);
+}
+
+// A job under `leasekeeper-ctl run` across a SIGKILL and restart of the
+// daemon: it keeps running, its token stays valid for fenced writes, and
+// the lock stays taken.
+TEST_F(ReconnectTest, RunKeepsItsJobAndTokenAcrossADaemonKillAndRestart) {
+  const std::string ctl = BinaryDirectory() + "/leasekeeper-ctl";
+  const std::string go = data_dir_ + "/go";
+  const std::string done = data_dir_ + "/done";
+  // Waits for `go`, writes with its token, and holds the lock until `done`.
+  const std::string job = absl::StrCat(
+      "echo \"started $LEASEKEEPER_FENCING_TOKEN\"; ",
+      "while [ ! -e ", go, " ]; do sleep 0.05; done; ",
+      ctl, " write \"$LEASEKEEPER_LOCK\" key after-restart ",
+      "--token \"$LEASEKEEPER_FENCING_TOKEN\" >/dev/null ",
+      "&& echo \"wrote $LEASEKEEPER_FENCING_TOKEN\"; ",
+      "while [ ! -e ", done, " ]; do sleep 0.05; done");
+  const std::vector<std::pair<std::string, std::string>> environment = {
+      {"LEASEKEEPER_SERVER", proxy_->address()}};
+  absl::StatusOr<Subprocess> run = Subprocess::Start(
+      {ctl, "run", LockName(), "--ttl", "10s", "--timeout", "1s",
+       "--client", "nightly", "--", "/bin/sh", "-c", job},
+      environment);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::optional<std::string> started =
+      run->WaitForLine("started", absl::Seconds(10));
+  ASSERT_TRUE(started.has_value()) << "the job did not start";
+  const std::string token = started->substr(started->find(' ') + 1);
+
+  RestartServer(Stop::kKill, kDown);
+  std::vector<HolderInfo> holders = Holders(LockName());
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(absl::StrCat(holders[0].token), token);
+
+  // After the restart: the job's fenced write is accepted...
+  { std::ofstream touch(go); }
+  std::optional<std::string> wrote =
+      run->WaitForLine("wrote", absl::Seconds(10));
+  ASSERT_TRUE(wrote.has_value()) << "the fenced write after the restart failed";
+  EXPECT_EQ(*wrote, absl::StrCat("wrote ", token));
+  // ...and a second run on the lock waits for it.
+  absl::StatusOr<Subprocess> second = Subprocess::Start(
+      {ctl, "run", LockName(), "--ttl", "10s", "--client", "second", "--",
+       "/bin/sh", "-c", "echo \"second $LEASEKEEPER_FENCING_TOKEN\""},
+      environment);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(Eventually([&] {
+    RpcClient rpc(server_->NewChannel());
+    absl::StatusOr<LockInfo> info = rpc.Inspect(LockName());
+    return info.ok() && info->queue.size() == 1 &&
+           info->queue[0].client_id == "second";
+  })) << "the second run does not wait in the queue";
+  EXPECT_FALSE(second->WaitForLine("second", absl::Seconds(1)).has_value())
+      << "the second run got the lock while the job held it";
+  holders = Holders(LockName());
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].client_id, "nightly");
+
+  { std::ofstream touch(done); }
+  ProcessResult first_result = run->Wait(absl::Seconds(15));
+  EXPECT_EQ(first_result.exit_code, 0) << first_result.err;
+  ProcessResult second_result = second->Wait(absl::Seconds(15));
+  EXPECT_EQ(second_result.exit_code, 0) << second_result.err;
+  int64_t first_token = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(token, &first_token));
+  EXPECT_NE(second_result.out.find(absl::StrCat("second ", first_token + 1)),
+            std::string::npos)
+      << second_result.out;
 }
 
 }  // namespace
