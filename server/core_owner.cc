@@ -77,23 +77,15 @@ Tick CoreOwner::NowLocked() {
 
 Tick CoreOwner::NextDeadlineLocked() const {
   Tick next = state_.table().NextExpiry().value_or(kMaxTick);
-  if (!wait_deadlines_.empty()) {
-    next = std::min(next, wait_deadlines_.begin()->first.first);
-  }
-  if (!grace_deadlines_.empty()) {
-    next = std::min(next, grace_deadlines_.begin()->first);
-  }
-  return next;
+  next = std::min(next, parked_.NextDeadline());
+  return std::min(next, sessions_.NextDeadline());
 }
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
   while (true) {
     const Tick lapse_at = state_.table().NextExpiry().value_or(kMaxTick);
-    const Tick wait_at = wait_deadlines_.empty()
-                             ? kMaxTick
-                             : wait_deadlines_.begin()->first.first;
-    const Tick grace_at =
-        grace_deadlines_.empty() ? kMaxTick : grace_deadlines_.begin()->first;
+    const Tick wait_at = parked_.NextDeadline();
+    const Tick grace_at = sessions_.NextDeadline();
     const Tick next = std::min({lapse_at, wait_at, grace_at});
     if (next > now || next >= kMaxTick) return;
 
@@ -103,8 +95,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       (void)ApplyLocked(Operation{next, op::Advance{}});
       DigestEventsLocked(now, NoVictims(), fx);
     } else if (wait_at == next) {
-      const WaiterKey key = wait_deadlines_.begin()->second;
-      wait_deadlines_.erase(wait_deadlines_.begin());
+      const WaiterKey key = *parked_.NextDue(next);
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{next, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -118,11 +109,8 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       }
       FinishParkedLocked(key, WaitTimedOut(), /*cache=*/true, now, fx);
     } else {
-      const std::string session_id = grace_deadlines_.begin()->second;
-      grace_deadlines_.erase(grace_deadlines_.begin());
-      auto it = sessions_.find(session_id);
-      const std::string client =
-          it == sessions_.end() ? std::string() : it->second.client;
+      const std::string session_id = sessions_.NextDue(next)->second;
+      const std::string client = sessions_.Find(session_id)->client;
       const int released =
           EndSessionLocked(session_id, next, now, std::nullopt, fx);
       ++counters_.sessions_lost;
@@ -176,11 +164,11 @@ void CoreOwner::LogLocked(storage::ServerRecord record) {
 storage::ServerState CoreOwner::ServerStateLocked() const {
   storage::ServerState state;
   state.sessions.reserve(sessions_.size());
-  for (const auto& [id, session] : sessions_) {
-    state.sessions.push_back(
-        storage::ServerState::Session{.session_id = id,
-                                      .client = session.client});
-  }
+  sessions_.ForEach(
+      [&](const std::string& id, const SessionTable::Session& session) {
+        state.sessions.push_back(storage::ServerState::Session{
+            .session_id = id, .client = session.client});
+      });
   state.retries.reserve(retry_cache_.size());
   retry_cache_.ForEachAnswered([&](const std::string& client,
                                    const std::string& request_id,
@@ -225,11 +213,7 @@ void CoreOwner::RestoreServerStateLocked(Tick now) {
       now + std::max(config_.session_grace_ms,
                      config_.durability.restart_grace_ms);
   for (storage::ServerState::Session& s : recovered.sessions) {
-    session_of_client_[s.client] = s.session_id;
-    grace_deadlines_.emplace(deadline, s.session_id);
-    sessions_[s.session_id] = Session{.client = std::move(s.client),
-                                      .sink = nullptr,
-                                      .grace_deadline = deadline};
+    sessions_.Restore(s.session_id, s.client, deadline);
   }
   size_t unreadable = 0;
   for (storage::ServerState::Retry& r : recovered.retries) {
@@ -443,9 +427,8 @@ void CoreOwner::DigestEventsLocked(Tick now,
         const int64_t ttl_left = std::max<int64_t>(0, e.expires_at - now);
         const WaiterKey key(e.client, e.lock);
         int64_t waited = 0;
-        auto it = parked_.find(key);
-        if (it != parked_.end()) {
-          waited = std::max<int64_t>(0, e.at - it->second.queued_at);
+        if (const ParkedCalls::Call* parked = parked_.Find(key)) {
+          waited = std::max<int64_t>(0, e.at - parked->queued_at);
           AcquireAnswer answer;
           answer.kind = AcquireAnswer::Kind::kGranted;
           answer.token = e.token;
@@ -514,11 +497,9 @@ void CoreOwner::DigestEventsLocked(Tick now,
 
 void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
                                    bool cache, Tick now, Effects& fx) {
-  auto it = parked_.find(key);
-  if (it == parked_.end()) return;
-  Parked parked = std::move(it->second);
-  parked_.erase(it);
-  wait_deadlines_.erase({parked.deadline, parked.sequence});
+  std::optional<ParkedCalls::Call> finished = parked_.Finish(key);
+  if (!finished.has_value()) return;
+  ParkedCalls::Call& parked = *finished;
   bool tracked = false;
   if (!parked.request_id.empty()) {
     if (cache) {
@@ -537,11 +518,8 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
                              Effects& fx) {
-  auto id = session_of_client_.find(client);
-  if (id == session_of_client_.end()) return;
-  auto session = sessions_.find(id->second);
-  if (session == sessions_.end() || session->second.sink == nullptr) return;
-  fx.notices.emplace_back(session->second.sink, std::move(notice));
+  std::shared_ptr<SessionSink> sink = sessions_.SinkOf(client);
+  if (sink != nullptr) fx.notices.emplace_back(std::move(sink), std::move(notice));
 }
 
 std::string CoreOwner::LabelLocked(const std::string& client,
@@ -569,11 +547,11 @@ HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
 absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
                                            const std::string& client) const {
   if (session_id.empty()) return absl::OkStatus();
-  auto it = sessions_.find(session_id);
-  // An id this server never issued is treated like an ended one: after a
-  // restart, a late request of an old session must not take a lock.
-  if (it == sessions_.end()) return SessionEnded();
-  if (it->second.client != client) {
+  const SessionTable::Session* session = sessions_.Find(session_id);
+  // An id this server never issued is treated like an ended one: a late
+  // request of a session that ended must not take a lock.
+  if (session == nullptr) return SessionEnded();
+  if (session->client != client) {
     return InvalidField(ErrorCode::kInvalidArguments, "session_id");
   }
   return absl::OkStatus();
@@ -624,29 +602,20 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         return AcquireReply{std::get<AcquireResult>(*entry->answer),
                             /*tracked=*/true};
       }
-      auto parked = parked_.find(key);
-      if (parked != parked_.end() &&
-          parked->second.request_id == args.request_id) {
+      const ParkedCalls::Call* parked = parked_.Find(key);
+      if (parked != nullptr && parked->request_id == args.request_id) {
         // The first call still waits (its client probably lost the
         // connection): this retry takes its place.
-        fx.completions.emplace_back(parked->second.call,
-                                    AcquireReply{SupersededByRetry()});
         if (args.wait_timeout_ms > 0) {
-          parked->second.call = call;
-          wait_deadlines_.erase(
-              {parked->second.deadline, parked->second.sequence});
-          parked->second.deadline = now + args.wait_timeout_ms;
-          parked->second.sequence = next_wait_sequence_++;
-          wait_deadlines_.emplace(
-              std::make_pair(parked->second.deadline, parked->second.sequence),
-              key);
+          fx.completions.emplace_back(
+              parked_.Supersede(key, call, now + args.wait_timeout_ms),
+              AcquireReply{SupersededByRetry()});
           return std::nullopt;
         }
         // A retry that no longer waits: the request stays queued and the
         // retry learns its position.
-        wait_deadlines_.erase(
-            {parked->second.deadline, parked->second.sequence});
-        parked_.erase(parked);
+        fx.completions.emplace_back(parked_.Finish(key)->call,
+                                    AcquireReply{SupersededByRetry()});
         AcquireAnswer answer;
         answer.kind = AcquireAnswer::Kind::kQueued;
         absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
@@ -717,15 +686,8 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       case AcquireOutcome::Kind::kQueued: {
         SetLabelLocked(args.client, args.lock, args.label);
         if (args.wait_timeout_ms > 0) {
-          Parked parked;
-          parked.call = call;
-          parked.request_id = args.request_id;
-          parked.queued_at = now;
-          parked.deadline = now + args.wait_timeout_ms;
-          parked.sequence = next_wait_sequence_++;
-          wait_deadlines_.emplace(
-              std::make_pair(parked.deadline, parked.sequence), key);
-          parked_[key] = std::move(parked);
+          parked_.Park(key, call, args.request_id, now,
+                       now + args.wait_timeout_ms);
           // The retry-cache entry stays pending until the call completes.
           return std::nullopt;
         }
@@ -761,13 +723,13 @@ void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
   {
     absl::MutexLock guard(&mu_);
     const WaiterKey key(client, lock);
-    auto it = parked_.find(key);
-    if (it == parked_.end() || it->second.call != call) return;
+    const ParkedCalls::Call* parked = parked_.Find(key);
+    if (parked == nullptr || parked->call != call) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     // Advancing may have answered the call already (a grant due by now).
-    it = parked_.find(key);
-    if (it != parked_.end() && it->second.call == call) {
+    parked = parked_.Find(key);
+    if (parked != nullptr && parked->call == call) {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{client, lock}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -1028,14 +990,7 @@ absl::StatusOr<StatusAnswer> CoreOwner::Status(
     for (const HolderView& hold : view->holds) {
       answer.holds.push_back(HolderInfoLocked(hold, now));
     }
-    auto id = session_of_client_.find(client);
-    if (id != session_of_client_.end()) {
-      auto session = sessions_.find(id->second);
-      if (session != sessions_.end()) {
-        answer.session = session->second.sink != nullptr ? SessionState::kOpen
-                                                         : SessionState::kGrace;
-      }
-    }
+    answer.session = sessions_.StateOf(client);
     return answer;
   }, barrier);
 }
@@ -1080,21 +1035,18 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
     if (shutting_down_) {
       result = ShuttingDown();
     } else if (!resume_id.empty()) {
-      auto it = sessions_.find(resume_id);
-      if (it == sessions_.end()) {
+      const SessionTable::Session* session = sessions_.Find(resume_id);
+      if (session == nullptr) {
         result = SessionEnded();
-      } else if (it->second.client != client) {
+      } else if (session->client != client) {
         result = InvalidField(ErrorCode::kInvalidArguments,
                               "open.resume_session_id");
       } else {
-        Session& session = it->second;
-        if (session.sink != nullptr) {
+        if (std::shared_ptr<SessionSink> old =
+                sessions_.Attach(resume_id, std::move(sink))) {
           // The old stream is still attached (its death not yet noticed).
-          fx.stream_ends.emplace_back(session.sink, SessionEnded());
-        } else {
-          grace_deadlines_.erase({session.grace_deadline, resume_id});
+          fx.stream_ends.emplace_back(std::move(old), SessionEnded());
         }
-        session.sink = std::move(sink);
         if (ShouldLog(LogEvent::kSessionResumed)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
                                       .client = client,
@@ -1105,9 +1057,8 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
                                      .resumed = true};
       }
     } else {
-      auto previous = session_of_client_.find(client);
-      if (previous != session_of_client_.end()) {
-        const std::string previous_id = previous->second;
+      if (const std::string* previous = sessions_.SessionOf(client)) {
+        const std::string previous_id = *previous;
         const int released =
             EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
         if (ShouldLog(LogEvent::kSessionReplaced)) {
@@ -1127,8 +1078,7 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
                                absl::Uniform<uint64_t>(session_ids_),
                                absl::Uniform<uint64_t>(session_ids_));
         } while (sessions_.contains(id));
-        sessions_[id] = Session{.client = client, .sink = std::move(sink)};
-        session_of_client_[client] = id;
+        sessions_.Open(id, client, std::move(sink));
         LogLocked(storage::ServerRecord{
             now, storage::srec::SessionOpened{id, client}});
         if (ShouldLog(LogEvent::kSessionOpened)) {
@@ -1155,12 +1105,11 @@ absl::StatusOr<int> CoreOwner::Keepalive(const std::string& session_id,
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) {
+    if (!sessions_.IsCarriedBy(session_id, sink)) {
       result = SessionEnded();
     } else {
-      absl::StatusOr<Reply> renewed =
-          ApplyLocked(Operation{now, op::RenewAll{it->second.client}});
+      absl::StatusOr<Reply> renewed = ApplyLocked(
+          Operation{now, op::RenewAll{sessions_.Find(session_id)->client}});
       DigestEventsLocked(now, NoVictims(), fx);
       result = renewed.ok() ? std::get<int>(*renewed) : 0;
     }
@@ -1175,9 +1124,8 @@ void CoreOwner::CloseSession(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) return;
-    const std::string client = it->second.client;
+    if (!sessions_.IsCarriedBy(session_id, sink)) return;
+    const std::string client = sessions_.Find(session_id)->client;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     const int released =
@@ -1198,15 +1146,11 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end() || it->second.sink.get() != sink) return;
+    if (!sessions_.IsCarriedBy(session_id, sink)) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    it = sessions_.find(session_id);
-    if (it == sessions_.end()) return;  // its grace cannot have run; defensive
-    Session& session = it->second;
-    const std::string client = session.client;
-    session.sink.reset();
+    // An attached session has no grace to run out, so advancing left it.
+    const std::string client = sessions_.Find(session_id)->client;
     if (config_.session_grace_ms <= 0) {
       const int released =
           EndSessionLocked(session_id, now, now, std::nullopt, fx);
@@ -1217,8 +1161,7 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
                                     .count = released});
       }
     } else {
-      session.grace_deadline = now + config_.session_grace_ms;
-      grace_deadlines_.emplace(session.grace_deadline, session_id);
+      sessions_.StartGrace(session_id, now + config_.session_grace_ms);
       if (ShouldLog(LogEvent::kSessionStreamLost)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kSessionStreamLost,
                                     .client = client,
@@ -1234,17 +1177,9 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
                                 Tick now,
                                 std::optional<absl::Status> stream_status,
                                 Effects& fx) {
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return 0;
-  Session session = std::move(it->second);
-  sessions_.erase(it);
-  if (session.sink == nullptr) {
-    grace_deadlines_.erase({session.grace_deadline, session_id});
-  }
-  auto owner = session_of_client_.find(session.client);
-  if (owner != session_of_client_.end() && owner->second == session_id) {
-    session_of_client_.erase(owner);
-  }
+  std::optional<SessionTable::Session> ended = sessions_.End(session_id);
+  if (!ended.has_value()) return 0;
+  SessionTable::Session& session = *ended;
   LogLocked(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
@@ -1267,10 +1202,7 @@ void CoreOwner::BeginShutdown() {
     shutting_down_ = true;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    std::vector<WaiterKey> keys;
-    keys.reserve(parked_.size());
-    for (const auto& [key, parked] : parked_) keys.push_back(key);
-    for (const WaiterKey& key : keys) {
+    for (const WaiterKey& key : parked_.Keys()) {
       absl::StatusOr<Reply> withdrawn =
           ApplyLocked(Operation{now, op::Withdraw{key.first, key.second}});
       if (withdrawn.ok() && std::get<bool>(*withdrawn)) {
@@ -1279,13 +1211,9 @@ void CoreOwner::BeginShutdown() {
       FinishParkedLocked(key, ShuttingDown(), /*cache=*/false, now, fx);
     }
     DigestEventsLocked(now, NoVictims(), fx);
-    for (auto& [id, session] : sessions_) {
-      if (session.sink != nullptr) {
-        fx.stream_ends.emplace_back(std::move(session.sink), ShuttingDown());
-        session.sink.reset();
-        // No grace deadline: a stopping server releases nothing.
-        session.grace_deadline = kMaxTick;
-      }
+    // No grace deadlines: a stopping server releases nothing.
+    for (std::shared_ptr<SessionSink>& stream : sessions_.DetachAll()) {
+      fx.stream_ends.emplace_back(std::move(stream), ShuttingDown());
     }
     ScheduleLocked(fx);
   }
@@ -1312,7 +1240,7 @@ absl::Status CoreOwner::CheckConsistency() {
     std::optional<absl::string_view> awaited = table.WaitingFor(key.first);
     return awaited.has_value() && *awaited == key.second;
   };
-  for (const auto& [key, parked] : parked_) {
+  for (const WaiterKey& key : parked_.Keys()) {
     if (!waits_for(key)) {
       return absl::InternalError(absl::StrCat(
           "parked call of ", key.first, " for ", key.second, " does not wait"));
@@ -1330,23 +1258,8 @@ absl::Status CoreOwner::CheckConsistency() {
                                               key.second, " outlived its use"));
     }
   }
-  if (wait_deadlines_.size() != parked_.size()) {
-    return absl::InternalError("wait deadlines do not match parked calls");
-  }
-  size_t in_grace = 0;
-  for (const auto& [id, session] : sessions_) {
-    if (session.sink == nullptr && !shutting_down_) {
-      ++in_grace;
-      if (!grace_deadlines_.contains({session.grace_deadline, id})) {
-        return absl::InternalError(
-            absl::StrCat("session ", id, " has neither stream nor grace"));
-      }
-    }
-  }
-  if (!shutting_down_ && in_grace != grace_deadlines_.size()) {
-    return absl::InternalError("grace deadlines do not match sessions");
-  }
-  return absl::OkStatus();
+  if (absl::Status s = parked_.CheckInvariants(); !s.ok()) return s;
+  return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
 }
 
 // ---------------------------------------------------------------------------

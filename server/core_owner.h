@@ -94,45 +94,15 @@
 #include "server/answers.h"
 #include "server/clock.h"
 #include "server/event_log.h"
+#include "server/parked_calls.h"
 #include "server/retry_cache.h"
+#include "server/session_table.h"
 #include "server/server_config.h"
 #include "storage/durable_store.h"
 #include "storage/operation_log.h"
 #include "storage/server_records.h"
 
 namespace leasekeeper::server {
-
-// The answer handed to an Acquire call, plus bookkeeping the call gives back
-// in AcquireCallDone.
-struct AcquireReply {
-  AcquireResult result;
-  // True if this answer is the retry-cache entry's answer and was counted
-  // as one of its deliveries in flight.
-  bool tracked = false;
-};
-
-// A waiting Acquire call (the gRPC layer's reactor).
-class PendingAcquire {
- public:
-  // Delivers the call's answer. Called exactly once for every call that
-  // CoreOwner::Acquire parked (returned nullopt for), from any thread, never
-  // under the core mutex.
-  virtual void Complete(AcquireReply reply) = 0;
-
- protected:
-  ~PendingAcquire() = default;
-};
-
-// A session stream (the gRPC layer's reactor).
-class SessionSink {
- public:
-  virtual ~SessionSink() = default;
-  // Pushes a notice to the client. Never called under the core mutex.
-  virtual void Notify(const SessionNotice& notice) = 0;
-  // The server ends the stream with `status` (replaced, resumed elsewhere,
-  // shutdown). Never called under the core mutex.
-  virtual void End(const absl::Status& status) = 0;
-};
 
 class CoreOwner {
  public:
@@ -316,18 +286,6 @@ class CoreOwner {
  private:
   struct Effects;
   using WaiterKey = std::pair<std::string, std::string>;  // (client, lock)
-  struct Parked {
-    PendingAcquire* call = nullptr;
-    std::string request_id{};
-    Tick queued_at = 0;
-    Tick deadline = 0;
-    uint64_t sequence = 0;  // tie-break in wait_deadlines_
-  };
-  struct Session {
-    std::string client{};
-    std::shared_ptr<SessionSink> sink{};  // null while in grace
-    Tick grace_deadline = 0;              // valid while in grace
-  };
 
   // The shape of every query: under mu_, handles what is due by now, runs
   // `query(now)`, sets *barrier (unless null) to the last record's
@@ -429,19 +387,12 @@ class CoreOwner {
   Tick scheduled_wake_ ABSL_GUARDED_BY(mu_) = kMaxTick;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 
-  absl::flat_hash_map<WaiterKey, Parked> parked_ ABSL_GUARDED_BY(mu_);
-  absl::btree_map<std::pair<Tick, uint64_t>, WaiterKey> wait_deadlines_
-      ABSL_GUARDED_BY(mu_);
-  uint64_t next_wait_sequence_ ABSL_GUARDED_BY(mu_) = 1;
+  ParkedCalls parked_ ABSL_GUARDED_BY(mu_);
 
   // holder_label per (client, lock) held or awaited; only non-empty labels.
   absl::flat_hash_map<WaiterKey, std::string> labels_ ABSL_GUARDED_BY(mu_);
 
-  absl::flat_hash_map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::string> session_of_client_
-      ABSL_GUARDED_BY(mu_);
-  absl::btree_set<std::pair<Tick, std::string>> grace_deadlines_
-      ABSL_GUARDED_BY(mu_);
+  SessionTable sessions_ ABSL_GUARDED_BY(mu_);
   absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
 
   RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
