@@ -9,8 +9,10 @@
 //      each lease they covered; the stream is cut and resumed);
 //   3. renews the leases that are due (LeaseTimer): with one keepalive for
 //      all of them while the session stream is connected, otherwise with an
-//      asynchronous Renew call each;
-//   4. retries background releases;
+//      asynchronous Renew call each (a retry after a transient failure
+//      keeps the request id and waits for the channel to reconnect);
+//   4. retries background releases (each with its request id; at once when
+//      the session is resumed);
 //   5. runs the stop callbacks and events of leases that ended (outside the
 //      mutex), then sleeps until the next thing is due or something changes.
 //
