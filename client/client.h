@@ -28,6 +28,39 @@
 // included) are the same either way, and an Acquire given up while waiting
 // on the stream is withdrawn before it returns, as a cancelled unary one is.
 //
+// Riding over a dropped stream or a server restart. When the session stream
+// drops (a network failure, leasekeeperd restarting), the Client resumes the
+// same session: at once, then after a jittered backoff (100 ms doubling to
+// 1 s), each attempt waiting for the channel to reconnect, for as long as it
+// takes. The exact rule for a lease:
+//  1. It is lost only when the server says so: NOT_HOLDER (its ttl lapsed at
+//     the server, or an operator force-released it), SESSION_ENDED (the
+//     session's grace ran out before the resume, or the server restarted
+//     without keeping it: kSessionLost), DEADLOCK_VICTIM, or a LockNotice of
+//     one of these; or when its own deadline passes on this client's clock
+//     (kExpired; counted from the send of the request that granted or last
+//     renewed it, Lease guarantee 2). An unreachable server, a dropped stream,
+//     a failed keepalive or a failed call never end a lease by themselves.
+//  2. While the stream is down the lease is renewed by Renew calls. One that
+//     fails for a transient reason is retried with the same request id (the
+//     server answers a repeat from its retry cache, so it applies once, and
+//     the renewal counts from the first send) until one succeeds or the
+//     deadline passes. After the resume one keepalive renews every lease.
+//  3. An Acquire whose stream dropped while it waited is re-issued with the
+//     same request id (a unary call, retried with backoff until `wait` runs
+//     out), so it is granted at most once; it queues again behind whoever
+//     came meanwhile (the server withdrew the wait when the stream ended).
+//  4. Lease::Renew retries a transient failure with its request id until
+//     the lease's deadline. Lease::Release retries for one call timeout, then
+//     hands the release (same request id) to the background, which retries
+//     until the server answers it (released, or NOT_HOLDER / SESSION_ENDED:
+//     gone anyway), and at once when the session is resumed.
+// So an outage or restart shorter than the session grace and than each
+// lease's time left, against a server that still knows the session
+// afterwards, is invisible to the holder: Ended() is not signalled and the
+// fencing token stays valid. ClientEvent reports kSessionInterrupted and
+// kSessionResumed.
+//
 // The server's rules the caller should know (proto/leasekeeper/v1):
 //  - Waiters are FIFO; every grant takes the lock's next fencing token.
 //  - A client holds any number of locks but waits for at most one at a time:

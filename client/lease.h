@@ -115,9 +115,14 @@ class Lease {
   //    ttl (less the safety margin).
   //  - FAILED_PRECONDITION: the lease has ended (before or because of this
   //    call: the server answered NOT_HOLDER or SESSION_ENDED, or the
-  //    deadline had passed); EndReason() says why.
-  //  - anything else (UNAVAILABLE, DEADLINE_EXCEEDED, ...): this attempt
-  //    failed; the lease is still held and left to the background renewal.
+  //    deadline passed, also while retrying); EndReason() says why.
+  //  - CANCELLED: the Client is shutting down.
+  //  - anything else (INVALID_ARGUMENT, ...): the server refused the call;
+  //    the lease is still held and left to the background renewal.
+  // A transient failure (UNAVAILABLE, DEADLINE_EXCEEDED) is retried with the
+  // same request id, after a jittered backoff of 100 ms doubling to 1 s,
+  // until the lease's deadline: so this blocks for at most the lease's time
+  // left.
   absl::Status Renew();
 
   // Releases the lock now; the lease ends with kReleased.
@@ -127,10 +132,12 @@ class Lease {
   //    why; kNotHolder if the server answered that this client no longer
   //    held the lock: the lease was lost before the release).
   //  - UNAVAILABLE / DEADLINE_EXCEEDED: the server could not be reached
-  //    within the call timeout. The lease ends anyway (kReleased) and is
-  //    never renewed again; the client keeps trying to release it in the
-  //    background, and otherwise the server frees it when its ttl lapses or
-  //    its session ends.
+  //    within the call timeout (attempts retried with the same request id).
+  //    The lease ends anyway (kReleased) and is never renewed again; the
+  //    client keeps retrying the release, with that request id, in the
+  //    background until the server answers it (at once when the session is
+  //    resumed after an outage), and otherwise the server frees it when its
+  //    ttl lapses or its session ends.
   absl::Status Release();
 
  private:

@@ -57,6 +57,7 @@ absl::StatusOr<Response> RunCall(const CallOptions& options, Invoke invoke) {
                          absl::ToChronoNanoseconds(
                              std::max(options.timeout, absl::ZeroDuration())));
   }
+  context.set_wait_for_ready(options.wait_for_ready);
   std::stop_callback cancel_on_stop(options.cancel,
                                     [&context] { context.TryCancel(); });
   Response response;

@@ -42,6 +42,11 @@ struct CallOptions {
   absl::Duration timeout = absl::Seconds(10);
   // Stopping it cancels the call.
   std::stop_token cancel;
+  // Wait (within the timeout) for the channel to connect instead of failing
+  // at once with UNAVAILABLE while it cannot. For retries: a call that waits
+  // also drives the connection attempt, which a call that fails at once
+  // does not (gRPC may then not notice the server is back for seconds).
+  bool wait_for_ready = false;
 };
 
 struct AcquireCall {

@@ -7,6 +7,7 @@ LEASEKEEPER_PACKAGES=(
   protobuf-compiler libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev openssl python3
   libssl-dev prometheus-cpp-dev libcivetweb-dev libcli11-dev
+  clang-14
 )
 # The Python client (python/): its runtime, tests, type check and offline
 # install (pip with Debian's setuptools and wheel, no registry).

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "client/errors.h"
+#include "client/internal/backoff.h"
 #include "client/internal/call_messages.h"
 
 namespace leasekeeper::client::internal {
@@ -21,7 +22,6 @@ namespace pb = ::leasekeeper::v1;
 
 constexpr absl::Duration kFirstRetryDelay = absl::Milliseconds(100);
 constexpr absl::Duration kMaxAcquireRetryDelay = absl::Seconds(1);
-constexpr absl::Duration kMaxReleaseRetryDelay = absl::Seconds(5);
 // The maintenance thread wakes at least this often.
 constexpr absl::Duration kMaxSleep = absl::Seconds(1);
 
@@ -237,7 +237,7 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
   call.holder_label = label;
 
   std::optional<MonotonicTime> first_sent_at;
-  absl::Duration retry_delay = kFirstRetryDelay;
+  Backoff backoff(kFirstRetryDelay, kMaxAcquireRetryDelay);
   bool retried = false;
   int session_reopens = 0;
   while (true) {
@@ -251,6 +251,7 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
     if (!first_sent_at.has_value()) first_sent_at = sent_at;
     CallOptions call_options;
     call_options.cancel = options.stop;
+    call_options.wait_for_ready = retried;
     call_options.timeout =
         options_.call_timeout +
         (try_only ? absl::ZeroDuration()
@@ -350,6 +351,7 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
         IsTransient(status) ||
         HasErrorReason(status, ErrorReason::kSupersededByRetry);
     if (!retryable) return status;
+    const absl::Duration retry_delay = backoff.Next();
     if (MonotonicNow() + retry_delay >= retry_deadline) {
       if (status.code() == absl::StatusCode::kDeadlineExceeded) {
         return absl::DeadlineExceededError(absl::StrCat(
@@ -361,7 +363,6 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
       return absl::CancelledError(
           absl::StrCat("acquire of ", lock, " cancelled"));
     }
-    retry_delay = std::min(retry_delay * 2, kMaxAcquireRetryDelay);
     retried = true;
   }
 }
@@ -483,15 +484,15 @@ absl::StatusOr<Result> ClientCore::Route(
 absl::StatusOr<ReleaseOutcome> ClientCore::ReleaseWithRetries(
     const ReleaseCall& call) {
   const MonotonicTime give_up_at = MonotonicNow() + options_.call_timeout;
-  absl::Duration delay = kFirstRetryDelay;
-  while (true) {
+  Backoff backoff(kFirstRetryDelay, kMaxAcquireRetryDelay);
+  for (bool retry = false;; retry = true) {
     absl::StatusOr<ReleaseOutcome> outcome =
-        Route(call, CallOptionsWithin(give_up_at - MonotonicNow()),
+        Route(call, CallOptionsWithin(give_up_at - MonotonicNow(), retry),
               &RpcClient::Release, &ReleaseOutcomeOf);
     if (outcome.ok() || !IsTransient(outcome.status())) return outcome;
+    const absl::Duration delay = backoff.Next();
     if (MonotonicNow() + delay >= give_up_at) return outcome;
     absl::SleepFor(delay);
-    delay = std::min(delay * 2, kMaxAcquireRetryDelay);
   }
 }
 
@@ -499,30 +500,46 @@ absl::StatusOr<ReleaseOutcome> ClientCore::ReleaseWithRetries(
 // Lease operations
 
 absl::Status ClientCore::Renew(LeaseState& lease) {
-  absl::Duration budget;
+  const RenewCall call{options_.client_id, lease.lock, lease.ttl,
+                       NewRequestId(), lease.session_id};
+  // Every attempt repeats the first's request id, so a success counts from
+  // the first send.
+  const MonotonicTime first_sent_at = MonotonicNow();
+  Backoff backoff(kFirstRetryDelay, kMaxAcquireRetryDelay);
+  absl::StatusOr<RenewResult> result;
+  bool attempted = false;
+  while (true) {
+    absl::Duration budget;
+    std::optional<LeaseEndReason> ended;
+    {
+      absl::MutexLock guard(&mu_);
+      const MonotonicTime now = MonotonicNow();
+      if (!lease.end_reason.has_value() && lease.timer.ExpiredAt(now)) {
+        // Also when transient failures ran this call into the deadline.
+        EndLocked(lease, LeaseEndReason::kExpired,
+                  /*release_at_server=*/!lease.releasing);
+      }
+      ended = lease.end_reason;
+      if (!ended.has_value() && shutting_down_) {
+        return absl::CancelledError("the client is shutting down");
+      }
+      budget = std::min(options_.call_timeout, lease.timer.deadline() - now);
+    }
+    if (ended.has_value()) {
+      Deliver();
+      return EndedError(lease, *ended);
+    }
+    result = Route(call, CallOptionsWithin(budget, /*retry=*/attempted),
+                   &RpcClient::Renew, &RenewResultOf);
+    attempted = true;
+    if (result.ok() || !IsTransient(result.status())) break;
+    // Retried until the lease's own deadline: a renewal after it is no use.
+    absl::SleepFor(std::min(backoff.Next(), TimeLeft(lease)));
+  }
   std::optional<LeaseEndReason> ended;
   {
     absl::MutexLock guard(&mu_);
-    const MonotonicTime now = MonotonicNow();
-    if (!lease.end_reason.has_value() && lease.timer.ExpiredAt(now)) {
-      EndLocked(lease, LeaseEndReason::kExpired,
-                /*release_at_server=*/!lease.releasing);
-    }
-    ended = lease.end_reason;
-    budget = std::min(options_.call_timeout, lease.timer.deadline() - now);
-  }
-  if (ended.has_value()) {
-    Deliver();
-    return EndedError(lease, *ended);
-  }
-  const MonotonicTime sent_at = MonotonicNow();
-  absl::StatusOr<RenewResult> result =
-      Route(RenewCall{options_.client_id, lease.lock, lease.ttl, NewRequestId(),
-                      lease.session_id},
-            CallOptionsWithin(budget), &RpcClient::Renew, &RenewResultOf);
-  {
-    absl::MutexLock guard(&mu_);
-    ApplyRenewResult(lease, sent_at, result, /*background=*/false);
+    ApplyRenewResult(lease, first_sent_at, result, /*background=*/false);
     ended = lease.end_reason;
   }
   Deliver();
@@ -771,27 +788,38 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
   auto owned =
       std::make_unique<UnaryCall<pb::RenewRequest, pb::RenewResponse>>(*this);
   auto* call = owned.get();
-  call->request =
-      ToRequest(RenewCall{options_.client_id, lease->lock, lease->ttl,
-                          NewRequestId(), lease->session_id});
-  const MonotonicTime sent_at = MonotonicNow();
-  call->finish_locked = [this, call, lease,
-                         sent_at](const grpc::Status& status) {
-    const absl::StatusOr<RenewResult> result =
-        status.ok() ? absl::StatusOr<RenewResult>(FromResponse(call->response))
-                    : absl::StatusOr<RenewResult>(
-                          FromGrpcStatus(call->context, status));
-    ApplyRenewResult(*lease, sent_at, result, /*background=*/true);
-  };
   {
     absl::MutexLock guard(&mu_);
     if (shutting_down_) {
       lease->renewal = LeaseState::Renewal::kIdle;
       return;
     }
+    const MonotonicTime now = MonotonicNow();
+    if (lease->renew_request_id.empty()) {
+      lease->renew_request_id = NewRequestId();
+      lease->renew_first_sent_at = now;
+    } else {
+      call->context.set_wait_for_ready(true);  // a retry (CallOptions)
+    }
+    call->request =
+        ToRequest(RenewCall{options_.client_id, lease->lock, lease->ttl,
+                            lease->renew_request_id, lease->session_id});
+    // A retry's answer may be the first attempt's (from the retry cache):
+    // count from the first send.
+    const MonotonicTime sent_at = lease->renew_first_sent_at;
+    call->finish_locked = [this, call, lease,
+                           sent_at](const grpc::Status& status) {
+      mu_.AssertHeld();  // finish_locked runs under mu_ (AsyncCall::OnDone)
+      const absl::StatusOr<RenewResult> result =
+          status.ok()
+              ? absl::StatusOr<RenewResult>(FromResponse(call->response))
+              : absl::StatusOr<RenewResult>(
+                    FromGrpcStatus(call->context, status));
+      ApplyRenewResult(*lease, sent_at, result, /*background=*/true);
+    };
     // No point waiting past the lease's deadline.
     call->context.set_deadline(TransportDeadline(
-        std::clamp(lease->timer.deadline() - sent_at, absl::Milliseconds(1),
+        std::clamp(lease->timer.deadline() - now, absl::Milliseconds(1),
                    options_.call_timeout)));
     calls_.emplace(call, std::move(owned));
   }
@@ -807,6 +835,11 @@ void ClientCore::ApplyRenewResult(LeaseState& lease, MonotonicTime sent_at,
     lease.renewal = LeaseState::Renewal::kIdle;
   }
   if (lease.end_reason.has_value()) return;
+  // A transient failure leaves the background renewal's request id to its
+  // retry; anything else is an answer about the lease.
+  if (result.ok() || !IsTransient(result.status())) {
+    lease.renew_request_id.clear();
+  }
   if (result.ok()) {
     if (result->token != lease.token) {
       // The client holds the lock under another grant: this lease is gone.
@@ -835,6 +868,7 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
           *this);
   auto* call = owned.get();
   call->finish_locked = [this, call, lock](const grpc::Status& grpc_status) {
+    mu_.AssertHeld();  // finish_locked runs under mu_ (AsyncCall::OnDone)
     const absl::Status status = FromGrpcStatus(call->context, grpc_status);
     auto it = pending_releases_.find(lock);
     if (it == pending_releases_.end()) return;
@@ -845,9 +879,7 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
       return;
     }
     release.in_flight = false;
-    release.next_attempt_at = MonotonicNow() + release.retry_delay;
-    release.retry_delay =
-        std::min(release.retry_delay * 2, kMaxReleaseRetryDelay);
+    release.next_attempt_at = MonotonicNow() + release.backoff.Next();
     EmitLocked(ClientEvent{ClientEvent::Kind::kReleaseFailed, lock, 0,
                            std::nullopt, status});
   };
@@ -863,6 +895,9 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
         ToRequest(ReleaseCall{options_.client_id, lock, it->second.request_id,
                               it->second.session_id});
     call->context.set_deadline(TransportDeadline(options_.call_timeout));
+    // Every background release follows a failure or an outage: wait for
+    // the channel within the deadline (CallOptions::wait_for_ready).
+    call->context.set_wait_for_ready(true);
     calls_.emplace(call, std::move(owned));
   }
   rpc_.stub().async()->Release(&call->context, &call->request,
@@ -899,8 +934,13 @@ void ClientCore::OnSessionOpened(const std::string& /*session_id*/,
                                  bool resumed) {
   absl::MutexLock guard(&mu_);
   if (resumed) {
-    // Renew everything at once: renewals may have failed meanwhile.
-    next_idle_keepalive_at_ = MonotonicNow();
+    // The server is back. Renew everything at once (renewals may have
+    // failed meanwhile) and retry the releases that failed.
+    const MonotonicTime now = MonotonicNow();
+    next_idle_keepalive_at_ = now;
+    for (auto& [lock, release] : pending_releases_) {
+      release.next_attempt_at = std::min(release.next_attempt_at, now);
+    }
   }
   EmitLocked(ClientEvent{resumed ? ClientEvent::Kind::kSessionResumed
                                  : ClientEvent::Kind::kSessionOpened,
@@ -943,6 +983,7 @@ void ClientCore::OnKeepaliveAck(uint64_t sequence, int renewed_leases) {
                       lease->keepalive_sequence == sequence;
     if (all_renewed) {
       lease->timer.OnRenewed(keepalive.sent_at);
+      lease->renew_request_id.clear();  // a later call renews anew
       if (mine) lease->renewal = LeaseState::Renewal::kIdle;
     } else if (mine) {
       lease->renewal = LeaseState::Renewal::kIdle;
@@ -1064,7 +1105,6 @@ void ClientCore::QueueReleaseLocked(const std::string& lock,
   release.session_id = session_id;
   release.request_id = request_id;
   release.next_attempt_at = MonotonicNow();
-  release.retry_delay = kFirstRetryDelay;
   pending_releases_.emplace(lock, std::move(release));
   changed_.SignalAll();
 }
@@ -1095,9 +1135,11 @@ std::string ClientCore::NewRequestId() {
   return absl::StrCat(request_id_prefix_, "-", next_request_id_++);
 }
 
-CallOptions ClientCore::CallOptionsWithin(absl::Duration budget) const {
+CallOptions ClientCore::CallOptionsWithin(absl::Duration budget,
+                                          bool retry) const {
   CallOptions options;
   options.timeout = std::max(budget, absl::Milliseconds(1));
+  options.wait_for_ready = retry;
   return options;
 }
 

@@ -9,8 +9,10 @@
 //      each lease they covered; the stream is cut and resumed);
 //   3. renews the leases that are due (LeaseTimer): with one keepalive for
 //      all of them while the session stream is connected, otherwise with an
-//      asynchronous Renew call each;
-//   4. retries background releases;
+//      asynchronous Renew call each (a retry after a transient failure
+//      keeps the request id and waits for the channel to reconnect);
+//   4. retries background releases (each with its request id; at once when
+//      the session is resumed);
 //   5. runs the stop callbacks and events of leases that ended (outside the
 //      mutex), then sleeps until the next thing is due or something changes.
 //
@@ -69,6 +71,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/client.h"
+#include "client/internal/backoff.h"
 #include "client/internal/session.h"
 #include "client/lease_timer.h"
 #include "client/rpc_client.h"
@@ -107,6 +110,12 @@ struct LeaseState {
   // Renew by call at once, whatever the timer says (a keepalive ack counted
   // fewer leases than this client holds: find out which one is gone).
   bool renew_now = false;
+  // The request id of a background Renew call that failed for a transient
+  // reason, reused by its retries (the server answers a repeat from its
+  // retry cache, so it applies once), and when that id was first sent (a
+  // success counts from there). Empty: the next call takes a new id.
+  std::string renew_request_id;
+  MonotonicTime renew_first_sent_at;
   // Release() or the destructor is releasing it; no more renewals.
   bool releasing = false;
   std::optional<LeaseEndReason> end_reason;
@@ -160,12 +169,19 @@ class ClientCore : private SessionListener {
   template <typename Request, typename Response>
   class UnaryCall;
 
+  // A background release is retried until the server answers it: after
+  // 100 ms, doubling up to 5 s (jittered), and at once when the session is
+  // resumed (the server is back).
+  static constexpr absl::Duration kFirstReleaseRetryDelay =
+      absl::Milliseconds(100);
+  static constexpr absl::Duration kMaxReleaseRetryDelay = absl::Seconds(5);
+
   struct PendingRelease {
     std::string session_id;
     std::string request_id;
     bool in_flight = false;
     MonotonicTime next_attempt_at;
-    absl::Duration retry_delay;
+    Backoff backoff{kFirstReleaseRetryDelay, kMaxReleaseRetryDelay};
   };
   struct KeepaliveInFlight {
     MonotonicTime sent_at;
@@ -258,7 +274,11 @@ class ClientCore : private SessionListener {
       const std::string& session_id);
 
   std::string NewRequestId();
-  CallOptions CallOptionsWithin(absl::Duration budget) const;
+  // A unary call's options with a timeout of `budget` (at least 1 ms). A
+  // `retry` (after a transient failure) waits for the channel to connect
+  // within the budget instead of failing at once (CallOptions).
+  CallOptions CallOptionsWithin(absl::Duration budget,
+                                bool retry = false) const;
 
   const ClientOptions options_;
   RpcClient rpc_;

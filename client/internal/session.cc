@@ -20,7 +20,7 @@ Session::Session(pb::LockService::Stub& stub, std::string client_id,
     : stub_(stub),
       client_id_(std::move(client_id)),
       listener_(listener),
-      retry_delay_(kFirstRetryDelay),
+      backoff_(kFirstRetryDelay, kMaxRetryDelay),
       next_attempt_at_(MonotonicNow()),
       suspended_until_(MonotonicNow()) {
   thread_ = std::thread([this] { Run(); });
@@ -257,14 +257,18 @@ void Session::RunOneStream(const std::string& resume_id) {
     context_ = context;
     epoch = ++epoch_;
   }
+  // A resume waits for the channel to connect (gRPC's reconnect backoff is
+  // bounded by MakeChannel) instead of failing at once while the server is
+  // away; a waiting stream also drives the connection attempt.
+  if (!resume_id.empty()) context->set_wait_for_ready(true);
   std::unique_ptr<Stream> stream = stub_.Session(context.get());
 
   pb::SessionRequest open;
   open.mutable_open()->set_client_id(client_id_);
   open.mutable_open()->set_resume_session_id(resume_id);
   pb::SessionResponse first;
-  const bool opened =
-      stream->Write(open) && stream->Read(&first) && first.has_opened();
+  const bool answered = stream->Write(open) && stream->Read(&first);
+  const bool opened = answered && first.has_opened();
 
   if (opened) {
     const std::string session_id = first.opened().session_id();
@@ -280,7 +284,7 @@ void Session::RunOneStream(const std::string& resume_id) {
       if (!stopped) {
         state_ = State::kOpen;
         id_ = session_id;
-        retry_delay_ = kFirstRetryDelay;
+        backoff_.Reset();
         last_open_error_ = absl::OkStatus();
         ++open_attempts_;
         changed_.SignalAll();
@@ -311,14 +315,16 @@ void Session::RunOneStream(const std::string& resume_id) {
           break;  // a second `opened` or a kind this client does not know
       }
     }
-  } else {
-    // Either the stream failed, or the server broke the protocol with a
-    // first message that is not `opened`: cut it and drain it.
+  } else if (answered) {
+    // The server broke the protocol with a first message that is not
+    // `opened`: cut the stream and drain it.
     context->TryCancel();
     pb::SessionResponse ignored;
     while (stream->Read(&ignored)) {
     }
   }
+  // Otherwise the stream has ended (a refused resume: SESSION_ENDED), and
+  // Finish says why. Cancelling it here would hide that answer.
   {
     absl::MutexLock lock(&write_mu_);
     stream_ = nullptr;
@@ -326,7 +332,7 @@ void Session::RunOneStream(const std::string& resume_id) {
   FailCallsOf(epoch);
   const grpc::Status finish = stream->Finish();
   absl::Status status = FromGrpcStatus(*context, finish);
-  if (!opened && status.ok()) {
+  if (!opened && (status.ok() || answered)) {
     status = absl::InternalError("the session stream did not open");
   }
   {
@@ -375,39 +381,43 @@ void Session::HandleStreamEnd(const std::string& resume_id, bool opened,
       default:
         break;
     }
+    // Only the server ends a session: it said SESSION_ENDED, finished the
+    // stream it had opened with OK, or refused the resume as not this
+    // client's (INVALID_ARGUMENT); or the caller learnt one of these from a
+    // call (Abandon). Anything else (unreachable, a restart under way, a
+    // limit, our own cut) leaves the session to be resumed.
     const bool session_ended =
         HasErrorReason(status, ErrorReason::kSessionEnded) ||
-        (opened && status.ok()) || (!id_.empty() && id_ == abandoned_id_);
+        (opened && status.ok()) || (!id_.empty() && id_ == abandoned_id_) ||
+        (!opened && status.code() == absl::StatusCode::kInvalidArgument);
     const bool first_open = resume_id.empty() && !opened;
     if (first_open) {
       ++open_attempts_;
       last_open_error_ = status;
       state_ = State::kIdle;
       if (IsTransient(status)) {
-        next_attempt_at_ = now + retry_delay_;
-        retry_delay_ = std::min(retry_delay_ * 2, kMaxRetryDelay);
+        next_attempt_at_ = now + backoff_.Next();
       } else {
         want_open_ = false;  // EnsureOpen reports it; retrying will not help
       }
-    } else if (session_ended || (!opened && !IsTransient(status))) {
+    } else if (session_ended) {
       // The server refused the resume or ended the session: it is gone.
       tell = Tell::kLost;
       lost_id = id_;
       state_ = State::kIdle;
       id_.clear();
       want_open_ = false;  // the next EnsureOpen opens a new one
-      retry_delay_ = kFirstRetryDelay;
+      backoff_.Reset();
       next_attempt_at_ = now;
     } else {
       // The stream dropped, or a resume could not reach the server.
       state_ = State::kResuming;
       if (opened) {
         tell = Tell::kInterrupted;
-        retry_delay_ = kFirstRetryDelay;
+        backoff_.Reset();
         next_attempt_at_ = now;
       } else {
-        next_attempt_at_ = now + retry_delay_;
-        retry_delay_ = std::min(retry_delay_ * 2, kMaxRetryDelay);
+        next_attempt_at_ = now + backoff_.Next();
       }
     }
     changed_.SignalAll();

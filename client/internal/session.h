@@ -19,9 +19,16 @@
 //   resuming --resumed--> open;  resuming --SESSION_ENDED--> idle (lost)
 //   open --Close--> idle (the server released everything)
 //   any --Stop or destructor--> stopped
-// A first open that fails for a transient reason is retried (100 ms doubling
-// to 1 s) while somebody wants the session; a resume is retried the same way
-// until the server answers, which after its grace is SESSION_ENDED.
+// A first open that fails for a transient reason is retried (Backoff: 100 ms
+// doubling to 1 s, jittered) while somebody wants the session. After a
+// dropped stream the first resume is at once, and later ones back off the
+// same way for as long as it takes: the session is lost only when the server
+// says so (SESSION_ENDED, which it answers once its grace has run out or
+// after a restart that did not keep the session; a new session instead of
+// the resumed one; INVALID_ARGUMENT for a session that is not this
+// client's). Unreachable servers, restarts under way, limits and this
+// client's own cuts never end it: the leases then end by their own
+// deadlines (ClientCore), not with the session.
 //
 // Invariants:
 //   1. At most one stream exists at a time; its id is id() while the state is
@@ -62,6 +69,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/internal/backoff.h"
 #include "client/lease_timer.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
 
@@ -190,7 +198,7 @@ class Session {
   absl::Status last_open_error_ ABSL_GUARDED_BY(mu_);
   // Counts finished open attempts, so EnsureOpen can tell a new failure.
   uint64_t open_attempts_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Duration retry_delay_ ABSL_GUARDED_BY(mu_);
+  Backoff backoff_ ABSL_GUARDED_BY(mu_);
   MonotonicTime next_attempt_at_ ABSL_GUARDED_BY(mu_);
   bool last_close_ok_ ABSL_GUARDED_BY(mu_) = false;
   // The id Abandon was told has ended; never handed out again.

@@ -38,13 +38,7 @@ class CallCounter {
  public:
   // REQUIRES: the counter outlives the channel.
   std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
-    std::vector<
-        std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
-        interceptors;
-    interceptors.push_back(std::make_unique<Factory>(*this));
-    return grpc::experimental::CreateCustomChannelWithInterceptors(
-        address, grpc::InsecureChannelCredentials(), grpc::ChannelArguments(),
-        std::move(interceptors));
+    return InterceptedChannel(address, std::make_unique<Factory>(*this));
   }
 
   int operator[](absl::string_view method) const {

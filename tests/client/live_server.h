@@ -4,8 +4,15 @@
 #ifndef LEASEKEEPER_TESTS_CLIENT_LIVE_SERVER_H_
 #define LEASEKEEPER_TESTS_CLIENT_LIVE_SERVER_H_
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+#include <grpcpp/support/client_interceptor.h>
+
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -27,6 +34,24 @@ bool Eventually(Condition condition,
     absl::SleepFor(absl::Milliseconds(20));
   }
   return condition();
+}
+
+// A plaintext channel to `address` whose calls pass through the
+// interceptors `factory` makes, with MakeChannel's reconnect settings.
+inline std::shared_ptr<grpc::Channel> InterceptedChannel(
+    const std::string& address,
+    std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>
+        factory) {
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::move(factory));
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, grpc::InsecureChannelCredentials(), args,
+      std::move(interceptors));
 }
 
 // The server's session grace in these tests.
