@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -156,22 +157,28 @@ absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
                                             const CallOptions& options) const {
   pb::InspectRequest request;
   request.set_lock(std::string(lock));
-  absl::StatusOr<pb::InspectResponse> response = RunCall<pb::InspectResponse>(
-      options, [&](grpc::ClientContext* context, pb::InspectResponse* out) {
-        return stub_->Inspect(context, request, out);
-      });
-  if (!response.ok()) return response.status();
   LockInfo info;
-  info.holders = FromProto(response->holders());
-  for (const pb::Waiter& waiter : response->queue()) {
-    WaiterInfo w;
-    w.client_id = waiter.client_id();
-    w.mode = FromProto(waiter.mode());
-    w.ttl = absl::Milliseconds(waiter.ttl_ms());
-    w.position = waiter.position();
-    w.holder_label = waiter.holder_label();
-    info.queue.push_back(std::move(w));
-  }
+  do {
+    absl::StatusOr<pb::InspectResponse> response =
+        RunCall<pb::InspectResponse>(
+            options, [&](grpc::ClientContext* context,
+                         pb::InspectResponse* out) {
+              return stub_->Inspect(context, request, out);
+            });
+    if (!response.ok()) return response.status();
+    std::vector<HolderInfo> holders = FromProto(response->holders());
+    std::move(holders.begin(), holders.end(), std::back_inserter(info.holders));
+    for (const pb::Waiter& waiter : response->queue()) {
+      WaiterInfo w;
+      w.client_id = waiter.client_id();
+      w.mode = FromProto(waiter.mode());
+      w.ttl = absl::Milliseconds(waiter.ttl_ms());
+      w.position = waiter.position();
+      w.holder_label = waiter.holder_label();
+      info.queue.push_back(std::move(w));
+    }
+    request.set_page_token(response->next_page_token());
+  } while (!request.page_token().empty());
   return info;
 }
 
@@ -179,30 +186,35 @@ absl::StatusOr<ClientStatus> RpcClient::Status(
     absl::string_view client_id, const CallOptions& options) const {
   pb::StatusRequest request;
   request.set_client_id(std::string(client_id));
-  absl::StatusOr<pb::StatusResponse> response = RunCall<pb::StatusResponse>(
-      options, [&](grpc::ClientContext* context, pb::StatusResponse* out) {
-        return stub_->Status(context, request, out);
-      });
-  if (!response.ok()) return response.status();
   ClientStatus status;
-  status.registered = response->registered();
-  status.age = response->age();
-  status.holds = FromProto(response->holds());
-  status.waiting_for = response->waiting_for();
-  switch (response->session()) {
-    case pb::SESSION_STATE_NONE:
-      status.session = SessionState::kNone;
-      break;
-    case pb::SESSION_STATE_OPEN:
-      status.session = SessionState::kOpen;
-      break;
-    case pb::SESSION_STATE_GRACE:
-      status.session = SessionState::kGrace;
-      break;
-    default:
-      status.session = SessionState::kUnspecified;
-      break;
-  }
+  do {
+    absl::StatusOr<pb::StatusResponse> response = RunCall<pb::StatusResponse>(
+        options, [&](grpc::ClientContext* context, pb::StatusResponse* out) {
+          return stub_->Status(context, request, out);
+        });
+    if (!response.ok()) return response.status();
+    std::vector<HolderInfo> holds = FromProto(response->holds());
+    std::move(holds.begin(), holds.end(), std::back_inserter(status.holds));
+    // Every page carries the client's state; the last one is the latest.
+    status.registered = response->registered();
+    status.age = response->age();
+    status.waiting_for = response->waiting_for();
+    switch (response->session()) {
+      case pb::SESSION_STATE_NONE:
+        status.session = SessionState::kNone;
+        break;
+      case pb::SESSION_STATE_OPEN:
+        status.session = SessionState::kOpen;
+        break;
+      case pb::SESSION_STATE_GRACE:
+        status.session = SessionState::kGrace;
+        break;
+      default:
+        status.session = SessionState::kUnspecified;
+        break;
+    }
+    request.set_page_token(response->next_page_token());
+  } while (!request.page_token().empty());
   return status;
 }
 

@@ -234,11 +234,15 @@ class RpcClient {
       absl::string_view lock, absl::string_view key,
       const CallOptions& options = {}) const;
 
-  // A lock's holders and queue (two empty lists for a lock nobody uses).
+  // A lock's holders and queue (two empty lists for a lock nobody uses),
+  // every page of them: one call per page of the server's default size,
+  // until the last. Pages are separate reads, so entries that change in
+  // between may be missed or differ from a single snapshot.
   absl::StatusOr<LockInfo> Inspect(absl::string_view lock,
                                    const CallOptions& options = {}) const;
 
-  // A client's age, leases, wait and session state.
+  // A client's age, leases, wait and session state, following the pages of
+  // leases as Inspect does.
   absl::StatusOr<ClientStatus> Status(absl::string_view client_id,
                                       const CallOptions& options = {}) const;
 

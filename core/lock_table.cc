@@ -585,6 +585,73 @@ ClientView LockTable::Status(Tick now, absl::string_view client_name) {
   return view;
 }
 
+LockPage LockTable::InspectPage(Tick now, absl::string_view lock_name,
+                                const InspectCursor& from, size_t limit) {
+  AdvanceTo(now);
+  limit = std::max<size_t>(limit, 1);
+  LockPage page;
+  const LockState* lock = FindLock(lock_name);
+  if (lock == nullptr) return page;
+  if (!from.in_queue && lock->has_holders()) {
+    if (lock->first.token > from.after_token) {
+      page.holders.push_back(ViewOf(*lock, lock->first));
+    }
+    if (lock->crowd != nullptr) {
+      const auto& more = lock->crowd->more_holders;
+      for (auto it = more.upper_bound(from.after_token); it != more.end();
+           ++it) {
+        if (page.holders.size() == limit) {
+          page.next = InspectCursor{.after_token = page.holders.back().token};
+          return page;
+        }
+        page.holders.push_back(ViewOf(*lock, it->second));
+      }
+    }
+  }
+  const int64_t skip = from.in_queue ? std::max<int64_t>(from.after_position, 0)
+                                     : 0;
+  page.first_position = skip + 1;
+  const Queue& queue = lock->queue();
+  auto it = queue.begin();
+  for (int64_t i = 0; i < skip && it != queue.end(); ++i) ++it;
+  for (; it != queue.end(); ++it) {
+    if (page.holders.size() + page.queue.size() == limit) {
+      if (page.queue.empty()) {
+        page.next = InspectCursor{.after_token = page.holders.back().token};
+      } else {
+        page.next = InspectCursor{
+            .in_queue = true,
+            .after_position =
+                skip + static_cast<int64_t>(page.queue.size())};
+      }
+      return page;
+    }
+    page.queue.push_back(WaiterView{it->client->name, it->mode, it->ttl});
+  }
+  return page;
+}
+
+ClientPage LockTable::StatusPage(Tick now, absl::string_view client_name,
+                                 absl::string_view after_lock, size_t limit) {
+  AdvanceTo(now);
+  limit = std::max<size_t>(limit, 1);
+  ClientPage page;
+  const ClientState* client = FindClient(client_name);
+  if (client == nullptr) return page;
+  page.age = client->age;
+  if (client->waiting != nullptr) page.waiting = client->waiting->name;
+  auto it = after_lock.empty() ? client->holds.begin()
+                               : client->holds.upper_bound(after_lock);
+  for (; it != client->holds.end(); ++it) {
+    if (page.holds.size() == limit) {
+      page.next_after = page.holds.back().lock;
+      break;
+    }
+    page.holds.push_back(ViewOf(*it->lock, *it->lock->FindHolder(it->token)));
+  }
+  return page;
+}
+
 size_t LockTable::QueueLength(absl::string_view lock_name) const {
   auto it = locks_.find(lock_name);
   return it == locks_.end() ? 0 : (*it)->queue().size();

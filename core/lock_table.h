@@ -116,6 +116,37 @@ struct ClientView {
   std::optional<std::string> waiting;
 };
 
+// Where a page of inspect resumes: before `in_queue`, after the holder
+// with token `after_token` (0: from the lowest token); then after queue
+// position `after_position` (0: from the head). Holders are ordered by token
+// and the queue by position, so the cursor is the whole resume point.
+struct InspectCursor {
+  bool in_queue = false;
+  FencingToken after_token = 0;
+  int64_t after_position = 0;
+};
+
+// One page of inspect: holders after the cursor, lowest token first, then,
+// while the page has room, the queue from the cursor on (queue[0] is at
+// position first_position). next is where the following page resumes;
+// nullopt when this page reaches the end of the holders and the queue.
+struct LockPage {
+  std::vector<HolderView> holders;
+  std::vector<WaiterView> queue;
+  int64_t first_position = 1;
+  std::optional<InspectCursor> next;
+};
+
+// One page of status: as ClientView, with only the holds whose lock name
+// comes after the page's start; next_after is the last lock name shown when
+// more holds follow, nullopt at the end.
+struct ClientPage {
+  std::optional<uint64_t> age;
+  std::vector<HolderView> holds;  // sorted by lock name
+  std::optional<std::string> waiting;
+  std::optional<std::string> next_after;
+};
+
 // Something that happened to a party other than the caller.
 struct Event {
   enum class Kind {
@@ -221,6 +252,17 @@ class LockTable {
   // Read-only views "as of now" (they retire lapsed leases first).
   LockView Inspect(Tick now, absl::string_view lock);
   ClientView Status(Tick now, absl::string_view client);
+  // Paged views, also "as of now", of at most `limit` entries (holders and
+  // waiters together; a limit of 0 is taken as 1). A lock or client never
+  // seen answers an empty last page. InspectPage costs O(log holders +
+  // limit) for its holders, plus O(after_position + limit) once in the
+  // queue (a list walked from its head); StatusPage O(log holds + limit).
+  // Entries that change between pages are not repeated: a page shows the
+  // holders and waiters as of its own call.
+  LockPage InspectPage(Tick now, absl::string_view lock,
+                       const InspectCursor& from, size_t limit);
+  ClientPage StatusPage(Tick now, absl::string_view client,
+                        absl::string_view after_lock, size_t limit);
 
   // Without retiring anything (as of the latest `now` seen), for an owner
   // that just brought the table up to date and must not keep copies of the

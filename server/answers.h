@@ -101,6 +101,8 @@ struct WaiterInfo {
 struct InspectAnswer {
   std::vector<HolderInfo> holders{};  // by token
   std::vector<WaiterInfo> queue{};    // oldest first
+  // Where the next page resumes; nullopt on the last page.
+  std::optional<InspectCursor> next{};
 };
 
 enum class SessionState { kNone, kOpen, kGrace };
@@ -110,6 +112,9 @@ struct StatusAnswer {
   std::vector<HolderInfo> holds{};  // by lock name
   std::optional<std::string> waiting{};
   SessionState session = SessionState::kNone;
+  // The last lock name of this page when more holds follow; nullopt at the
+  // end.
+  std::optional<std::string> next_after{};
 };
 
 struct LockSummary {

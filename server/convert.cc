@@ -4,6 +4,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/errors.h"
 #include "server/server_errors.h"
@@ -202,21 +204,76 @@ absl::StatusOr<ReadArgs> ParseRead(const pb::ReadRequest& request,
       .lock = request.lock(), .key = request.key(), .token = request.token()};
 }
 
-absl::Status ValidateInspect(const pb::InspectRequest& request,
-                             const Limits& limits) {
-  return Checker()
-      .Required(request.lock(), "lock")
-      .Size(request.lock(), limits.max_lock_name_bytes, "max-lock-name-bytes")
-      .status();
+namespace {
+
+// The page size a request asks for, as a limit; the caller has refused a
+// negative one.
+size_t DetailPageLimit(int32_t page_size, const Limits& limits) {
+  const int32_t size =
+      page_size == 0 ? limits.default_detail_page_size : page_size;
+  return static_cast<size_t>(std::min(size, limits.max_detail_page_size));
 }
 
-absl::Status ValidateStatus(const pb::StatusRequest& request,
-                            const Limits& limits) {
-  return Checker()
-      .Required(request.client_id(), "client_id")
-      .Size(request.client_id(), limits.max_client_id_bytes,
-            "max-client-id-bytes")
-      .status();
+// Decodes an Inspect page token; false for one EncodeInspectPageToken did
+// not produce.
+bool DecodeInspectPageToken(const std::string& token, InspectCursor* cursor) {
+  std::string plain;
+  if (!absl::WebSafeBase64Unescape(token, &plain) || plain.size() < 2) {
+    return false;
+  }
+  const absl::string_view digits = absl::string_view(plain).substr(1);
+  if (plain[0] == 'h') {
+    return absl::SimpleAtoi(digits, &cursor->after_token) &&
+           cursor->after_token > 0;
+  }
+  if (plain[0] == 'q') {
+    cursor->in_queue = true;
+    return absl::SimpleAtoi(digits, &cursor->after_position) &&
+           cursor->after_position > 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<InspectQuery> ParseInspect(const pb::InspectRequest& request,
+                                          const Limits& limits) {
+  InspectQuery query;
+  query.lock = request.lock();
+  const bool token_ok = request.page_token().empty() ||
+                        DecodeInspectPageToken(request.page_token(), &query.from);
+  absl::Status status =
+      Checker()
+          .Required(request.lock(), "lock")
+          .Argument(request.page_size() >= 0, "page_size")
+          .Argument(token_ok, "page_token")
+          .Size(request.lock(), limits.max_lock_name_bytes,
+                "max-lock-name-bytes")
+          .status();
+  if (!status.ok()) return status;
+  query.limit = DetailPageLimit(request.page_size(), limits);
+  return query;
+}
+
+absl::StatusOr<StatusQuery> ParseStatus(const pb::StatusRequest& request,
+                                        const Limits& limits) {
+  StatusQuery query;
+  query.client = request.client_id();
+  const bool token_ok =
+      request.page_token().empty() ||
+      (absl::WebSafeBase64Unescape(request.page_token(), &query.after) &&
+       !query.after.empty());
+  absl::Status status =
+      Checker()
+          .Required(request.client_id(), "client_id")
+          .Argument(request.page_size() >= 0, "page_size")
+          .Argument(token_ok, "page_token")
+          .Size(request.client_id(), limits.max_client_id_bytes,
+                "max-client-id-bytes")
+          .status();
+  if (!status.ok()) return status;
+  query.limit = DetailPageLimit(request.page_size(), limits);
+  return query;
 }
 
 absl::StatusOr<ListLocksQuery> ParseListLocks(
@@ -304,6 +361,9 @@ void ToProto(const InspectAnswer& answer, absl::Time wall_now,
     proto->set_position(waiter.position);
     proto->set_holder_label(waiter.label);
   }
+  if (answer.next.has_value()) {
+    response->set_next_page_token(EncodeInspectPageToken(*answer.next));
+  }
 }
 
 void ToProto(const StatusAnswer& answer, absl::Time wall_now,
@@ -312,6 +372,9 @@ void ToProto(const StatusAnswer& answer, absl::Time wall_now,
   response->set_age(answer.age.value_or(0));
   for (const HolderInfo& hold : answer.holds) {
     FillHolder(hold, wall_now, response->add_holds());
+  }
+  if (answer.next_after.has_value()) {
+    response->set_next_page_token(EncodePageToken(*answer.next_after));
   }
   response->set_waiting_for(answer.waiting.value_or(""));
   switch (answer.session) {
@@ -361,6 +424,12 @@ void ToProto(const SessionNotice& notice, pb::LockNotice* proto) {
 
 std::string EncodePageToken(const std::string& after) {
   return absl::WebSafeBase64Escape(after);
+}
+
+std::string EncodeInspectPageToken(const InspectCursor& next) {
+  return absl::WebSafeBase64Escape(
+      next.in_queue ? absl::StrCat("q", next.after_position)
+                    : absl::StrCat("h", next.after_token));
 }
 
 }  // namespace leasekeeper::server

@@ -34,10 +34,24 @@ absl::StatusOr<WriteArgs> ParseWrite(const v1::WriteRequest& request,
                                      const Limits& limits);
 absl::StatusOr<ReadArgs> ParseRead(const v1::ReadRequest& request,
                                    const Limits& limits);
-absl::Status ValidateInspect(const v1::InspectRequest& request,
-                             const Limits& limits);
-absl::Status ValidateStatus(const v1::StatusRequest& request,
-                            const Limits& limits);
+
+// Inspect and Status pages: page_size 0 is limits.default_detail_page_size,
+// larger than limits.max_detail_page_size is that cap; a negative size or a
+// page token this server did not hand out is INVALID_ARGUMENT.
+struct InspectQuery {
+  std::string lock{};
+  InspectCursor from{};  // decoded page token; the start for the first page
+  size_t limit = 0;
+};
+absl::StatusOr<InspectQuery> ParseInspect(const v1::InspectRequest& request,
+                                          const Limits& limits);
+struct StatusQuery {
+  std::string client{};
+  std::string after{};  // decoded page token; empty for the first page
+  size_t limit = 0;
+};
+absl::StatusOr<StatusQuery> ParseStatus(const v1::StatusRequest& request,
+                                        const Limits& limits);
 
 struct ListLocksQuery {
   std::string prefix{};
@@ -68,6 +82,9 @@ void ToProto(const SessionNotice& notice, v1::LockNotice* proto);
 
 // Page tokens are opaque: web-safe base64 of the last lock name shown.
 std::string EncodePageToken(const std::string& after);
+// Inspect's page tokens: web-safe base64 of "h" and the last holder's token,
+// or "q" and the last queue position shown.
+std::string EncodeInspectPageToken(const InspectCursor& next);
 
 }  // namespace leasekeeper::server
 

@@ -1013,41 +1013,46 @@ absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
 }
 
 absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
-    const std::string& lock, storage::LogPosition* barrier) {
+    const std::string& lock, const InspectCursor& from, size_t limit,
+    storage::LogPosition* barrier) {
+  if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<InspectAnswer> {
-    absl::StatusOr<LockView> view = state_.Inspect(now, lock);
-    if (!view.ok()) return view.status();
+    LockPage page = state_.table().InspectPage(now, lock, from, limit);
     InspectAnswer answer;
-    answer.holders.reserve(view->holders.size());
-    for (const HolderView& holder : view->holders) {
+    answer.holders.reserve(page.holders.size());
+    for (const HolderView& holder : page.holders) {
       answer.holders.push_back(HolderInfoLocked(holder, now));
     }
-    answer.queue.reserve(view->queue.size());
-    int64_t position = 0;
-    for (WaiterView& waiter : view->queue) {
+    answer.queue.reserve(page.queue.size());
+    int64_t position = page.first_position;
+    for (WaiterView& waiter : page.queue) {
       std::string label = LabelLocked(waiter.client, lock);
       answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
-                                        .position = ++position,
+                                        .position = position++,
                                         .label = std::move(label)});
     }
+    answer.next = page.next;
     return answer;
   }, barrier);
 }
 
 absl::StatusOr<StatusAnswer> CoreOwner::Status(
-    const std::string& client, storage::LogPosition* barrier) {
+    const std::string& client, const std::string& after, size_t limit,
+    storage::LogPosition* barrier) {
+  if (client.empty()) return MakeError(ErrorCode::kInvalidArguments);
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<StatusAnswer> {
-    absl::StatusOr<ClientView> view = state_.Status(now, client);
-    if (!view.ok()) return view.status();
+    ClientPage page = state_.table().StatusPage(now, client, after, limit);
     StatusAnswer answer;
-    answer.age = view->age;
-    answer.waiting = view->waiting;
-    for (const HolderView& hold : view->holds) {
+    answer.age = page.age;
+    answer.waiting = std::move(page.waiting);
+    answer.holds.reserve(page.holds.size());
+    for (const HolderView& hold : page.holds) {
       answer.holds.push_back(HolderInfoLocked(hold, now));
     }
     answer.session = sessions_.StateOf(client);
+    answer.next_after = std::move(page.next_after);
     return answer;
   }, barrier);
 }

@@ -172,9 +172,17 @@ class CoreOwner {
   // errors.
   absl::StatusOr<std::optional<std::string>> Read(
       const ReadArgs& args, storage::LogPosition* barrier = nullptr);
+  // Inspect: a page of at most `limit` (>= 1) holders and waiters of
+  // `lock` from `from` on (LockTable::InspectPage). Status: the client's
+  // state with a page of at most `limit` holds whose lock name comes after
+  // `after` (empty: from the first). Both cost O(log n + the page), plus
+  // the queue positions skipped once Inspect pages through the queue.
+  // Outcomes: core errors (an empty name).
   absl::StatusOr<InspectAnswer> Inspect(const std::string& lock,
+                                        const InspectCursor& from, size_t limit,
                                         storage::LogPosition* barrier = nullptr);
   absl::StatusOr<StatusAnswer> Status(const std::string& client,
+                                      const std::string& after, size_t limit,
                                       storage::LogPosition* barrier = nullptr);
   // Locks with a holder or waiter whose name starts with `prefix`, after
   // `after`, at most `limit` (>= 1). Cost: O(log n + sum of holders and

@@ -851,12 +851,11 @@ grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
       !denied.ok()) {
     return FinishNow(context, denied);
   }
-  if (absl::Status s = ValidateInspect(*request, limits_); !s.ok()) {
-    return FinishNow(context, s);
-  }
+  absl::StatusOr<InspectQuery> query = ParseInspect(*request, limits_);
+  if (!query.ok()) return FinishNow(context, query.status());
   storage::LogPosition barrier = 0;
   absl::StatusOr<InspectAnswer> answer =
-      owner_.Inspect(request->lock(), &barrier);
+      owner_.Inspect(query->lock, query->from, query->limit, &barrier);
   if (answer.ok()) ToProto(*answer, absl::Now(), response);
   return FinishWhenDurable(owner_, context, answer.status(), barrier);
 }
@@ -869,12 +868,11 @@ grpc::ServerUnaryReactor* LockServiceImpl::Status(
       !denied.ok()) {
     return FinishNow(context, denied);
   }
-  if (absl::Status s = ValidateStatus(*request, limits_); !s.ok()) {
-    return FinishNow(context, s);
-  }
+  absl::StatusOr<StatusQuery> query = ParseStatus(*request, limits_);
+  if (!query.ok()) return FinishNow(context, query.status());
   storage::LogPosition barrier = 0;
   absl::StatusOr<StatusAnswer> answer =
-      owner_.Status(request->client_id(), &barrier);
+      owner_.Status(query->client, query->after, query->limit, &barrier);
   if (answer.ok()) ToProto(*answer, absl::Now(), response);
   return FinishWhenDurable(owner_, context, answer.status(), barrier);
 }

@@ -60,6 +60,8 @@ struct Limits {
   size_t max_request_bytes = 0;
   int32_t default_page_size = 100;  // ListLocks page_size 0
   int32_t max_page_size = 1'000;    // ListLocks page_size cap
+  int32_t default_detail_page_size = 1'000;  // Inspect/Status page_size 0
+  int32_t max_detail_page_size = 1'000;      // Inspect/Status page_size cap
 };
 
 struct RetryCacheConfig {

@@ -311,15 +311,30 @@ class Client:
         """The lock's holders and queue (two empty lists for an unused
         lock)."""
         request = pb.InspectRequest(lock=_common.check_str("lock", lock))
-        return LockInfo.of(self._unary("Inspect", request, self.call_timeout))
+        whole = pb.InspectResponse()
+        while True:  # every page: holders by token, then the queue
+            page = self._unary("Inspect", request, self.call_timeout)
+            whole.holders.extend(page.holders)
+            whole.queue.extend(page.queue)
+            if not page.next_page_token:
+                return LockInfo.of(whole)
+            request.page_token = page.next_page_token
 
     def status(self, client_id: Optional[str] = None) -> ClientStatus:
         """A client's registration, leases, wait and session state (this
         Client's by default)."""
         who = self.client_id if client_id is None else _common.check_str(
             "client_id", client_id)
-        return ClientStatus.of(self._unary(
-            "Status", pb.StatusRequest(client_id=who), self.call_timeout))
+        request = pb.StatusRequest(client_id=who)
+        holds: list[pb.Holder] = []
+        while True:  # every page of holds, by lock name
+            page = self._unary("Status", request, self.call_timeout)
+            holds.extend(page.holds)
+            if not page.next_page_token:
+                del page.holds[:]
+                page.holds.extend(holds)
+                return ClientStatus.of(page)
+            request.page_token = page.next_page_token
 
     def list_locks(self, prefix: str = "",
                    page_size: int = 0) -> Iterator[LockSummary]:

@@ -624,5 +624,44 @@ TEST_F(CtlMutualTlsTest, VersionWorksOverMutualTls) {
   EXPECT_FALSE(nlohmann::json::parse(result.out)["server"].is_null());
 }
 
+// One Inspect page holds at most the server's default of 1,000 holders and
+// waiters: inspect follows the pages and prints every holder once, by
+// token, then the whole queue by position.
+TEST_F(CtlTest, InspectPrintsEveryHolderAndWaiterAcrossPages) {
+  const std::string lock = LockName();
+  constexpr int kHolders = 1'200;
+  for (int i = 0; i < kHolders; ++i) {
+    AcquireCall call;
+    call.client_id = absl::StrCat("reader-", i);
+    call.lock = lock;
+    call.ttl = absl::Minutes(5);
+    call.mode = LockMode::kShared;
+    ASSERT_TRUE(rpc().Acquire(call).ok()) << i;
+  }
+  for (int i = 0; i < 3; ++i) {
+    AcquireCall call;
+    call.client_id = absl::StrCat("writer-", i);
+    call.lock = lock;
+    call.ttl = absl::Minutes(5);
+    ASSERT_TRUE(rpc().Acquire(call).ok()) << i;
+  }
+  ProcessResult inspected = RunCtl({"inspect", lock, "-o", "json"});
+  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+  nlohmann::json info = nlohmann::json::parse(inspected.out);
+  ASSERT_EQ(info["holders"].size(), static_cast<size_t>(kHolders));
+  for (int i = 0; i < kHolders; ++i) {
+    EXPECT_EQ(info["holders"][i]["client"], absl::StrCat("reader-", i)) << i;
+  }
+  ASSERT_EQ(info["queue"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(info["queue"][i]["client"], absl::StrCat("writer-", i));
+    EXPECT_EQ(info["queue"][i]["position"], i + 1);
+  }
+  ProcessResult table = RunCtl({"inspect", lock});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find(absl::StrCat("reader-", kHolders - 1)),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace leasekeeper::client::testing

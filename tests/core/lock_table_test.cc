@@ -780,5 +780,81 @@ TEST(Snapshot, InconsistentSnapshotIsRefusedAndLeavesTheMachineEmpty) {
   EXPECT_EQ(sm.table().registered_client_count(), 0u);
 }
 
+
+// --- Paged views ----------------------------------------------------------
+
+// Pages of every size walk the holders by token and then the queue by
+// position, each entry exactly once, and end with no cursor: the same
+// entries the unpaged Inspect shows.
+TEST(LockTablePages, InspectPagesCoverHoldersThenQueueExactlyOnce) {
+  LockTable t;
+  for (const char* client : {"a", "b", "c", "d", "e"}) {
+    MustAcquire(t, 0, client, "L", 100, kS);
+  }
+  ASSERT_TRUE(t.Release(1, "b", "L").ok());  // a gap in the tokens
+  for (const char* client : {"w1", "w2", "w3"}) {
+    MustAcquire(t, 1, client, "L", 100, kX);
+  }
+  const LockView whole = t.Inspect(2, "L");
+  ASSERT_EQ(whole.holders.size(), 4u);
+  ASSERT_EQ(whole.queue.size(), 3u);
+  for (size_t limit = 1; limit <= 8; ++limit) {
+    SCOPED_TRACE(limit);
+    LockView seen;
+    std::vector<int64_t> positions;
+    InspectCursor cursor;
+    for (int pages = 0;; ++pages) {
+      ASSERT_LT(pages, 10);
+      LockPage page = t.InspectPage(2, "L", cursor, limit);
+      EXPECT_LE(page.holders.size() + page.queue.size(), limit);
+      for (const HolderView& h : page.holders) seen.holders.push_back(h);
+      for (size_t i = 0; i < page.queue.size(); ++i) {
+        seen.queue.push_back(page.queue[i]);
+        positions.push_back(page.first_position + static_cast<int64_t>(i));
+      }
+      if (!page.next.has_value()) break;
+      cursor = *page.next;
+    }
+    EXPECT_EQ(Holders(seen), Holders(whole));
+    EXPECT_EQ(Queue(seen), Queue(whole));
+    EXPECT_EQ(positions, (std::vector<int64_t>{1, 2, 3}));
+  }
+}
+
+TEST(LockTablePages, InspectPageOfAnUnknownLockIsAnEmptyLastPage) {
+  LockTable t;
+  const LockPage page = t.InspectPage(0, "nobody", InspectCursor{}, 10);
+  EXPECT_TRUE(page.holders.empty());
+  EXPECT_TRUE(page.queue.empty());
+  EXPECT_FALSE(page.next.has_value());
+}
+
+TEST(LockTablePages, StatusPagesCoverHoldsByLockNameExactlyOnce) {
+  LockTable t;
+  for (const char* lock : {"d", "a", "c", "b", "e"}) {
+    MustAcquire(t, 0, "x", lock, 100);
+  }
+  MustAcquire(t, 0, "y", "q", 100);
+  MustAcquire(t, 1, "x", "q", 100);  // x waits for q
+  const ClientView whole = t.Status(2, "x");
+  for (size_t limit = 1; limit <= 6; ++limit) {
+    SCOPED_TRACE(limit);
+    std::vector<HolderView> seen;
+    std::string after;
+    for (int pages = 0;; ++pages) {
+      ASSERT_LT(pages, 10);
+      ClientPage page = t.StatusPage(2, "x", after, limit);
+      EXPECT_EQ(page.age, whole.age);
+      EXPECT_EQ(page.waiting, whole.waiting);
+      EXPECT_LE(page.holds.size(), limit);
+      seen.insert(seen.end(), page.holds.begin(), page.holds.end());
+      if (!page.next_after.has_value()) break;
+      after = *page.next_after;
+    }
+    EXPECT_EQ(Holders(LockView{seen, {}}), Holds(whole));
+  }
+  EXPECT_FALSE(t.StatusPage(2, "stranger", "", 3).age.has_value());
+}
+
 }  // namespace
 }  // namespace leasekeeper

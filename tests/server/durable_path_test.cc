@@ -75,14 +75,14 @@ std::vector<Query> Queries() {
       {"Inspect",
        [](CoreOwner& owner) {
          LogPosition barrier = 0;
-         absl::StatusOr<InspectAnswer> answer = owner.Inspect("L", &barrier);
+         absl::StatusOr<InspectAnswer> answer = owner.Inspect("L", InspectCursor{}, 1000, &barrier);
          EXPECT_TRUE(answer.ok() && answer->holders.size() == 1);
          return barrier;
        }},
       {"Status",
        [](CoreOwner& owner) {
          LogPosition barrier = 0;
-         absl::StatusOr<StatusAnswer> answer = owner.Status("a", &barrier);
+         absl::StatusOr<StatusAnswer> answer = owner.Status("a", "", 1000, &barrier);
          EXPECT_TRUE(answer.ok() && answer->holds.size() == 1);
          return barrier;
        }},
@@ -153,7 +153,7 @@ TEST_F(DurablePathTest, AReadOfDurableStateAnswersAtOnce) {
   Grant("a", "L");
   log_->MakeDurable(log_->last_position());
   LogPosition barrier = 0;
-  ASSERT_TRUE(owner_.Inspect("L", &barrier).ok());
+  ASSERT_TRUE(owner_.Inspect("L", InspectCursor{}, 1000, &barrier).ok());
   Answered answered;
   owner_.AfterDurable(barrier, answered.Callback());
   ASSERT_TRUE(answered.status.has_value());
@@ -163,7 +163,7 @@ TEST_F(DurablePathTest, AReadOfDurableStateAnswersAtOnce) {
 TEST_F(DurablePathTest, AReadWhoseRecordsCanNeverBeDurableFails) {
   Grant("a", "L");
   LogPosition barrier = 0;
-  ASSERT_TRUE(owner_.Inspect("L", &barrier).ok());
+  ASSERT_TRUE(owner_.Inspect("L", InspectCursor{}, 1000, &barrier).ok());
   Answered answered;
   owner_.AfterDurable(barrier, answered.Callback());
   log_->Fail(absl::UnavailableError("disk gone"));

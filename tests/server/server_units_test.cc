@@ -46,7 +46,8 @@ class CoreOwnerTest : public ::testing::Test {
   CoreOwnerTest() : owner_(ServerConfig{}, clock_) {}
 
   std::vector<HolderInfo> Holders(const std::string& lock) {
-    absl::StatusOr<InspectAnswer> answer = owner_.Inspect(lock);
+    absl::StatusOr<InspectAnswer> answer =
+        owner_.Inspect(lock, InspectCursor{}, 1000);
     return answer.ok() ? answer->holders : std::vector<HolderInfo>{};
   }
 

@@ -176,6 +176,16 @@ Result<pb::StatusResponse> TestClient::Status(const std::string& client) {
   return Invoke(*stub_, &pb::LockService::Stub::Status, request);
 }
 
+Result<pb::InspectResponse> TestClient::Inspect(
+    const pb::InspectRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::Inspect, request);
+}
+
+Result<pb::StatusResponse> TestClient::Status(
+    const pb::StatusRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::Status, request);
+}
+
 Result<pb::ListLocksResponse> TestClient::ListLocks(
     const pb::ListLocksRequest& request) {
   return Invoke(*stub_, &pb::LockService::Stub::ListLocks, request);

@@ -113,6 +113,8 @@ class TestClient {
   Result<pb::ReadResponse> Read(const pb::ReadRequest& request);
   Result<pb::InspectResponse> Inspect(const std::string& lock);
   Result<pb::StatusResponse> Status(const std::string& client);
+  Result<pb::InspectResponse> Inspect(const pb::InspectRequest& request);
+  Result<pb::StatusResponse> Status(const pb::StatusRequest& request);
   Result<pb::ListLocksResponse> ListLocks(const pb::ListLocksRequest& request);
 
   // A waiting Acquire (wait_timeout_ms should be > 0).
