@@ -58,7 +58,9 @@ const std::string& Dir() {
   return *dir;
 }
 
-// A version-2 file around `payload`, with correct checksums.
+// A version-2 file around `payload`, with correct checksums. Written from
+// the format in snapshot_file.h, not with the writer's code, so that a
+// writer and reader that drift apart together are still caught.
 std::string FileAround(absl::string_view payload) {
   std::string file = "LKSNAPSH";
   PutFixed32(file, kSnapshotFormatVersion);
