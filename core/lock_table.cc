@@ -752,8 +752,14 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
   };
   clients_.reserve(snapshot.clients.size());
   locks_.reserve(snapshot.locks.size());
+  // Ages are distinct: the idle index orders clients by (since, age), so
+  // two clients of one age idle since the same instant would be one entry
+  // and the second would never be forgotten.
+  absl::flat_hash_set<uint64_t> ages;
+  ages.reserve(snapshot.clients.size());
   for (const CoreSnapshot::Client& in : snapshot.clients) {
     if (in.name.empty() || in.age < 1 || in.age > last_age_ ||
+        !ages.insert(in.age).second ||
         !clients_.insert(std::make_unique<ClientState>(in.name)).second) {
       return fail(absl::StrCat("client ", in.name));
     }

@@ -306,7 +306,8 @@ class LockTable {
   // Replaces this table's state with `snapshot`'s. InvalidArgument (and the
   // table left empty) if the snapshot is inconsistent: a holder or waiter
   // that is not a registered client, incompatible holders, a token above its
-  // lock's counter, a client holding twice or waiting twice. Pending events
+  // lock's counter, a client holding twice or waiting twice, two clients of
+  // one age or an age above last_age. Pending events
   // are dropped. Cost: O(size of the snapshot).
   absl::Status ImportFrom(const CoreSnapshot& snapshot);
 

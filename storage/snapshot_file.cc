@@ -169,11 +169,14 @@ void EncodeSnapshotPayload(const CoreSnapshot& s, std::string& out) {
   // Locks go out in name order: the core's Restore then inserts its
   // ordered indexes (active locks by name) sequentially, which makes
   // restoring a million locks about twice as fast as hash order. Sorting
-  // happens here, on the snapshot thread, not under the core's lock.
+  // happens here, on the snapshot thread, not under the core's lock. The
+  // sort is stable so that the encoding is a function of the snapshot even
+  // when names repeat (a decoded, not yet checked snapshot may have them):
+  // encoding what a payload decodes to, twice, gives the same bytes.
   std::vector<const CoreSnapshot::Lock*> locks;
   locks.reserve(s.locks.size());
   for (const CoreSnapshot::Lock& lock : s.locks) locks.push_back(&lock);
-  std::sort(locks.begin(), locks.end(),
+  std::stable_sort(locks.begin(), locks.end(),
             [](const CoreSnapshot::Lock* a, const CoreSnapshot::Lock* b) {
               return a->name < b->name;
             });

@@ -854,6 +854,18 @@ TEST(LockTablePages, StatusPagesCoverHoldsByLockNameExactlyOnce) {
     EXPECT_EQ(Holders(LockView{seen, {}}), Holds(whole));
   }
   EXPECT_FALSE(t.StatusPage(2, "stranger", "", 3).age.has_value());
+// Registration ages are distinct; a snapshot that gives two clients one age
+// (a damaged or forged file whose checksum holds) is refused, not restored
+// into a table whose idle index would merge them.
+TEST(Snapshot, TwoClientsOfOneAgeAreRefused) {
+  StateMachine sm;
+  ASSERT_TRUE(sm.Apply({0, op::Acquire{"a", "L", 10}}).ok());
+  ASSERT_TRUE(sm.Apply({0, op::Acquire{"b", "M", 10}}).ok());
+  CoreSnapshot snapshot = sm.Snapshot();
+  ASSERT_EQ(snapshot.clients.size(), 2u);
+  snapshot.clients[1].age = snapshot.clients[0].age;
+  EXPECT_EQ(sm.Restore(snapshot).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sm.table().registered_client_count(), 0u);
 }
 
 }  // namespace
