@@ -854,6 +854,8 @@ TEST(LockTablePages, StatusPagesCoverHoldsByLockNameExactlyOnce) {
     EXPECT_EQ(Holders(LockView{seen, {}}), Holds(whole));
   }
   EXPECT_FALSE(t.StatusPage(2, "stranger", "", 3).age.has_value());
+}
+
 // Registration ages are distinct; a snapshot that gives two clients one age
 // (a damaged or forged file whose checksum holds) is refused, not restored
 // into a table whose idle index would merge them.
