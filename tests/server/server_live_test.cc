@@ -102,7 +102,17 @@ TEST(LiveTest,
   }
   ASSERT_TRUE(Eventually(
       [&] {
-        return clients[0]->Inspect("L").response.queue_size() == kWaiters;
+        // More waiters than one Inspect page holds: count across pages.
+        int queued = 0;
+        pb::InspectRequest request;
+        request.set_lock("L");
+        do {
+          Result<pb::InspectResponse> page = clients[0]->Inspect(request);
+          if (!page.ok()) return false;
+          queued += page.response.queue_size();
+          request.set_page_token(page.response.next_page_token());
+        } while (!request.page_token().empty());
+        return queued == kWaiters;
       },
       std::chrono::seconds(20)));
 
