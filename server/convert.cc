@@ -206,12 +206,11 @@ absl::StatusOr<ReadArgs> ParseRead(const pb::ReadRequest& request,
 
 namespace {
 
-// The page size a request asks for, as a limit; the caller has refused a
-// negative one.
-size_t DetailPageLimit(int32_t page_size, const Limits& limits) {
-  const int32_t size =
-      page_size == 0 ? limits.default_detail_page_size : page_size;
-  return static_cast<size_t>(std::min(size, limits.max_detail_page_size));
+// The page size a request asks for (0: `default_size`), capped at
+// `max_size`, as a limit; the caller has refused a negative one.
+size_t PageLimit(int32_t page_size, int32_t default_size, int32_t max_size) {
+  const int32_t size = page_size == 0 ? default_size : page_size;
+  return static_cast<size_t>(std::min(size, max_size));
 }
 
 // Decodes an Inspect page token; false for one EncodeInspectPageToken did
@@ -251,7 +250,8 @@ absl::StatusOr<InspectQuery> ParseInspect(const pb::InspectRequest& request,
                 "max-lock-name-bytes")
           .status();
   if (!status.ok()) return status;
-  query.limit = DetailPageLimit(request.page_size(), limits);
+  query.limit = PageLimit(request.page_size(), limits.default_detail_page_size,
+                          limits.max_detail_page_size);
   return query;
 }
 
@@ -272,7 +272,8 @@ absl::StatusOr<StatusQuery> ParseStatus(const pb::StatusRequest& request,
                 "max-client-id-bytes")
           .status();
   if (!status.ok()) return status;
-  query.limit = DetailPageLimit(request.page_size(), limits);
+  query.limit = PageLimit(request.page_size(), limits.default_detail_page_size,
+                          limits.max_detail_page_size);
   return query;
 }
 
@@ -293,9 +294,8 @@ absl::StatusOr<ListLocksQuery> ParseListLocks(
                                   "max-lock-name-bytes")
                             .status();
   if (!status.ok()) return status;
-  const int32_t size =
-      request.page_size() == 0 ? limits.default_page_size : request.page_size();
-  query.limit = static_cast<size_t>(std::min(size, limits.max_page_size));
+  query.limit = PageLimit(request.page_size(), limits.default_page_size,
+                          limits.max_page_size);
   return query;
 }
 

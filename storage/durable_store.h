@@ -337,7 +337,6 @@ class DurableStore final : public OperationLog {
   LogPosition next_position_ ABSL_GUARDED_BY(mu_) = 1;
   LogPosition durable_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> pending_ ABSL_GUARDED_BY(mu_);  // not yet written
-  LogPosition pending_first_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<LogPosition, std::vector<DurableCallback>> waiting_
       ABSL_GUARDED_BY(mu_);
   std::vector<ReadyCallback> ready_ ABSL_GUARDED_BY(mu_);
