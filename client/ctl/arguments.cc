@@ -99,6 +99,7 @@ class CommandTree {
     AddRun();
     AddForceRelease();
     AddVersion();
+    AddHealth();
     completion_ = app_.add_subcommand("completion", "Shell completion script");
     completion_->group("Commands");
     completion_->description(
@@ -442,6 +443,18 @@ class CommandTree {
                "Prints leasekeeper-ctl's version, commit and gRPC version,\n"
                "then the server's and its uptime (exit 1 if the server\n"
                "cannot be asked; --version asks no server).");
+  }
+
+  void AddHealth() {
+    CLI::App* sub = AddCommand(
+        Command::kHealth, "health", "Ask the server's health service",
+        "Asks grpc.health.v1.Health/Check, as the kubelet's probes do, and\n"
+        "prints SERVING, NOT_SERVING or UNKNOWN: exit 0 only for SERVING.\n"
+        "Needs no client certificate on a --health-listen port, so it is\n"
+        "the Docker image's HEALTHCHECK.");
+    sub->add_option("--service", in_->service,
+                    "The service to ask about (default \"\": the server)")
+        ->type_name("NAME");
   }
 
   CLI::App* Selected() const {

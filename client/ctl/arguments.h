@@ -60,6 +60,7 @@ enum class Command {
   kRun,
   kForceRelease,
   kVersion,
+  kHealth,
 };
 
 enum class OutputFormat { kTable, kJson };
@@ -93,6 +94,7 @@ struct Invocation {
   std::string label;                              // --label
   std::string holder;                             // force-release --holder
   std::string reason;                             // force-release --reason
+  std::string service;                            // health --service
   absl::Duration kill_grace = absl::Seconds(10);  // --kill-grace
   std::vector<std::string> command_line;          // run: after --
 };

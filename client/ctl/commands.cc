@@ -391,7 +391,9 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
   if (in.command == Command::kRun) {
     return Run(in, report, relay, *channel_options);
   }
-  const client::RpcClient rpc(client::MakeChannel(in.server, *channel_options));
+  const std::shared_ptr<grpc::Channel> channel =
+      client::MakeChannel(in.server, *channel_options);
+  const client::RpcClient rpc(channel);
   const CallOptions call = Within(in.timeout);
   switch (in.command) {
     case Command::kAcquire:
@@ -500,6 +502,16 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
     }
     case Command::kVersion:
       return Version(in, rpc, out, report);
+    case Command::kHealth: {
+      absl::StatusOr<HealthStatus> health =
+          CheckHealth(channel, in.service, in.timeout);
+      if (!health.ok()) {
+        return report.Fail(absl::StrCat("health of ", in.server),
+                           health.status());
+      }
+      out << FormatHealth(in.server, in.service, *health, in.output);
+      return *health == HealthStatus::kServing ? kExitOk : kExitError;
+    }
     case Command::kRun:
       break;
   }

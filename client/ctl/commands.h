@@ -2,8 +2,8 @@
 // its exit code (see arguments.h for the codes).
 //
 // acquire/renew/release/write/read/inspect/status/locks/force-release/
-// version are one call each (RpcClient or operator_calls.h, no session: an
-// `acquire`d lease lasts its ttl unless renewed). Failures are printed in
+// version/health are one call each (RpcClient or operator_calls.h, no
+// session: an `acquire`d lease lasts its ttl unless renewed). Failures are printed in
 // the output format (output.h's FormatError), with two explanations gRPC
 // does not give: a TLS mismatch between the ctl and the port
 // (transport_probe.h), and which lock a CLIENT_BUSY client holds or waits

@@ -3,6 +3,8 @@
 #include <chrono>
 
 #include "client/errors.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 
 namespace leasekeeper::ctl {
@@ -60,6 +62,43 @@ absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
                                          : client::LockMode::kExclusive});
   }
   return released;
+}
+
+const char* HealthStatusName(HealthStatus status) {
+  switch (status) {
+    case HealthStatus::kServing:
+      return "SERVING";
+    case HealthStatus::kNotServing:
+      return "NOT_SERVING";
+    case HealthStatus::kUnknown:
+      break;
+  }
+  return "UNKNOWN";
+}
+
+absl::StatusOr<HealthStatus> CheckHealth(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
+    absl::Duration timeout) {
+  namespace health = ::grpc::health::v1;
+  const std::unique_ptr<health::Health::Stub> stub =
+      health::Health::NewStub(channel);
+  health::HealthCheckRequest request;
+  request.set_service(service);
+  absl::StatusOr<health::HealthCheckResponse> response =
+      Call<health::HealthCheckResponse>(
+          timeout, [&](grpc::ClientContext* context,
+                       health::HealthCheckResponse* out) {
+            return stub->Check(context, request, out);
+          });
+  if (!response.ok()) return response.status();
+  switch (response->status()) {
+    case health::HealthCheckResponse::SERVING:
+      return HealthStatus::kServing;
+    case health::HealthCheckResponse::NOT_SERVING:
+      return HealthStatus::kNotServing;
+    default:  // UNKNOWN; SERVICE_UNKNOWN is for Watch only
+      return HealthStatus::kUnknown;
+  }
 }
 
 }  // namespace leasekeeper::ctl

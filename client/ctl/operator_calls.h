@@ -1,12 +1,14 @@
 // The calls only operators' tools make, which the client library leaves
-// out: ServerInfo (which daemon answers) and ForceRelease (admins end a
-// stuck lease). Plain structs out, failures as absl::Status from
-// client::FromGrpcStatus, as RpcClient's calls.
+// out: ServerInfo (which daemon answers), ForceRelease (admins end a
+// stuck lease) and grpc.health.v1.Health/Check (what probes ask). Plain
+// structs out, failures as absl::Status from client::FromGrpcStatus, as
+// RpcClient's calls.
 //
 // Thread-safety: pure functions over a thread-safe RpcClient.
 #ifndef LEASEKEEPER_CLIENT_CTL_OPERATOR_CALLS_H_
 #define LEASEKEEPER_CLIENT_CTL_OPERATOR_CALLS_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,10 @@
 #include "absl/time/time.h"
 #include "client/rpc_client.h"
 #include "client/types.h"
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
 
 namespace leasekeeper::ctl {
 
@@ -46,6 +52,26 @@ struct ForcedRelease {
 absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
     const client::RpcClient& rpc, const std::string& lock,
     const std::string& holder, const std::string& reason,
+    absl::Duration timeout);
+
+// grpc.health.v1's serving status of one service.
+enum class HealthStatus {
+  kUnknown,     // the server has no status for it yet
+  kServing,
+  kNotServing,  // e.g. draining after SIGTERM, or its log failed
+};
+// "UNKNOWN", "SERVING", "NOT_SERVING": the proto's names.
+const char* HealthStatusName(HealthStatus status);
+
+// Asks grpc.health.v1.Health/Check about `service` ("" is the whole
+// server, "leasekeeper.v1.LockService" the lock service). Health needs no
+// client certificate on a --health-listen port, unlike every other call.
+// Outcomes: the status; NOT_FOUND (the server does not know `service`);
+// UNAVAILABLE / DEADLINE_EXCEEDED (not reached); UNIMPLEMENTED (no health
+// service there).
+// REQUIRES: channel != nullptr.
+absl::StatusOr<HealthStatus> CheckHealth(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
     absl::Duration timeout);
 
 }  // namespace leasekeeper::ctl

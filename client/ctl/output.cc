@@ -349,6 +349,16 @@ std::string FormatVersion(const std::string& server,
   return RenderTable(rows);
 }
 
+std::string FormatHealth(const std::string& server, const std::string& service,
+                         HealthStatus status, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{{"server", server},
+                     {"service", service},
+                     {"status", HealthStatusName(status)}});
+  }
+  return absl::StrCat(HealthStatusName(status), "\n");
+}
+
 std::string FormatError(const std::string& what, const absl::Status& status,
                         OutputFormat format) {
   if (format == OutputFormat::kJson) {

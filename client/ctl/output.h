@@ -21,6 +21,8 @@
 //   version: {"client":{"version","commit","grpc_version"},
 //             "server":{"address","version","commit","grpc_version",
 //             "uptime_ms"}}   server null when not reached
+//   health:  {"server","service","status"}  status: "SERVING",
+//             "NOT_SERVING" or "UNKNOWN"
 //   error:   {"error":{"code","reason","message"}}  code: the gRPC code's
 //             name ("FAILED_PRECONDITION"); reason: the server's ErrorReason
 //             name ("CLIENT_BUSY") or null; on stderr, stdout stays empty
@@ -81,6 +83,10 @@ std::string FormatForceReleased(const std::string& lock,
 std::string FormatVersion(const std::string& server,
                           const absl::StatusOr<ServerInfo>& info,
                           OutputFormat format);
+
+// `server` is the address asked, `service` the service asked about.
+std::string FormatHealth(const std::string& server, const std::string& service,
+                         HealthStatus status, OutputFormat format);
 
 // A failed operation (`what`, e.g. "acquire L"): the table form is
 // "leasekeeper-ctl: WHAT: CODE: MESSAGE"; the JSON form is the error

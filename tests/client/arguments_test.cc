@@ -129,6 +129,7 @@ TEST(ArgumentsTest, EveryCommandParses) {
       {{"run", "L", "--", "true"}, Command::kRun},
       {{"force-release", "L", "--reason", "why"}, Command::kForceRelease},
       {{"version"}, Command::kVersion},
+      {{"health"}, Command::kHealth},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Accepted(c.args).command, c.command)
@@ -272,6 +273,14 @@ TEST(ArgumentsTest, ForceReleaseTakesHolderAndReasonButNotLeasekeeperClient) {
   // The operator's own client id never picks whose lease ends.
   EXPECT_EQ(Accepted({"force-release", "L", "--reason", "x"}).holder, "");
   EXPECT_EQ(ParseArguments({"force-release", "L"}).action, Action::kUsageError);
+}
+
+TEST(ArgumentsTest, HealthAsksAboutTheWholeServerUnlessGivenAService) {
+  EXPECT_EQ(Accepted({"health"}).service, "");
+  EXPECT_EQ(Accepted({"health", "--service", "leasekeeper.v1.LockService"})
+                .service,
+            "leasekeeper.v1.LockService");
+  EXPECT_EQ(ParseArguments({"health", "extra"}).action, Action::kUsageError);
 }
 
 TEST(ArgumentsTest, VersionFlagPrintsTheVersionLine) {

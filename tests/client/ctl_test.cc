@@ -393,6 +393,30 @@ TEST_F(CtlTest, VersionFlagAsksNoServerButVersionCommandFailsWithoutOne) {
   EXPECT_NE(command.err.find("UNAVAILABLE"), std::string::npos) << command.err;
 }
 
+TEST_F(CtlTest, HealthExitsZeroOnlyForAServingService) {
+  ProcessResult whole = RunCtl({"health"});
+  EXPECT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(whole.out, "SERVING\n");
+
+  ProcessResult service = RunCtl(
+      {"health", "--service", "leasekeeper.v1.LockService", "-o", "json"});
+  ASSERT_EQ(service.exit_code, 0) << service.err;
+  nlohmann::json json = nlohmann::json::parse(service.out);
+  EXPECT_EQ(json["status"], "SERVING");
+  EXPECT_EQ(json["service"], "leasekeeper.v1.LockService");
+  EXPECT_EQ(json["server"], server().address());
+
+  ProcessResult unknown = RunCtl({"health", "--service", "no.Such"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("NOT_FOUND"), std::string::npos) << unknown.err;
+
+  ProcessResult nowhere =
+      RunProcess({Ctl(), "health", "--timeout", "2s"},
+                 {{"LEASEKEEPER_SERVER", "127.0.0.1:1"}});
+  EXPECT_EQ(nowhere.exit_code, 1);
+  EXPECT_NE(nowhere.err.find("UNAVAILABLE"), std::string::npos) << nowhere.err;
+}
+
 // Runs bash (found in PATH by /usr/bin/env) with `args`.
 ProcessResult Bash(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"/usr/bin/env", "bash"};

@@ -160,5 +160,20 @@ TEST(OutputTest, VersionWithoutAServerHasOnlyTheClientsPart) {
   EXPECT_FALSE(std::string(json["client"]["version"]).empty());
 }
 
+TEST(OutputTest, HealthPrintsTheProtoStatusName) {
+  EXPECT_EQ(FormatHealth("h:1", "", HealthStatus::kServing,
+                         OutputFormat::kTable),
+            "SERVING\n");
+  EXPECT_EQ(FormatHealth("h:1", "", HealthStatus::kNotServing,
+                         OutputFormat::kTable),
+            "NOT_SERVING\n");
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatHealth("h:1", "leasekeeper.v1.LockService", HealthStatus::kUnknown,
+                   OutputFormat::kJson));
+  EXPECT_EQ(json["server"], "h:1");
+  EXPECT_EQ(json["service"], "leasekeeper.v1.LockService");
+  EXPECT_EQ(json["status"], "UNKNOWN");
+}
+
 }  // namespace
 }  // namespace leasekeeper::ctl
