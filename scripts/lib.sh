@@ -15,6 +15,9 @@ LEASEKEEPER_PACKAGES+=(
   python3-grpcio python3-protobuf python3-pytest python3-pytest-asyncio mypy
   python3-pip python3-setuptools python3-wheel
 )
+# Packaging and deploy checks: man pages from --help (help2man; groff
+# renders them in the test), the Kubernetes manifests' test (python3-yaml).
+LEASEKEEPER_PACKAGES+=(help2man groff-base python3-yaml)
 
 install_missing_packages() {
   local missing=()
