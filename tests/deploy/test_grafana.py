@@ -108,20 +108,12 @@ def uses(expr: str) -> tuple[list[Use], set[str]]:
     parens: list[str] = []  # the function each open parenthesis belongs to
     pending = ""            # an aggregation waiting for its parenthesis
 
-    def label_list(i: int) -> tuple[set[str], int]:
-        """Labels in "( a, b )" starting at tokens[i]; the index after."""
-        assert tokens[i] == ("op", "("), expr
+    def label_names(i: int, closer: str) -> tuple[set[str], int]:
+        """The label names from tokens[i], an opening "(" or "{", to its
+        `closer` ("( a, b )" or "{ a="x", b=~"y" }": strings are tokens of
+        their own); the index after the closer."""
         names, i = set(), i + 1
-        while tokens[i] != ("op", ")"):
-            if tokens[i][0] == "ident":
-                names.add(tokens[i][1])
-            i += 1
-        return names, i + 1
-
-    def selector(i: int) -> tuple[set[str], int]:
-        """Label names in "{ a="x", b=~"y" }" starting at tokens[i]."""
-        names, i = set(), i + 1
-        while tokens[i] != ("op", "}"):
+        while tokens[i] != ("op", closer):
             if tokens[i][0] == "ident":
                 names.add(tokens[i][1])
             i += 1
@@ -133,7 +125,7 @@ def uses(expr: str) -> tuple[list[Use], set[str]]:
         following = tokens[i + 1] if i + 1 < len(tokens) else ("", "")
         if kind == "ident" and text in GROUPING:
             if following == ("op", "("):
-                names, i = label_list(i + 1)
+                names, i = label_names(i + 1, ")")
                 grouped |= names
             else:
                 i += 1
@@ -158,7 +150,7 @@ def uses(expr: str) -> tuple[list[Use], set[str]]:
             selected: set[str] = set()
             i += 1
             if i < len(tokens) and tokens[i] == ("op", "{"):
-                selected, i = selector(i)
+                selected, i = label_names(i, "}")
             found.append(Use(text, selected, [p for p in parens if p]))
             continue
         if (kind, text) == ("op", "{"):
