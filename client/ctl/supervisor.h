@@ -36,15 +36,23 @@
 //      supervisor (exact: the supervisor has one thread).
 //
 // Limits (where the job can still run without the lock):
-//   - A descendant that leaves the group (setsid, setpgid) is reached only as
-//     a child of the supervisor, i.e. once its own parent has died, and only
-//     where /proc/thread-self/children exists (CONFIG_PROC_CHILDREN); it gets
-//     SIGKILL when its parent dies in the SIGKILL round. While its parent
-//     lives in the group, the group's signals reach the parent, not it.
-//   - A process the ctl's user may not signal (a setuid program, sudo), one in
-//     uninterruptible sleep, or one under a nested subreaper or PID namespace
-//     is waited for, not killed; the ctl (and the lease, if still held) then
-//     waits too.
+//   - A descendant that leaves the group (setsid, setpgid) is signalled by
+//     pid only as a child of the supervisor, i.e. once its own parent has
+//     died, and only where /proc/thread-self/children exists
+//     (CONFIG_PROC_CHILDREN): with the group's SIGTERM and SIGKILL, and
+//     after the SIGKILL as soon as it becomes the supervisor's child. Before
+//     that (its parent alive), the group's signals reach the parent, not it;
+//     without that file it is waited for, not killed.
+//   - A process the ctl's user may not signal (a setuid program such as
+//     sudo) or one stuck in uninterruptible sleep is waited for: the
+//     supervisor, and the ctl with it (renewing the lease while it can),
+//     return only once it is gone.
+//   - When the ctl dies its lease ends with its session, after the server's
+//     session grace, while the supervisor may still be in its kill grace: a
+//     job that ignores SIGTERM can outlive the lock by up to --kill-grace
+//     minus the session grace. Keep --kill-grace below the session grace
+//     where that matters; fenced writes (LEASEKEEPER_FENCING_TOKEN) are
+//     refused once another holder has the lock either way.
 //   - If the supervisor itself is killed (SIGKILL by pid, the OOM killer), the
 //     command gets SIGKILL through its PR_SET_PDEATHSIG, but its descendants
 //     do not; the ctl then sends SIGKILL to the group (if it is alive).
