@@ -39,7 +39,10 @@ class RunGroupTest : public LiveServerTest {
     for (pid_t pid : pids_) {
       if (pid > 1 && Exists(pid)) kill(pid, SIGKILL);
     }
-    for (const std::string& file : files_) std::remove(file.c_str());
+    for (const std::string& file : files_) {
+      std::remove(file.c_str());
+      std::remove((file + ".ready").c_str());
+    }
   }
 
   // A fresh file path for this test, named `name`.
@@ -95,11 +98,18 @@ class RunGroupTest : public LiveServerTest {
   std::vector<std::string> files_;
 };
 
-// A background process that ignores SIGTERM: `trap '' TERM` is inherited
-// through exec, so `sleep` ignores it too.
+// Script: waits until `file` exists (a background process made it).
+std::string AwaitFile(const std::string& file) {
+  return absl::StrCat("until [ -e ", file, " ]; do sleep 0.01; done; ");
+}
+
+// Script: a background process that ignores SIGTERM (`trap '' TERM` holds
+// through exec, so `sleep` ignores it too), its PID in `pid_file`; the
+// script goes on once the trap is set.
 std::string StubbornGrandchild(const std::string& pid_file) {
-  return absl::StrCat("(trap '' TERM; exec sleep 300) & echo $! > ", pid_file,
-                      "; ");
+  const std::string ready = pid_file + ".ready";
+  return absl::StrCat("(trap '' TERM; : > ", ready, "; exec sleep 300) & ",
+                      "echo $! > ", pid_file, "; ", AwaitFile(ready));
 }
 
 TEST_F(RunGroupTest, LostLeaseStopsTheGrandchildrenNotOnlyTheCommand) {
@@ -125,6 +135,7 @@ TEST_F(RunGroupTest, LostLeaseStopsTheGrandchildrenNotOnlyTheCommand) {
 
 TEST_F(RunGroupTest, CommandExitTerminatesWhatItLeftBehindBeforeTheRelease) {
   const std::string grandchild_file = File("grandchild");
+  const std::string ready_file = File("ready");
   const std::string during_file = File("held-while-it-ran");
   // The shell exits at once with 4; its background sleep lingers. When the
   // sleep gets its SIGTERM the lock must still be held: the trap asks the
@@ -134,9 +145,10 @@ TEST_F(RunGroupTest, CommandExitTerminatesWhatItLeftBehindBeforeTheRelease) {
                    " > ", during_file);
   absl::StatusOr<Subprocess> run =
       StartRun({"--client", "leaves-one", "--kill-grace", "30s"},
-               absl::StrCat("(trap '", inspect, "; exit 0' TERM; ",
-                            "while :; do sleep 0.1; done) & echo $! > ",
-                            grandchild_file, "; echo started; exit 4"));
+               absl::StrCat("(trap '", inspect, "; exit 0' TERM; : > ",
+                            ready_file, "; while :; do sleep 0.1; done) & ",
+                            "echo $! > ", grandchild_file, "; ",
+                            AwaitFile(ready_file), "echo started; exit 4"));
   ASSERT_TRUE(run.ok()) << run.status();
   const pid_t grandchild = PidIn(grandchild_file);
   ASSERT_GT(grandchild, 0);
@@ -190,6 +202,25 @@ TEST_F(RunGroupTest, KilledCtlStillStopsTheWholeGroupAfterTheGrace) {
   EXPECT_EQ(run->Wait(absl::Seconds(5)).exit_code, 128 + SIGKILL);
 }
 
+TEST_F(RunGroupTest, KilledCtlsLockPassesOnAfterTheSessionGraceNotTheKill) {
+  // The supervisor must not keep the dead ctl's connection open: the
+  // server frees the lock after its session grace even while the
+  // supervisor still waits out a long kill grace.
+  const std::string grandchild_file = File("grandchild");
+  absl::StatusOr<Subprocess> run = StartRun(
+      {"--ttl", "30s", "--kill-grace", "20s"},
+      StubbornGrandchild(grandchild_file) + "echo started; wait");
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_GT(PidIn(grandchild_file), 0);
+  auto next = NewClient("next-in-line");
+  const MonotonicTime killed_at = MonotonicNow();
+  run->Signal(SIGKILL);
+  absl::StatusOr<Lease> lease =
+      next->Acquire(LockName(), absl::Seconds(5), absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_LT(MonotonicNow() - killed_at, kGrace + absl::Milliseconds(1500));
+}
+
 TEST_F(RunGroupTest, KillGraceSeparatesSigtermFromSigkill) {
   const std::string terms_file = File("terms");
   constexpr absl::Duration kKillGrace = absl::Seconds(2);
@@ -217,14 +248,17 @@ TEST_F(RunGroupTest, KillGraceSeparatesSigtermFromSigkill) {
 TEST_F(RunGroupTest, DescendantThatLeftTheGroupIsStoppedOnceItsParentIsGone) {
   const std::string escaped_file = File("escaped");
   // setsid(1) puts the sleep in a session (and group) of its own; the
-  // shell exits at once, so the sleep is the supervisor's child then.
+  // shell waits until it is there (field 5 of /proc/PID/stat: the group),
+  // then exits, so the sleep is the supervisor's child then.
   absl::StatusOr<Subprocess> run = StartRun(
       {"--kill-grace", "30s"},
       absl::StrCat("setsid sleep 300 & echo $! > ", escaped_file,
-                   "; sleep 0.2; echo started"));
+                   "; until [ \"$(cut -d' ' -f5 /proc/$!/stat)\" != $$ ]; ",
+                   "do sleep 0.01; done; echo started"));
   ASSERT_TRUE(run.ok()) << run.status();
   const pid_t escaped = PidIn(escaped_file);
   ASSERT_GT(escaped, 0);
+  ASSERT_EQ(getpgid(escaped), escaped) << "not out of the command's group";
   ProcessResult result = run->Wait(absl::Seconds(20));
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_FALSE(Exists(escaped)) << "a process outside the group ran on";
