@@ -250,11 +250,15 @@ void SignalChildrenOutside(pid_t group, int signal_number) {
   bool killed = false;
   int job_status = 0;
   int64_t kill_at = 0;
+  // SIGCONT after the SIGTERM: a stopped process (Ctrl-Z, SIGSTOP) would
+  // hold the SIGTERM pending until the SIGKILL.
   auto stop = [&] {
     if (stopping) return;
     stopping = true;
-    kill(-job, SIGTERM);
-    SignalChildrenOutside(job, SIGTERM);
+    for (int signal_number : {SIGTERM, SIGCONT}) {
+      kill(-job, signal_number);
+      SignalChildrenOutside(job, signal_number);
+    }
     kill_at = MonotonicMs() + plan.kill_grace_ms;
   };
   while (true) {

@@ -23,8 +23,9 @@
 //      forked) and PR_SET_PDEATHSIG(SIGTERM), read from a signalfd. It checks
 //      getppid() after the prctl, so a ctl that died before is seen, and then
 //      never starts the command.
-//   3. It stops the command's group, SIGTERM to the group and to each of its
-//      children outside the group (those that left it, see below), then
+//   3. It stops the command's group, SIGTERM (and SIGCONT, so that a stopped
+//      process sees it) to the group and to each of its children outside the
+//      group (those that left it, see below), then
 //      SIGKILL to both `kill_grace` later if any descendant is left, on the
 //      first of: the ctl asks (the lease ended), the ctl died, the command
 //      (the group leader) exited. A command that exits is thus followed by

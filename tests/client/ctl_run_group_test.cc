@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -243,6 +244,37 @@ TEST_F(RunGroupTest, KillGraceSeparatesSigtermFromSigkill) {
   EXPECT_GE(took, kKillGrace - absl::Milliseconds(100))
       << "SIGKILL before the grace was over";
   EXPECT_LT(took, kKillGrace + absl::Seconds(5));
+}
+
+// The state letter of `pid` (R, S, T for stopped, ...); '?' if none.
+char StateOf(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size()
+             ? stat[close + 2]
+             : '?';
+}
+
+TEST_F(RunGroupTest, StoppedCommandIsContinuedToSeeTheSigterm) {
+  const std::string shell_file = File("shell");
+  absl::StatusOr<Subprocess> run = StartRun(
+      {"--ttl", "5s", "--client", "suspended", "--kill-grace", "30s"},
+      absl::StrCat("echo $$ > ", shell_file,
+                   "; echo started; kill -STOP $$; sleep 300"));
+  ASSERT_TRUE(run.ok()) << run.status();
+  const pid_t shell = PidIn(shell_file);
+  ASSERT_GT(shell, 0);
+  ASSERT_TRUE(Eventually([&] { return StateOf(shell) == 'T'; }));
+
+  const MonotonicTime lost_at = MonotonicNow();
+  TakeTheLeaseFrom("suspended");
+  ProcessResult result = run->Wait(absl::Seconds(25));
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_LT(MonotonicNow() - lost_at, absl::Seconds(10))
+      << "the stopped command waited for the SIGKILL after the 30 s grace";
+  EXPECT_FALSE(Exists(shell));
 }
 
 TEST_F(RunGroupTest, DescendantThatLeftTheGroupIsStoppedOnceItsParentIsGone) {
