@@ -389,11 +389,13 @@ class CommandTree {
         "LEASEKEEPER_SERVER and LEASEKEEPER_CLIENT_ID in its environment,\n"
         "renews the lease while CMD runs and releases it when CMD exits;\n"
         "exits with CMD's exit status (128+N if CMD was killed by signal N).\n"
-        "If the lease is lost, sends CMD's process group SIGTERM, then\n"
-        "SIGKILL after --kill-grace, and exits 1 with the reason on stderr.\n"
-        "SIGINT, SIGTERM and SIGHUP are passed on to CMD. If leasekeeper-ctl\n"
-        "itself dies, CMD is killed (it would run without the lock) and the\n"
-        "server frees the lock after its session grace.");
+        "CMD runs in a process group of its own, which is stopped (SIGTERM,\n"
+        "then SIGKILL after --kill-grace) when the lease is lost (then exits\n"
+        "1 with the reason on stderr), when CMD exits leaving processes\n"
+        "behind (the lock is held until they are gone), and when\n"
+        "leasekeeper-ctl itself dies, even by SIGKILL (a supervisor process\n"
+        "does it; the server frees the lock after its session grace).\n"
+        "SIGINT, SIGTERM and SIGHUP are passed on to CMD's group.");
     AddLock(sub);
     sub->add_option("CMD", in_->command_line,
                     "The command and its arguments, after --")
@@ -413,7 +415,8 @@ class CommandTree {
     AddLabel(sub);
     AddDurationFlag(*sub, "--kill-grace", &in_->kill_grace,
                     {absl::ZeroDuration(), absl::Hours(1)},
-                    "SIGTERM to SIGKILL when the lease is lost (default 10s)");
+                    "SIGTERM to SIGKILL when CMD's group is stopped "
+                    "(default 10s)");
   }
 
   void AddForceRelease() {
