@@ -49,10 +49,16 @@ struct CoreOwner::Effects {
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
-      state_(CoreConfig{
-          .max_ttl = kMaxTtlMs + kGrantRoundingTicks,
-          .track_idle_clients = config_.forget_idle_clients_after_ms > 0}),
-      retry_cache_(config_.retry_cache) {}
+      retry_cache_(config_.retry_cache),
+      // The snapshot source runs inside machine_.Apply and Log, which run
+      // under mu_.
+      machine_(CoreConfig{.max_ttl = kMaxTtlMs + kGrantRoundingTicks,
+                          .track_idle_clients =
+                              config_.forget_idle_clients_after_ms > 0},
+               [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                 return ServerStateLocked();
+               }),
+      durability_(machine_.durability()) {}
 
 CoreOwner::~CoreOwner() = default;
 
@@ -70,7 +76,7 @@ Tick CoreOwner::NowLocked() {
 
 Tick CoreOwner::ForgetDeadlineLocked() const {
   const std::optional<LockTable::IdleClient> oldest =
-      state_.table().OldestIdleClient();
+      machine_.table().OldestIdleClient();
   if (!oldest.has_value()) return kMaxTick;
   // The index holds only past instants; kMaxTick bounds both terms.
   return std::min(kMaxTick,
@@ -88,7 +94,7 @@ int64_t CoreOwner::SureLeftLocked(Tick expires_at, Tick now) const {
 }
 
 Tick CoreOwner::NextDeadlineLocked() const {
-  Tick next = state_.table().NextExpiry().value_or(kMaxTick);
+  Tick next = machine_.table().NextExpiry().value_or(kMaxTick);
   next = std::min(next, parked_.NextDeadline());
   next = std::min(next, ForgetDeadlineLocked());
   return std::min(next, sessions_.NextDeadline());
@@ -96,7 +102,7 @@ Tick CoreOwner::NextDeadlineLocked() const {
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
   while (true) {
-    const Tick lapse_at = state_.table().NextExpiry().value_or(kMaxTick);
+    const Tick lapse_at = machine_.table().NextExpiry().value_or(kMaxTick);
     const Tick wait_at = parked_.NextDeadline();
     const Tick grace_at = sessions_.NextDeadline();
     const Tick forget_at = ForgetDeadlineLocked();
@@ -127,14 +133,14 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       // enough. A session keeps it (its idle time restarts when the session
       // ends); so does a store that refuses the operation (tried again one
       // period later).
-      const std::string client(state_.table().OldestIdleClient()->client);
+      const std::string client(machine_.table().OldestIdleClient()->client);
       bool forgotten = false;
       if (sessions_.SessionOf(client) == nullptr) {
         absl::StatusOr<Reply> reply =
             ApplyLocked(Operation{next, op::Forget{client}});
         forgotten = reply.ok() && std::get<bool>(*reply);
       }
-      if (!forgotten) state_.table().RestartIdleClock(client, now);
+      if (!forgotten) machine_.RestartIdleClock(client, now);
     } else {
       const std::string session_id = sessions_.NextDue(next)->second;
       const std::string client = sessions_.Find(session_id)->client;
@@ -160,32 +166,10 @@ void CoreOwner::ScheduleLocked(Effects& fx) {
 }
 
 absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
-  if (store_ == nullptr) return CountLocked(op, state_.Apply(op));
-  // A failed store refuses mutations before they reach the core. The
-  // passage of time still applies (a lapse loop must make progress); its
+  // A failed log refuses the operation before it reaches the core (a
+  // refusal counts nothing); the passage of time still applies, and its
   // effects are never acknowledged (AfterDurable answers UNAVAILABLE).
-  if (!std::holds_alternative<op::Advance>(op.body)) {
-    if (absl::Status health = store_->health(); !health.ok()) return health;
-  }
-  absl::StatusOr<Reply> reply = CountLocked(op, state_.Apply(op));
-  if (!reply.ok()) return reply;  // refused: changed nothing but time
-  absl::StatusOr<storage::LogPosition> position = store_->Append(op);
-  if (!position.ok()) return reply;  // the store failed: see AfterDurable
-  MaybeSnapshotLocked(*position);
-  return reply;
-}
-
-void CoreOwner::MaybeSnapshotLocked(storage::LogPosition position) {
-  if (!store_->SnapshotDue()) return;
-  // Under the mutex, so the snapshot is exactly records 1..position; the
-  // file is written on the store's thread.
-  store_->SubmitSnapshot(state_.Snapshot(), position, ServerStateLocked());
-}
-
-void CoreOwner::LogLocked(storage::ServerRecord record) {
-  if (store_ == nullptr || !store_->health().ok()) return;
-  absl::StatusOr<storage::LogPosition> position = store_->Append(record);
-  if (position.ok()) MaybeSnapshotLocked(*position);
+  return CountLocked(op, machine_.Apply(op));
 }
 
 storage::ServerState CoreOwner::ServerStateLocked() const {
@@ -214,8 +198,8 @@ RetryEntry* CoreOwner::RememberLocked(const std::string& client,
                                       CachedAnswer answer, Tick now) {
   RetryEntry* entry =
       retry_cache_.Answer(client, request_id, std::move(answer), now);
-  if (entry != nullptr && store_ != nullptr) {
-    LogLocked(storage::ServerRecord{
+  if (entry != nullptr && machine_.persistent()) {
+    machine_.Log(storage::ServerRecord{
         now, storage::srec::RetryAnswered{
                  client, request_id,
                  EncodeRetryEntry(entry->fingerprint, *entry->answer)}});
@@ -226,7 +210,7 @@ RetryEntry* CoreOwner::RememberLocked(const std::string& client,
 void CoreOwner::ForgetLocked(const std::string& client,
                              const std::string& request_id, Tick now) {
   if (retry_cache_.Erase(client, request_id)) {
-    LogLocked(storage::ServerRecord{
+    machine_.Log(storage::ServerRecord{
         now, storage::srec::RetryForgotten{client, request_id}});
   }
 }
@@ -296,80 +280,35 @@ void CoreOwner::PerformNow(Effects& fx) {
 }
 
 void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
-  AfterDurable(store_ == nullptr ? 0 : store_->last_position(),
-               std::move(done));
+  durability_.WhenDurable(durability_.last_position(), std::move(done));
 }
 
 void CoreOwner::AfterDurable(storage::LogPosition position,
                              absl::AnyInvocable<void(absl::Status) &&> done) {
-  if (store_ == nullptr) {
-    std::move(done)(absl::OkStatus());
-    return;
-  }
-  if (absl::Status health = store_->health(); !health.ok()) {
-    ReportStorageFailure(health);
-    std::move(done)(std::move(health));
-    return;
-  }
-  if (store_->durable_position() >= position) {
-    std::move(done)(absl::OkStatus());
-    return;
-  }
-  store_->OnDurable(
-      position, [this, done = std::move(done)](absl::Status durable) mutable {
-        if (!durable.ok()) ReportStorageFailure(durable);
-        std::move(done)(std::move(durable));
-      });
-}
-
-void CoreOwner::ReportStorageFailure(const absl::Status& status) {
-  if (storage_failure_reported_.exchange(true)) return;
-  spdlog::error(
-      "event=storage_failed error=\"{}\" (every mutation is refused with "
-      "UNAVAILABLE until leasekeeperd is restarted on a healthy disk)",
-      std::string(status.message()));
-  if (storage_failure_observer_) storage_failure_observer_(status);
+  durability_.WhenDurable(position, std::move(done));
 }
 
 absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
   absl::MutexLock lock(&mu_);
-  const DurabilityConfig& durability = config_.durability;
-  if (durability.data_dir.empty()) return storage::RecoveryReport{};
-  storage::DurableStoreOptions options;
-  options.fsync = durability.fsync;
-  options.snapshot_every_records = durability.snapshot_every_records;
-  options.restart_grace_ticks = durability.restart_grace_ms;
-  options.recover_truncate = durability.recover_truncate;
-  absl::StatusOr<std::unique_ptr<storage::DurableStore>> store =
-      storage::DurableStore::Open(durability.data_dir, options, state_,
-                                  &recovered_server_);
-  if (!store.ok()) return store.status();
-  wal_ = store->get();
-  store_ = *std::move(store);
-  last_tick_ = std::max(last_tick_, state_.table().now());
-  return wal_->recovery();
+  absl::StatusOr<storage::RecoveryReport> report =
+      machine_.Open(config_.durability, &recovered_server_);
+  if (report.ok()) last_tick_ = std::max(last_tick_, machine_.table().now());
+  return report;
 }
 
 absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
   absl::MutexLock lock(&mu_);
-  if (store_ != nullptr) {
-    return absl::FailedPreconditionError("an operation log is in use already");
-  }
-  if (log->last_position() != 0) {
-    return absl::FailedPreconditionError(
-        "UseLog takes an empty log; recovery belongs to the log's opening");
-  }
-  store_ = std::move(log);
-  return absl::OkStatus();
+  return machine_.UseLog(std::move(log));
 }
 
 absl::Status CoreOwner::SettleRecoveredState() {
-  if (store_ == nullptr) return absl::OkStatus();
+  storage::LogPosition settled = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (state_.table().waiter_count() > 0) {
+    if (!machine_.persistent()) return absl::OkStatus();
+    if (machine_.table().waiter_count() > 0) {
       const Tick now = NowLocked();
-      const CoreSnapshot snapshot = state_.Snapshot();
+      const CoreSnapshot snapshot = machine_.Snapshot();
       for (const CoreSnapshot::Lock& lock_state : snapshot.locks) {
         for (auto it = lock_state.queue.rbegin(); it != lock_state.queue.rend();
              ++it) {
@@ -379,40 +318,20 @@ absl::Status CoreOwner::SettleRecoveredState() {
       }
     }
     // Nobody waits for the events of recovery and of these withdrawals.
-    (void)state_.table().TakeEvents();
+    (void)machine_.TakeEvents();
     // Before the timer thread starts (LeasekeeperServer::Start), so its
     // first RunDueTimers sees the restored sessions' grace deadlines.
     RestoreServerStateLocked(NowLocked());
+    settled = machine_.last_position();
   }
-  return store_->WaitDurable(store_->last_position());
+  return durability_.WaitDurable(settled);
 }
 
 std::optional<storage::DurableStoreStats> CoreOwner::StorageStats() {
-  if (wal_ == nullptr) return std::nullopt;
-  return wal_->stats();
+  return durability_.stats();
 }
 
-void CoreOwner::CloseStorage() {
-  if (store_ == nullptr) return;
-  const absl::Status closed = store_->Close();
-  if (wal_ == nullptr) return;
-  const storage::DurableStoreStats stats = wal_->stats();
-  // Group commit at a glance: how many records shared an fsync, and what
-  // an fsync cost.
-  spdlog::info(
-      "event=storage_closed records={} groups={} fsyncs={} "
-      "mean_group_records={:.1f} mean_fsync_us={:.0f} max_fsync_us={} "
-      "snapshots={} last_position={} health=\"{}\"",
-      stats.records_appended, stats.groups, stats.fsyncs,
-      stats.groups == 0 ? 0.0
-                        : static_cast<double>(stats.group_records_sum) /
-                              static_cast<double>(stats.groups),
-      stats.fsyncs == 0 ? 0.0
-                        : static_cast<double>(stats.fsync_micros_sum) /
-                              static_cast<double>(stats.fsyncs),
-      stats.fsync_micros_max, stats.snapshots_written, stats.last_position,
-      closed.ok() ? "ok" : std::string(closed.message()));
-}
+void CoreOwner::CloseStorage() { durability_.Close(); }
 
 Tick CoreOwner::RunDueTimers() {
   Effects fx;
@@ -433,7 +352,7 @@ Tick CoreOwner::RunDueTimers() {
 void CoreOwner::DigestEventsLocked(Tick now,
                                    const std::vector<std::string>& victims,
                                    Effects& fx) {
-  for (Event& e : state_.table().TakeEvents()) {
+  for (Event& e : machine_.TakeEvents()) {
     CountEventLocked(e);
     switch (e.kind) {
       case Event::Kind::kLapsed: {
@@ -651,7 +570,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
                                   AcquireReply{SupersededByRetry()});
       AcquireAnswer answer;
       answer.kind = AcquireAnswer::Kind::kQueued;
-      absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
+      absl::StatusOr<LockView> view = machine_.Inspect(now, args.lock);
       if (view.ok()) {
         for (size_t i = 0; i < view->queue.size(); ++i) {
           if (view->queue[i].client == args.client) {
@@ -671,7 +590,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   if (args.ttl_ms >= 1 && args.ttl_ms <= kMaxTtlMs) {
     // The core's queue is the count: a second count here would cost a map
     // entry per waiter (memory per waiter, issue 6).
-    if (static_cast<int64_t>(state_.table().QueueLength(args.lock)) >=
+    if (static_cast<int64_t>(machine_.table().QueueLength(args.lock)) >=
         config_.limits.max_waiters_per_lock) {
       return AcquireReply{LimitExceeded("max-waiters-per-lock",
                                         config_.limits.max_waiters_per_lock)};
@@ -805,7 +724,7 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
       if (answer.kind == AcquireAnswer::Kind::kGranted) {
         // Release only the very lease this answer granted.
         bool still_held = false;
-        absl::StatusOr<ClientView> view = state_.Status(now, args.client);
+        absl::StatusOr<ClientView> view = machine_.Status(now, args.client);
         if (view.ok()) {
           for (const HolderView& hold : view->holds) {
             if (hold.lock == args.lock && hold.token == answer.token) {
@@ -968,7 +887,7 @@ absl::Status CoreOwner::Write(const WriteArgs& args) {
                     .lock = args.lock,
                     .key = args.key,
                     .token = args.token,
-                    .high_water = state_.store().HighWater(args.lock)});
+                    .high_water = machine_.store().HighWater(args.lock)});
     }
     ScheduleLocked(fx);
   }
@@ -989,7 +908,7 @@ std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(
     DigestEventsLocked(now, NoVictims(), fx);
     ScheduleLocked(fx);
     if (barrier != nullptr) {
-      *barrier = store_ == nullptr ? 0 : store_->last_position();
+      *barrier = machine_.last_position();
     }
   }
   Perform(fx);
@@ -1001,7 +920,7 @@ absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
   return QueryAsOfNow(
       [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
           -> absl::StatusOr<std::optional<std::string>> {
-        if (args.token == 0) return state_.Read(now, args.lock, args.key);
+        if (args.token == 0) return machine_.Read(now, args.lock, args.key);
         // A fenced read raises the lock's high-water mark: an operation,
         // logged, so the barrier below covers its record.
         absl::StatusOr<Reply> applied = ApplyLocked(
@@ -1018,7 +937,7 @@ absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
   if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<InspectAnswer> {
-    LockPage page = state_.table().InspectPage(now, lock, from, limit);
+    LockPage page = machine_.InspectPage(now, lock, from, limit);
     InspectAnswer answer;
     answer.holders.reserve(page.holders.size());
     for (const HolderView& holder : page.holders) {
@@ -1043,7 +962,7 @@ absl::StatusOr<StatusAnswer> CoreOwner::Status(
   if (client.empty()) return MakeError(ErrorCode::kInvalidArguments);
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                           mu_) -> absl::StatusOr<StatusAnswer> {
-    ClientPage page = state_.table().StatusPage(now, client, after, limit);
+    ClientPage page = machine_.StatusPage(now, client, after, limit);
     StatusAnswer answer;
     answer.age = page.age;
     answer.waiting = std::move(page.waiting);
@@ -1064,17 +983,19 @@ ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
   return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ListLocksAnswer answer;
     std::vector<std::string> names =
-        state_.table().ActiveLocks(prefix, after, limit + 1);
+        machine_.table().ActiveLocks(prefix, after, limit + 1);
     const size_t shown = std::min(limit, names.size());
     answer.locks.reserve(shown);
     for (size_t i = 0; i < shown; ++i) {
-      LockView view = state_.table().Inspect(now, names[i]);
+      // Active names are never empty, so the view is never an error.
+      absl::StatusOr<LockView> view = machine_.Inspect(now, names[i]);
+      if (!view.ok()) continue;
       LockSummary summary;
       summary.name = names[i];
-      for (const HolderView& holder : view.holders) {
+      for (const HolderView& holder : view->holders) {
         summary.holders.push_back(HolderInfoLocked(holder, now));
       }
-      summary.queue_length = static_cast<int64_t>(view.queue.size());
+      summary.queue_length = static_cast<int64_t>(view->queue.size());
       answer.locks.push_back(std::move(summary));
     }
     if (names.size() > limit) answer.next_after = names[limit - 1];
@@ -1141,7 +1062,7 @@ absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
                                absl::Uniform<uint64_t>(session_ids_));
         } while (sessions_.contains(id));
         sessions_.Open(id, client, std::move(sink));
-        LogLocked(storage::ServerRecord{
+        machine_.Log(storage::ServerRecord{
             now, storage::srec::SessionOpened{id, client}});
         if (ShouldLog(LogEvent::kSessionOpened)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
@@ -1242,11 +1163,11 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
   std::optional<SessionTable::Session> ended = sessions_.End(session_id);
   if (!ended.has_value()) return 0;
   SessionTable::Session& session = *ended;
-  LogLocked(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
+  machine_.Log(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
   // Idle from the end of its session on, not from its last lease.
-  state_.table().RestartIdleClock(session.client, at);
+  machine_.RestartIdleClock(session.client, at);
   DigestEventsLocked(now, NoVictims(), fx);
   if (session.sink != nullptr && stream_status.has_value()) {
     fx.stream_ends.emplace_back(std::move(session.sink),
@@ -1286,21 +1207,21 @@ void CoreOwner::BeginShutdown() {
 
 CoreOwner::Stats CoreOwner::GetStats() {
   absl::MutexLock lock(&mu_);
-  return Stats{.held_leases = state_.table().held_lease_count(),
-               .waiters = state_.table().waiter_count(),
+  return Stats{.held_leases = machine_.table().held_lease_count(),
+               .waiters = machine_.table().waiter_count(),
                .parked_calls = parked_.size(),
                .sessions = sessions_.size(),
                .retry_entries = retry_cache_.size(),
                .labels = labels_.size(),
-               .registered_clients = state_.table().registered_client_count()};
+               .registered_clients = machine_.table().registered_client_count()};
 }
 
 absl::Status CoreOwner::CheckConsistency() {
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = state_.table().CheckInvariants(); !s.ok()) return s;
+  if (absl::Status s = machine_.table().CheckInvariants(); !s.ok()) return s;
   // The core's own record of whom each client waits for (nothing mirrors
   // it here).
-  const LockTable& table = state_.table();
+  const LockTable& table = machine_.table();
   auto waits_for = [&table](const WaiterKey& key) {
     std::optional<absl::string_view> awaited = table.WaitingFor(key.first);
     return awaited.has_value() && *awaited == key.second;
@@ -1314,8 +1235,9 @@ absl::Status CoreOwner::CheckConsistency() {
   for (const auto& [key, label] : labels_) {
     if (waits_for(key)) continue;
     bool holds = false;
+    const absl::StatusOr<LockView> view = machine_.Inspect(last_tick_, key.second);
     for (const HolderView& holder :
-         state_.table().Inspect(last_tick_, key.second).holders) {
+         view.ok() ? view->holders : std::vector<HolderView>()) {
       holds = holds || holder.client == key.first;
     }
     if (!holds) {
@@ -1338,7 +1260,7 @@ absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> CoreOwner::ForceRelease(
     absl::MutexLock guard(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    absl::StatusOr<LockView> view = state_.Inspect(now, lock);
+    absl::StatusOr<LockView> view = machine_.Inspect(now, lock);
     DigestEventsLocked(now, {}, fx);
     if (!view.ok()) {
       result = view.status();

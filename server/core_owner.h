@@ -95,6 +95,7 @@
 #include "core/state_machine.h"
 #include "server/answers.h"
 #include "server/clock.h"
+#include "server/durable_state_machine.h"
 #include "server/event_log.h"
 #include "server/parked_calls.h"
 #include "server/retry_cache.h"
@@ -254,7 +255,7 @@ class CoreOwner {
   // REQUIRES: called before any call is served.
   void SetStorageFailureObserver(
       absl::AnyInvocable<void(const absl::Status&)> observer) {
-    storage_failure_observer_ = std::move(observer);
+    durability_.SetFailureObserver(std::move(observer));
   }
 
   // The store's counters (fsync batch sizes and latencies, ...); nullopt
@@ -384,14 +385,8 @@ class CoreOwner {
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Durable server state (see above). LogLocked appends `record` when a
-  // store is open and healthy (else the answer that depends on it fails
-  // with the store's error anyway) and submits a snapshot when one is due.
-  void LogLocked(storage::ServerRecord record)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MaybeSnapshotLocked(storage::LogPosition position)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The sessions and the answered retry-cache entries, as plain data.
+  // Durable server state (see above): server records go through
+  // machine_.Log. The sessions and the answered retry-cache entries, as plain data.
   // O(sessions + retry entries).
   storage::ServerState ServerStateLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -411,16 +406,11 @@ class CoreOwner {
   // not held.
   void Perform(Effects& fx);
   void PerformNow(Effects& fx);
-  // Logs the store's failure once and tells the observer.
-  void ReportStorageFailure(const absl::Status& status);
-  // Set before serving, read once by ReportStorageFailure.
-  absl::AnyInvocable<void(const absl::Status&)> storage_failure_observer_;
 
   const ServerConfig config_;
   Clock& clock_;
 
   absl::Mutex mu_;
-  StateMachine state_ ABSL_GUARDED_BY(mu_);
   Tick last_tick_ ABSL_GUARDED_BY(mu_) = kMinTick;
   // Whether the last NowLocked reading lay inside last_tick_ (Clock::Read):
   // an Acquire or Renew applied at it gets kGrantRoundingTicks more.
@@ -470,15 +460,14 @@ class CoreOwner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Counters counters_ ABSL_GUARDED_BY(mu_);
 
-  std::atomic<bool> storage_failure_reported_{false};
-  // The local WAL when OpenStorage opened one (its counters for metrics);
-  // null otherwise. Owned by store_.
-  storage::DurableStore* wal_ = nullptr;
-  // Null without a data dir. Set once by OpenStorage (or UseLog) before any
-  // other call; Append under mu_, the rest is the log's own thread-safe
-  // API. Last member: destroyed (closed, pending answers run) before the
-  // rest.
-  std::unique_ptr<storage::OperationLog> store_;
+  // The core and its durable path: apply, append, snapshot. Its log is
+  // opened once (OpenStorage or UseLog) before any other call. Last but
+  // one member: the log is destroyed (closed, pending answers run) before
+  // the rest.
+  DurableStateMachine machine_ ABSL_GUARDED_BY(mu_);
+  // machine_'s thread-safe half ("when durable"), used after mu_ is
+  // released.
+  DurableStateMachine::Durability& durability_;
 };
 
 }  // namespace leasekeeper::server
