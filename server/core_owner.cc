@@ -39,12 +39,32 @@ struct CoreOwner::Effects {
       stream_ends;
   std::vector<LogRecord> logs;
   bool wake_timer = false;
+  // The call's own answer, given the durability outcome; run last.
+  absl::AnyInvocable<void(absl::Status) &&> answer;
+  // What all of the above waits for: the last record appended by the end
+  // of the call (ScheduleLocked).
+  storage::LogPosition position = 0;
 
   bool empty() const {
     return completions.empty() && notices.empty() && stream_ends.empty() &&
-           logs.empty();
+           logs.empty() && !answer;
   }
 };
+
+namespace {
+
+// Sets the call's answer: `result`, or the durability failure instead.
+template <typename T>
+void SetAnswer(T result, CoreOwner::Completion<T> done,
+               absl::AnyInvocable<void(absl::Status) &&>& answer) {
+  answer = [result = std::move(result),
+            done = std::move(done)](absl::Status durable) mutable {
+    if (!durable.ok()) result = std::move(durable);
+    std::move(done)(std::move(result));
+  };
+}
+
+}  // namespace
 
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
@@ -158,6 +178,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
 }
 
 void CoreOwner::ScheduleLocked(Effects& fx) {
+  fx.position = machine_.last_position();
   const Tick next = NextDeadlineLocked();
   if (next < scheduled_wake_) {
     scheduled_wake_ = next;
@@ -254,38 +275,37 @@ void CoreOwner::Perform(Effects& fx) {
   if (fx.wake_timer) clock_.Interrupt();
   fx.wake_timer = false;
   if (fx.empty()) return;
-  // Inline when already durable (no store, --fsync never): a waiter's grant
+  // Inline when durable already (no store, --fsync never): a waiter's grant
   // is then sent by the thread that caused it, as the caller's own answer
   // is, not handed to the flusher thread (a wake-up and a context switch on
   // the path of every hand-over).
-  AfterDurable([this, fx = std::move(fx)](absl::Status durable) mutable {
-    if (!durable.ok()) {
-      // Nothing not durable is told: waiting calls fail, notices are
-      // dropped, streams still end.
-      for (auto& [call, reply] : fx.completions) {
-        reply = AcquireReply{durable};
-      }
-      fx.notices.clear();
-    }
-    PerformNow(fx);
-  });
+  const storage::LogPosition position = fx.position;
+  durability_.WhenDurable(
+      position, [this, fx = std::move(fx)](absl::Status durable) mutable {
+        if (!durable.ok()) {
+          // Nothing not durable is told: waiting calls fail, notices are
+          // dropped, streams still end.
+          for (auto& [call, reply] : fx.completions) {
+            reply = AcquireReply{durable};
+          }
+          fx.notices.clear();
+        }
+        PerformNow(fx, durable);
+      });
 }
 
-void CoreOwner::PerformNow(Effects& fx) {
+void CoreOwner::PerformNow(Effects& fx, const absl::Status& durable) {
   // Answers first: they are what waiting clients measure.
   for (auto& [call, reply] : fx.completions) call->Complete(std::move(reply));
   for (auto& [sink, notice] : fx.notices) sink->Notify(notice);
   for (auto& [sink, status] : fx.stream_ends) sink->End(status);
   for (const LogRecord& record : fx.logs) WriteLog(record);
+  // Last, as when the gRPC layer sent it after the effects.
+  if (fx.answer) std::move(fx.answer)(durable);
 }
 
 void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
   durability_.WhenDurable(durability_.last_position(), std::move(done));
-}
-
-void CoreOwner::AfterDurable(storage::LogPosition position,
-                             absl::AnyInvocable<void(absl::Status) &&> done) {
-  durability_.WhenDurable(position, std::move(done));
 }
 
 absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
@@ -341,6 +361,7 @@ Tick CoreOwner::RunDueTimers() {
     AdvanceLocked(NowLocked(), fx);
     next = NextDeadlineLocked();
     scheduled_wake_ = next;
+    fx.position = machine_.last_position();
   }
   Perform(fx);
   return next;
@@ -508,19 +529,25 @@ absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
 // ---------------------------------------------------------------------------
 // Acquire.
 
-std::optional<AcquireReply> CoreOwner::Acquire(const AcquireArgs& args,
-                                               PendingAcquire* call) {
+void CoreOwner::Acquire(const AcquireArgs& args, PendingAcquire* call) {
   Effects fx;
-  std::optional<AcquireReply> reply;
   {
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    reply = AcquireLocked(args, call, now, fx);
+    // nullopt: parked, completed later through fx.completions of another
+    // call (or of a later step of this one).
+    std::optional<AcquireReply> reply = AcquireLocked(args, call, now, fx);
+    if (reply.has_value()) {
+      fx.answer = [call,
+                   reply = *std::move(reply)](absl::Status durable) mutable {
+        if (!durable.ok()) reply.result = std::move(durable);
+        call->Complete(std::move(reply));
+      };
+    }
     ScheduleLocked(fx);
   }
   Perform(fx);
-  return reply;
 }
 
 std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
@@ -766,50 +793,68 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
 // ---------------------------------------------------------------------------
 // Renew, Release, Write and the queries.
 
-template <typename Answer, typename Args, typename Apply>
-absl::StatusOr<Answer> CoreOwner::RetriableCall(const Args& args,
-                                                Fingerprint fingerprint,
-                                                Apply apply) {
+template <typename T, typename Step>
+void CoreOwner::Run(Step&& step, Completion<T> done) {
   Effects fx;
-  absl::StatusOr<Answer> result;
   {
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
-        !s.ok()) {
-      result = std::move(s);
-    } else if (args.request_id.empty()) {
-      result = apply(now, fx);
-    } else {
-      // Renew and Release answer at once, so they are never in flight.
-      const Admitted admitted =
-          retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
-                             /*first_call_waits=*/false);
-      if (admitted.kind == RetryAdmission::kNew) {
-        retry_cache_.Insert(args.client, args.request_id, fingerprint);
-        result = apply(now, fx);
-        RememberLocked(args.client, args.request_id, result, now);
-      } else {
-        result = ReplayedAnswer<absl::StatusOr<Answer>>(admitted)
-                     .value_or(RequestIdReused("request_id"));
-      }
-    }
+    SetAnswer<T>(step(now, fx), std::move(done), fx.answer);
     ScheduleLocked(fx);
   }
   Perform(fx);
-  return result;
 }
 
-absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
-  return RetriableCall<RenewAnswer>(
+template <typename T, typename Query>
+void CoreOwner::QueryAsOfNow(Query&& query, Completion<T> done) {
+  Run<T>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> T {
+        T result = query(now);
+        DigestEventsLocked(now, NoVictims(), fx);
+        return result;
+      },
+      std::move(done));
+}
+
+template <typename Answer, typename Args, typename Apply>
+void CoreOwner::RetriableCall(const Args& args, Fingerprint fingerprint,
+                              Apply apply,
+                              Completion<absl::StatusOr<Answer>> done) {
+  Run<absl::StatusOr<Answer>>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<Answer> {
+        if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+            !s.ok()) {
+          return s;
+        }
+        if (args.request_id.empty()) return apply(now, fx);
+        // Renew and Release answer at once, so they are never in flight.
+        const Admitted admitted =
+            retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
+                               /*first_call_waits=*/false);
+        if (admitted.kind != RetryAdmission::kNew) {
+          return ReplayedAnswer<absl::StatusOr<Answer>>(admitted).value_or(
+              RequestIdReused("request_id"));
+        }
+        retry_cache_.Insert(args.client, args.request_id, fingerprint);
+        absl::StatusOr<Answer> result = apply(now, fx);
+        RememberLocked(args.client, args.request_id, result, now);
+        return result;
+      },
+      std::move(done));
+}
+
+void CoreOwner::Renew(const RenewArgs& args,
+                      Completion<absl::StatusOr<RenewAnswer>> done) {
+  RetriableCall<RenewAnswer>(
       args,
       Fingerprint{.method = Fingerprint::Method::kRenew,
                   .lock = args.lock,
                   .ttl_ms = args.ttl_ms},
-      [&](Tick now, Effects& fx) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return RenewLocked(args, now, fx);
-      });
+      [&](Tick now, Effects& fx)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS { return RenewLocked(args, now, fx); },
+      std::move(done));
 }
 
 absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
@@ -823,13 +868,15 @@ absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
                      .ttl_ms = SureLeftLocked(renewed.expires_at, now)};
 }
 
-absl::StatusOr<ReleaseOutcome> CoreOwner::Release(const ReleaseArgs& args) {
-  return RetriableCall<ReleaseOutcome>(
+void CoreOwner::Release(const ReleaseArgs& args,
+                        Completion<absl::StatusOr<ReleaseOutcome>> done) {
+  RetriableCall<ReleaseOutcome>(
       args,
       Fingerprint{.method = Fingerprint::Method::kRelease, .lock = args.lock},
       [&](Tick now, Effects& fx) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return ReleaseLocked(args, now, fx);
-      });
+      },
+      std::move(done));
 }
 
 absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
@@ -855,71 +902,48 @@ absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
   return outcome;
 }
 
-absl::Status CoreOwner::Write(const WriteArgs& args) {
-  Effects fx;
-  absl::Status result;
-  {
-    absl::MutexLock lock(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    result = CheckStoreLimitsLocked(args);
-    if (result.ok()) {
-      // Every daemon write refuses tokens never issued for the lock; the
-      // holder check only when asked. The replay leaves both off (rule 6).
-      result = ApplyLocked(
-                   Operation{now,
-                             op::Write{.lock = args.lock,
-                                       .key = args.key,
-                                       .value = args.value,
-                                       .token = args.token,
-                                       .refuse_unissued = true,
-                                       .require_held = args.require_held,
-                                       .client = args.require_held
-                                                     ? args.client
-                                                     : std::string()}})
-                   .status();
-    }
-    DigestEventsLocked(now, NoVictims(), fx);
-    if (ErrorCodeOf(result) == ErrorCode::kStaleToken &&
-        ShouldLog(LogEvent::kStaleWriteRefused)) {
-      fx.logs.push_back(
-          LogRecord{.event = LogEvent::kStaleWriteRefused,
-                    .lock = args.lock,
-                    .key = args.key,
-                    .token = args.token,
-                    .high_water = machine_.store().HighWater(args.lock)});
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+void CoreOwner::Write(const WriteArgs& args, Completion<absl::Status> done) {
+  Run<absl::Status>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        absl::Status result = CheckStoreLimitsLocked(args);
+        if (result.ok()) {
+          // Every daemon write refuses tokens never issued for the lock;
+          // the holder check only when asked. The replay leaves both off
+          // (rule 6).
+          result =
+              ApplyLocked(
+                  Operation{now, op::Write{.lock = args.lock,
+                                           .key = args.key,
+                                           .value = args.value,
+                                           .token = args.token,
+                                           .refuse_unissued = true,
+                                           .require_held = args.require_held,
+                                           .client = args.require_held
+                                                         ? args.client
+                                                         : std::string()}})
+                  .status();
+        }
+        DigestEventsLocked(now, NoVictims(), fx);
+        if (ErrorCodeOf(result) == ErrorCode::kStaleToken &&
+            ShouldLog(LogEvent::kStaleWriteRefused)) {
+          fx.logs.push_back(
+              LogRecord{.event = LogEvent::kStaleWriteRefused,
+                        .lock = args.lock,
+                        .key = args.key,
+                        .token = args.token,
+                        .high_water = machine_.store().HighWater(args.lock)});
+        }
+        return result;
+      },
+      std::move(done));
 }
 
-template <typename Query>
-std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(
-    Query&& query, storage::LogPosition* barrier) {
-  Effects fx;
-  std::invoke_result_t<Query&, Tick> result;
-  {
-    absl::MutexLock guard(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    result = query(now);
-    DigestEventsLocked(now, NoVictims(), fx);
-    ScheduleLocked(fx);
-    if (barrier != nullptr) {
-      *barrier = machine_.last_position();
-    }
-  }
-  Perform(fx);
-  return result;
-}
-
-absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
-    const ReadArgs& args, storage::LogPosition* barrier) {
-  return QueryAsOfNow(
-      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-          -> absl::StatusOr<std::optional<std::string>> {
+void CoreOwner::Read(
+    const ReadArgs& args,
+    Completion<absl::StatusOr<std::optional<std::string>>> done) {
+  QueryAsOfNow<absl::StatusOr<std::optional<std::string>>>(
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<std::optional<std::string>> {
         if (args.token == 0) return machine_.Read(now, args.lock, args.key);
         // A fenced read raises the lock's high-water mark: an operation,
         // logged, so the barrier below covers its record.
@@ -928,200 +952,198 @@ absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
         if (!applied.ok()) return applied.status();
         return std::get<ReadOutcome>(*applied).value;
       },
-      barrier);
+      std::move(done));
 }
 
-absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
-    const std::string& lock, const InspectCursor& from, size_t limit,
-    storage::LogPosition* barrier) {
-  if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                          mu_) -> absl::StatusOr<InspectAnswer> {
-    LockPage page = machine_.InspectPage(now, lock, from, limit);
-    InspectAnswer answer;
-    answer.holders.reserve(page.holders.size());
-    for (const HolderView& holder : page.holders) {
-      answer.holders.push_back(HolderInfoLocked(holder, now));
-    }
-    answer.queue.reserve(page.queue.size());
-    int64_t position = page.first_position;
-    for (WaiterView& waiter : page.queue) {
-      std::string label = LabelLocked(waiter.client, lock);
-      answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
-                                        .position = position++,
-                                        .label = std::move(label)});
-    }
-    answer.next = page.next;
-    return answer;
-  }, barrier);
+void CoreOwner::Inspect(const std::string& lock, const InspectCursor& from,
+                        size_t limit,
+                        Completion<absl::StatusOr<InspectAnswer>> done) {
+  QueryAsOfNow<absl::StatusOr<InspectAnswer>>(
+      [&](Tick now)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<InspectAnswer> {
+            if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
+            LockPage page = machine_.InspectPage(now, lock, from, limit);
+            InspectAnswer answer;
+            answer.holders.reserve(page.holders.size());
+            for (const HolderView& holder : page.holders) {
+              answer.holders.push_back(HolderInfoLocked(holder, now));
+            }
+            answer.queue.reserve(page.queue.size());
+            int64_t position = page.first_position;
+            for (WaiterView& waiter : page.queue) {
+              std::string label = LabelLocked(waiter.client, lock);
+              answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
+                                                .position = position++,
+                                                .label = std::move(label)});
+            }
+            answer.next = page.next;
+            return answer;
+          },
+      std::move(done));
 }
 
-absl::StatusOr<StatusAnswer> CoreOwner::Status(
-    const std::string& client, const std::string& after, size_t limit,
-    storage::LogPosition* barrier) {
-  if (client.empty()) return MakeError(ErrorCode::kInvalidArguments);
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                          mu_) -> absl::StatusOr<StatusAnswer> {
-    ClientPage page = machine_.StatusPage(now, client, after, limit);
-    StatusAnswer answer;
-    answer.age = page.age;
-    answer.waiting = std::move(page.waiting);
-    answer.holds.reserve(page.holds.size());
-    for (const HolderView& hold : page.holds) {
-      answer.holds.push_back(HolderInfoLocked(hold, now));
-    }
-    answer.session = sessions_.StateOf(client);
-    answer.next_after = std::move(page.next_after);
-    return answer;
-  }, barrier);
+void CoreOwner::Status(const std::string& client, const std::string& after,
+                       size_t limit,
+                       Completion<absl::StatusOr<StatusAnswer>> done) {
+  QueryAsOfNow<absl::StatusOr<StatusAnswer>>(
+      [&](Tick now)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<StatusAnswer> {
+            if (client.empty()) return MakeError(ErrorCode::kInvalidArguments);
+            ClientPage page = machine_.StatusPage(now, client, after, limit);
+            StatusAnswer answer;
+            answer.age = page.age;
+            answer.waiting = std::move(page.waiting);
+            answer.holds.reserve(page.holds.size());
+            for (const HolderView& hold : page.holds) {
+              answer.holds.push_back(HolderInfoLocked(hold, now));
+            }
+            answer.session = sessions_.StateOf(client);
+            answer.next_after = std::move(page.next_after);
+            return answer;
+          },
+      std::move(done));
 }
 
-ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
-                                     const std::string& after, size_t limit,
-                                     storage::LogPosition* barrier) {
+void CoreOwner::ListLocks(const std::string& prefix, const std::string& after,
+                          size_t limit,
+                          Completion<absl::StatusOr<ListLocksAnswer>> done) {
   limit = std::max<size_t>(limit, 1);
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    ListLocksAnswer answer;
-    std::vector<std::string> names =
-        machine_.table().ActiveLocks(prefix, after, limit + 1);
-    const size_t shown = std::min(limit, names.size());
-    answer.locks.reserve(shown);
-    for (size_t i = 0; i < shown; ++i) {
-      // Active names are never empty, so the view is never an error.
-      absl::StatusOr<LockView> view = machine_.Inspect(now, names[i]);
-      if (!view.ok()) continue;
-      LockSummary summary;
-      summary.name = names[i];
-      for (const HolderView& holder : view->holders) {
-        summary.holders.push_back(HolderInfoLocked(holder, now));
-      }
-      summary.queue_length = static_cast<int64_t>(view->queue.size());
-      answer.locks.push_back(std::move(summary));
-    }
-    if (names.size() > limit) answer.next_after = names[limit - 1];
-    return answer;
-  }, barrier);
+  QueryAsOfNow<absl::StatusOr<ListLocksAnswer>>(
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<ListLocksAnswer> {
+        ListLocksAnswer answer;
+        std::vector<std::string> names =
+            machine_.table().ActiveLocks(prefix, after, limit + 1);
+        const size_t shown = std::min(limit, names.size());
+        answer.locks.reserve(shown);
+        for (size_t i = 0; i < shown; ++i) {
+          // Active names are never empty, so the view is never an error.
+          absl::StatusOr<LockView> view = machine_.Inspect(now, names[i]);
+          if (!view.ok()) continue;
+          LockSummary summary;
+          summary.name = names[i];
+          for (const HolderView& holder : view->holders) {
+            summary.holders.push_back(HolderInfoLocked(holder, now));
+          }
+          summary.queue_length = static_cast<int64_t>(view->queue.size());
+          answer.locks.push_back(std::move(summary));
+        }
+        if (names.size() > limit) answer.next_after = names[limit - 1];
+        return answer;
+      },
+      std::move(done));
 }
 
 // ---------------------------------------------------------------------------
 // Sessions.
 
-absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
+void CoreOwner::OpenSession(
     const std::string& client, const std::string& resume_id,
-    std::shared_ptr<SessionSink> sink) {
-  Effects fx;
-  absl::StatusOr<SessionOpenedAnswer> result;
-  {
-    absl::MutexLock lock(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    if (shutting_down_) {
-      result = ShuttingDown();
-    } else if (!resume_id.empty()) {
-      const SessionTable::Session* session = sessions_.Find(resume_id);
-      if (session == nullptr) {
-        result = SessionEnded();
-      } else if (session->client != client) {
-        result = InvalidField(ErrorCode::kInvalidArguments,
-                              "open.resume_session_id");
-      } else {
-        if (std::shared_ptr<SessionSink> old =
-                sessions_.Attach(resume_id, std::move(sink))) {
-          // The old stream is still attached (its death not yet noticed).
-          fx.stream_ends.emplace_back(std::move(old), SessionEnded());
+    std::shared_ptr<SessionSink> sink,
+    Completion<absl::StatusOr<SessionOpenedAnswer>> done) {
+  Run<absl::StatusOr<SessionOpenedAnswer>>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        absl::StatusOr<SessionOpenedAnswer> result;
+        if (shutting_down_) {
+          result = ShuttingDown();
+        } else if (!resume_id.empty()) {
+          const SessionTable::Session* session = sessions_.Find(resume_id);
+          if (session == nullptr) {
+            result = SessionEnded();
+          } else if (session->client != client) {
+            result = InvalidField(ErrorCode::kInvalidArguments,
+                                  "open.resume_session_id");
+          } else {
+            if (std::shared_ptr<SessionSink> old =
+                    sessions_.Attach(resume_id, std::move(sink))) {
+              // The old stream is still attached (its death not yet noticed).
+              fx.stream_ends.emplace_back(std::move(old), SessionEnded());
+            }
+            if (ShouldLog(LogEvent::kSessionResumed)) {
+              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
+                                          .client = client,
+                                          .session = resume_id});
+            }
+            result = SessionOpenedAnswer{.session_id = resume_id,
+                                         .grace_ms = config_.session_grace_ms,
+                                         .resumed = true};
+          }
+        } else {
+          if (const std::string* previous = sessions_.SessionOf(client)) {
+            const std::string previous_id = *previous;
+            const int released =
+                EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
+            if (ShouldLog(LogEvent::kSessionReplaced)) {
+              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
+                                          .client = client,
+                                          .session = previous_id,
+                                          .count = released});
+            }
+          }
+          if (sessions_.size() >= config_.limits.max_sessions) {
+            result = LimitExceeded(
+                "max-sessions",
+                static_cast<int64_t>(config_.limits.max_sessions));
+          } else {
+            std::string id;
+            do {
+              id = absl::StrFormat("s-%016x%016x",
+                                   absl::Uniform<uint64_t>(session_ids_),
+                                   absl::Uniform<uint64_t>(session_ids_));
+            } while (sessions_.contains(id));
+            sessions_.Open(id, client, std::move(sink));
+            machine_.Log(storage::ServerRecord{
+                now, storage::srec::SessionOpened{id, client}});
+            if (ShouldLog(LogEvent::kSessionOpened)) {
+              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
+                                          .client = client,
+                                          .session = id});
+            }
+            result = SessionOpenedAnswer{.session_id = id,
+                                         .grace_ms = config_.session_grace_ms,
+                                         .resumed = false};
+          }
         }
-        if (ShouldLog(LogEvent::kSessionResumed)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
-                                      .client = client,
-                                      .session = resume_id});
-        }
-        result = SessionOpenedAnswer{.session_id = resume_id,
-                                     .grace_ms = config_.session_grace_ms,
-                                     .resumed = true};
-      }
-    } else {
-      if (const std::string* previous = sessions_.SessionOf(client)) {
-        const std::string previous_id = *previous;
-        const int released =
-            EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
-        if (ShouldLog(LogEvent::kSessionReplaced)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
-                                      .client = client,
-                                      .session = previous_id,
-                                      .count = released});
-        }
-      }
-      if (sessions_.size() >= config_.limits.max_sessions) {
-        result = LimitExceeded(
-            "max-sessions", static_cast<int64_t>(config_.limits.max_sessions));
-      } else {
-        std::string id;
-        do {
-          id = absl::StrFormat("s-%016x%016x",
-                               absl::Uniform<uint64_t>(session_ids_),
-                               absl::Uniform<uint64_t>(session_ids_));
-        } while (sessions_.contains(id));
-        sessions_.Open(id, client, std::move(sink));
-        machine_.Log(storage::ServerRecord{
-            now, storage::srec::SessionOpened{id, client}});
-        if (ShouldLog(LogEvent::kSessionOpened)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
-                                      .client = client,
-                                      .session = id});
-        }
-        result = SessionOpenedAnswer{.session_id = id,
-                                     .grace_ms = config_.session_grace_ms,
-                                     .resumed = false};
-      }
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+        return result;
+      },
+      std::move(done));
 }
 
-absl::StatusOr<int> CoreOwner::Keepalive(const std::string& session_id,
-                                         const SessionSink* sink) {
-  Effects fx;
-  absl::StatusOr<int> result;
-  {
-    absl::MutexLock lock(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    if (!sessions_.IsCarriedBy(session_id, sink)) {
-      result = SessionEnded();
-    } else {
-      absl::StatusOr<Reply> renewed = ApplyLocked(
-          Operation{now, op::RenewAll{sessions_.Find(session_id)->client}});
-      DigestEventsLocked(now, NoVictims(), fx);
-      result = renewed.ok() ? std::get<int>(*renewed) : 0;
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+void CoreOwner::Keepalive(const std::string& session_id,
+                          const SessionSink* sink,
+                          Completion<absl::StatusOr<int>> done) {
+  Run<absl::StatusOr<int>>(
+      [&](Tick now, Effects& fx)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<int> {
+            if (!sessions_.IsCarriedBy(session_id, sink)) return SessionEnded();
+            absl::StatusOr<Reply> renewed = ApplyLocked(Operation{
+                now, op::RenewAll{sessions_.Find(session_id)->client}});
+            DigestEventsLocked(now, NoVictims(), fx);
+            return renewed.ok() ? std::get<int>(*renewed) : 0;
+          },
+      std::move(done));
 }
 
 void CoreOwner::CloseSession(const std::string& session_id,
-                             const SessionSink* sink) {
-  Effects fx;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!sessions_.IsCarriedBy(session_id, sink)) return;
-    const std::string client = sessions_.Find(session_id)->client;
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    const int released =
-        EndSessionLocked(session_id, now, now, std::nullopt, fx);
-    if (ShouldLog(LogEvent::kSessionClosed)) {
-      fx.logs.push_back(LogRecord{.event = LogEvent::kSessionClosed,
-                                  .client = client,
-                                  .session = session_id,
-                                  .count = released});
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
+                             const SessionSink* sink,
+                             Completion<absl::Status> done) {
+  Run<absl::Status>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        // Advancing may have ended the session already (its grace ran
+        // out), so the check comes after it.
+        if (!sessions_.IsCarriedBy(session_id, sink)) return absl::OkStatus();
+        const std::string client = sessions_.Find(session_id)->client;
+        const int released =
+            EndSessionLocked(session_id, now, now, std::nullopt, fx);
+        if (ShouldLog(LogEvent::kSessionClosed)) {
+          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionClosed,
+                                      .client = client,
+                                      .session = session_id,
+                                      .count = released});
+        }
+        return absl::OkStatus();
+      },
+      std::move(done));
 }
 
 void CoreOwner::SessionStreamEnded(const std::string& session_id,
@@ -1252,43 +1274,40 @@ absl::Status CoreOwner::CheckConsistency() {
 // ---------------------------------------------------------------------------
 // Operators.
 
-absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> CoreOwner::ForceRelease(
-    const std::string& lock, const std::string& client) {
-  Effects fx;
-  absl::StatusOr<std::vector<ForcedRelease>> result;
-  {
-    absl::MutexLock guard(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    absl::StatusOr<LockView> view = machine_.Inspect(now, lock);
-    DigestEventsLocked(now, {}, fx);
-    if (!view.ok()) {
-      result = view.status();
-    } else {
-      std::vector<ForcedRelease> released;
-      // The holders as they are now, lowest token first: a waiter granted
-      // by one of these releases is not released in turn.
-      for (const HolderView& holder : view->holders) {
-        if (!client.empty() && holder.client != client) continue;
-        absl::StatusOr<ReleaseOutcome> outcome = ReleaseLocked(
-            ReleaseArgs{.client = holder.client, .lock = lock}, now, fx);
-        if (outcome.ok() && *outcome == ReleaseOutcome::kReleased) {
-          released.push_back(ForcedRelease{.client = holder.client,
-                                           .token = holder.token,
-                                           .mode = holder.mode});
+void CoreOwner::ForceRelease(
+    const std::string& lock, const std::string& client,
+    Completion<absl::StatusOr<std::vector<ForcedRelease>>> done) {
+  Run<absl::StatusOr<std::vector<ForcedRelease>>>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        absl::StatusOr<std::vector<ForcedRelease>> result;
+        absl::StatusOr<LockView> view = machine_.Inspect(now, lock);
+        DigestEventsLocked(now, {}, fx);
+        if (!view.ok()) {
+          result = view.status();
+        } else {
+          std::vector<ForcedRelease> released;
+          // The holders as they are now, lowest token first: a waiter granted
+          // by one of these releases is not released in turn.
+          for (const HolderView& holder : view->holders) {
+            if (!client.empty() && holder.client != client) continue;
+            absl::StatusOr<ReleaseOutcome> outcome = ReleaseLocked(
+                ReleaseArgs{.client = holder.client, .lock = lock}, now, fx);
+            if (outcome.ok() && *outcome == ReleaseOutcome::kReleased) {
+              released.push_back(ForcedRelease{.client = holder.client,
+                                               .token = holder.token,
+                                               .mode = holder.mode});
+            }
+          }
+          if (released.empty()) {
+            result = MakeError(ErrorCode::kNotHolder);
+          } else {
+            counters_.forced_releases += released.size();
+            result = std::move(released);
+          }
         }
-      }
-      if (released.empty()) {
-        result = MakeError(ErrorCode::kNotHolder);
-      } else {
-        counters_.forced_releases += released.size();
-        result = std::move(released);
-      }
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+        return result;
+      },
+      std::move(done));
 }
 
 }  // namespace leasekeeper::server

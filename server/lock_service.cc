@@ -64,33 +64,25 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-// Finishes with `status` (the response already filled in) once everything
-// the call applied, or observed, is durable; with UNAVAILABLE if it cannot
-// become durable. No thread waits for the disk: the finish runs on the
-// store's flusher thread (or right here when nothing is pending).
-grpc::ServerUnaryReactor* FinishWhenDurable(CoreOwner& owner,
-                                            grpc::CallbackServerContext* context,
-                                            absl::Status status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner.AfterDurable([reactor, context, status = std::move(status)](
-                         absl::Status durable) {
-    reactor->Finish(PrepareFinish(context, durable.ok() ? status : durable));
-  });
-  return reactor;
+absl::Status StatusOf(const absl::Status& status) { return status; }
+template <typename T>
+absl::Status StatusOf(const absl::StatusOr<T>& answer) {
+  return answer.status();
 }
 
-// A query's answer (the response already filled in): finishes once the
-// records up to its read barrier are durable (CoreOwner's queries).
-grpc::ServerUnaryReactor* FinishWhenDurable(CoreOwner& owner,
-                                            grpc::CallbackServerContext* context,
-                                            absl::Status status,
-                                            storage::LogPosition barrier) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner.AfterDurable(barrier, [reactor, context, status = std::move(status)](
-                                  absl::Status durable) {
-    reactor->Finish(PrepareFinish(context, durable.ok() ? status : durable));
-  });
-  return reactor;
+// The completion of a unary call (CoreOwner's, run once the answer is
+// durable): `fill` writes an OK answer into the response, then the call
+// finishes with the answer's status. No thread waits for the disk: it runs
+// on the store's flusher thread, or on the handler's when nothing is
+// pending.
+template <typename Answer, typename Fill>
+CoreOwner::Completion<Answer> FinishWith(grpc::CallbackServerContext* context,
+                                         grpc::ServerUnaryReactor* reactor,
+                                         Fill fill) {
+  return [context, reactor, fill = std::move(fill)](Answer answer) mutable {
+    if (answer.ok()) fill(answer);
+    reactor->Finish(PrepareFinish(context, StatusOf(answer)));
+  };
 }
 
 // One Acquire call. Lives until OnDone; CoreOwner may hold it (parked) and
@@ -110,16 +102,9 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
     }
     args_ = *std::move(args);
     parsed_ = true;
-    // After this call another thread may complete (and so finish) us; touch
-    // nothing but the returned value.
-    std::optional<AcquireReply> reply = owner_.Acquire(args_, this);
-    if (!reply.has_value()) return;
-    // Answered at once: the answer waits until it is durable.
-    owner_.AfterDurable(
-        [this, reply = *std::move(reply)](absl::Status durable) mutable {
-          if (!durable.ok()) reply.result = durable;
-          FinishWith(std::move(reply));
-        });
+    // Completes us exactly once, possibly before it returns or on another
+    // thread: touch nothing after it.
+    owner_.Acquire(args_, this);
   }
 
   void Complete(AcquireReply reply) override { FinishWith(std::move(reply)); }
@@ -360,23 +345,42 @@ class SessionReactor final
       FinishOnce(args.status());
       return;
     }
-    absl::StatusOr<SessionOpenedAnswer> opened = owner_.OpenSession(
-        args->client, args->resume_session_id, shared_from_this());
+    // The next message is read once the session is open (and durable):
+    // a client sends nothing before it learns its session.
+    owner_.OpenSession(
+        args->client, args->resume_session_id, shared_from_this(),
+        [self = shared_from_this(),
+         client = args->client](absl::StatusOr<SessionOpenedAnswer> opened) {
+          self->Opened(client, std::move(opened));
+        });
+  }
+
+  // OpenSession's answer (durable).
+  void Opened(const std::string& client,
+              absl::StatusOr<SessionOpenedAnswer> opened) {
     if (!opened.ok()) {
       FinishOnce(opened.status());
       return;
     }
+    bool ended_meanwhile = false;
     {
       absl::MutexLock lock(&mu_);
       session_id_ = opened->session_id;
-      client_ = args->client;
+      client_ = client;
+      // The stream ended while the open was on its way to the disk: its
+      // end could not be reported without the id, so it is reported now.
+      ended_meanwhile = stream_end_reported_;
+    }
+    if (ended_meanwhile) {
+      owner_.SessionStreamEnded(opened->session_id, this);
+      return;
     }
     pb::SessionResponse message;
     pb::SessionOpened* proto = message.mutable_opened();
     proto->set_session_id(opened->session_id);
     proto->set_grace_ms(opened->grace_ms);
     proto->set_resumed(opened->resumed);
-    SendWhenDurable(std::move(message));
+    Send(std::move(message), /*droppable=*/false);
     ContinueReading();
   }
 
@@ -387,15 +391,18 @@ class SessionReactor final
       return;
     }
     const uint64_t sequence = request_.keepalive().sequence();
-    absl::StatusOr<int> renewed = owner_.Keepalive(*id, this);
-    if (!renewed.ok()) {
-      FinishOnce(renewed.status());
-      return;
-    }
-    pb::SessionResponse message;
-    message.mutable_keepalive_ack()->set_sequence(sequence);
-    message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
-    SendWhenDurable(std::move(message));
+    owner_.Keepalive(
+        *id, this,
+        [self = shared_from_this(), sequence](absl::StatusOr<int> renewed) {
+          if (!renewed.ok()) {
+            self->FinishOnce(renewed.status());
+            return;
+          }
+          pb::SessionResponse message;
+          message.mutable_keepalive_ack()->set_sequence(sequence);
+          message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
+          self->Send(std::move(message), /*droppable=*/false);
+        });
     ContinueReading();
   }
 
@@ -488,15 +495,9 @@ class SessionReactor final
       absl::MutexLock lock(&mu_);
       parked_.emplace(call, std::move(parked));
     }
-    // From here CoreOwner may complete (and so destroy) `call` on another
-    // thread; touch nothing of it but through AnswerParked.
-    std::optional<AcquireReply> reply = owner_.Acquire(call->args(), call);
-    if (!reply.has_value()) return;
-    owner_.AfterDurable(
-        [call, reply = *std::move(reply)](absl::Status durable) mutable {
-          if (!durable.ok()) reply.result = durable;
-          call->Complete(std::move(reply));
-        });
+    // CoreOwner completes (and so destroys) `call` exactly once, possibly
+    // before this returns or on another thread; touch nothing of it after.
+    owner_.Acquire(call->args(), call);
   }
 
   // Renew and Release, which never wait: bind the request to the session,
@@ -510,14 +511,18 @@ class SessionReactor final
     }
     auto args = parse(request, limits_);
     if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
-    auto outcome = std::invoke(apply, owner_, *args);
-    if (!outcome.ok()) {
-      return AnswerWhenDurable(CallError(call_id, outcome.status()));
-    }
-    pb::SessionResponse message;
-    message.mutable_call_result()->set_call_id(call_id);
-    fill(*outcome, *message.mutable_call_result());
-    AnswerWhenDurable(std::move(message));
+    std::invoke(apply, owner_, *args,
+                [self = shared_from_this(), call_id,
+                 fill = std::move(fill)](auto outcome) {
+                  if (!outcome.ok()) {
+                    self->Answer(CallError(call_id, outcome.status()));
+                    return;
+                  }
+                  pb::SessionResponse message;
+                  message.mutable_call_result()->set_call_id(call_id);
+                  fill(*outcome, *message.mutable_call_result());
+                  self->Answer(std::move(message));
+                });
   }
 
   static pb::SessionResponse CallError(uint64_t call_id,
@@ -528,8 +533,10 @@ class SessionReactor final
     return message;
   }
 
-  // Sends a call's answer once what it reports is durable (an error result
-  // of UNAVAILABLE if it cannot become durable), and counts the call done.
+  // Sends the answer to a call refused before it reached CoreOwner once
+  // the answers to earlier calls are durable (so it never overtakes them;
+  // an error result of UNAVAILABLE if they cannot become durable), and
+  // counts the call done.
   void AnswerWhenDurable(pb::SessionResponse message) {
     owner_.AfterDurable([self = shared_from_this(),
                          message = std::move(message)](
@@ -591,26 +598,15 @@ class SessionReactor final
   }
 
   void HandleClose() {
-    if (std::optional<std::string> id = SessionId()) {
-      owner_.CloseSession(*id, this);
+    std::optional<std::string> id = SessionId();
+    if (!id.has_value()) {
+      FinishOnce(absl::OkStatus());  // nothing of this stream was applied
+      return;
     }
-    owner_.AfterDurable([self = shared_from_this()](absl::Status durable) {
-      self->FinishOnce(durable);
-    });
-  }
-
-  // Sends a reply (and reads the next request) once what it reports is
-  // durable; ends the stream with UNAVAILABLE if it cannot become durable.
-  void SendWhenDurable(pb::SessionResponse message) {
-    owner_.AfterDurable([self = shared_from_this(),
-                         message = std::move(message)](
-                            absl::Status durable) mutable {
-      if (!durable.ok()) {
-        self->FinishOnce(durable);
-        return;
-      }
-      self->Send(std::move(message), /*droppable=*/false);
-    });
+    owner_.CloseSession(*id, this,
+                        [self = shared_from_this()](absl::Status closed) {
+                          self->FinishOnce(closed);
+                        });
   }
 
   // Reads the next message unless a read is outstanding, the stream is
@@ -641,8 +637,11 @@ class SessionReactor final
     std::optional<std::string> id;
     {
       absl::MutexLock lock(&mu_);
-      if (stream_end_reported_ || !session_id_.has_value()) return;
+      if (stream_end_reported_) return;
       stream_end_reported_ = true;
+      // Without an id (none opened, or the open not answered yet) there is
+      // nothing to report; an open answered later reports it (Opened).
+      if (!session_id_.has_value()) return;
       id = session_id_;
     }
     owner_.SessionStreamEnded(*id, this);
@@ -777,9 +776,14 @@ grpc::ServerUnaryReactor* LockServiceImpl::Renew(
   }
   absl::StatusOr<RenewArgs> args = ParseRenew(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
-  absl::StatusOr<RenewAnswer> answer = owner_.Renew(*args);
-  if (answer.ok()) ToProto(*answer, response);
-  return FinishWhenDurable(owner_, context, answer.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.Renew(*args,
+               FinishWith<absl::StatusOr<RenewAnswer>>(
+                   context, reactor,
+                   [response](const absl::StatusOr<RenewAnswer>& answer) {
+                     ToProto(*answer, response);
+                   }));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Release(
@@ -792,9 +796,14 @@ grpc::ServerUnaryReactor* LockServiceImpl::Release(
   }
   absl::StatusOr<ReleaseArgs> args = ParseRelease(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
-  absl::StatusOr<ReleaseOutcome> outcome = owner_.Release(*args);
-  if (outcome.ok()) response->set_result(ToProto(*outcome));
-  return FinishWhenDurable(owner_, context, outcome.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.Release(*args,
+                 FinishWith<absl::StatusOr<ReleaseOutcome>>(
+                     context, reactor,
+                     [response](const absl::StatusOr<ReleaseOutcome>& outcome) {
+                       response->set_result(ToProto(*outcome));
+                     }));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Write(
@@ -819,7 +828,10 @@ grpc::ServerUnaryReactor* LockServiceImpl::Write(
   }
   absl::StatusOr<WriteArgs> args = ParseWrite(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
-  return FinishWhenDurable(owner_, context, owner_.Write(*args));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.Write(*args, FinishWith<absl::Status>(context, reactor,
+                                               [](const absl::Status&) {}));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Read(
@@ -832,15 +844,18 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
   }
   absl::StatusOr<ReadArgs> args = ParseRead(*request, limits_);
   if (!args.ok()) return FinishNow(context, args.status());
-  storage::LogPosition barrier = 0;
-  absl::StatusOr<std::optional<std::string>> value =
-      owner_.Read(*args, &barrier);
-  if (value.ok() && value->has_value()) {
-    response->set_found(true);
-    response->set_value(**value);
-  }
   // A read may show what a write not yet durable wrote: it waits too.
-  return FinishWhenDurable(owner_, context, value.status(), barrier);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.Read(
+      *args,
+      FinishWith<absl::StatusOr<std::optional<std::string>>>(
+          context, reactor,
+          [response](const absl::StatusOr<std::optional<std::string>>& value) {
+            if (!value->has_value()) return;
+            response->set_found(true);
+            response->set_value(**value);
+          }));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
@@ -853,11 +868,14 @@ grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
   }
   absl::StatusOr<InspectQuery> query = ParseInspect(*request, limits_);
   if (!query.ok()) return FinishNow(context, query.status());
-  storage::LogPosition barrier = 0;
-  absl::StatusOr<InspectAnswer> answer =
-      owner_.Inspect(query->lock, query->from, query->limit, &barrier);
-  if (answer.ok()) ToProto(*answer, absl::Now(), response);
-  return FinishWhenDurable(owner_, context, answer.status(), barrier);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.Inspect(query->lock, query->from, query->limit,
+                 FinishWith<absl::StatusOr<InspectAnswer>>(
+                     context, reactor,
+                     [response](const absl::StatusOr<InspectAnswer>& answer) {
+                       ToProto(*answer, absl::Now(), response);
+                     }));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Status(
@@ -870,11 +888,14 @@ grpc::ServerUnaryReactor* LockServiceImpl::Status(
   }
   absl::StatusOr<StatusQuery> query = ParseStatus(*request, limits_);
   if (!query.ok()) return FinishNow(context, query.status());
-  storage::LogPosition barrier = 0;
-  absl::StatusOr<StatusAnswer> answer =
-      owner_.Status(query->client, query->after, query->limit, &barrier);
-  if (answer.ok()) ToProto(*answer, absl::Now(), response);
-  return FinishWhenDurable(owner_, context, answer.status(), barrier);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.Status(query->client, query->after, query->limit,
+                FinishWith<absl::StatusOr<StatusAnswer>>(
+                    context, reactor,
+                    [response](const absl::StatusOr<StatusAnswer>& answer) {
+                      ToProto(*answer, absl::Now(), response);
+                    }));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
@@ -887,11 +908,15 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
   }
   absl::StatusOr<ListLocksQuery> query = ParseListLocks(*request, limits_);
   if (!query.ok()) return FinishNow(context, query.status());
-  storage::LogPosition barrier = 0;
-  ListLocksAnswer answer =
-      owner_.ListLocks(query->prefix, query->after, query->limit, &barrier);
-  ToProto(answer, absl::Now(), response);
-  return FinishWhenDurable(owner_, context, absl::OkStatus(), barrier);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.ListLocks(
+      query->prefix, query->after, query->limit,
+      FinishWith<absl::StatusOr<ListLocksAnswer>>(
+          context, reactor,
+          [response](const absl::StatusOr<ListLocksAnswer>& answer) {
+            ToProto(*answer, absl::Now(), response);
+          }));
+  return reactor;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
@@ -918,32 +943,40 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
   if (absl::Status s = ValidateForceRelease(*request, limits_); !s.ok()) {
     return FinishNow(context, s);
   }
-  absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> released =
-      owner_.ForceRelease(request->lock(), request->client_id());
-  if (!released.ok()) {
-    spdlog::warn(
-        "event=forced_release_failed by={} peer={} lock={} client={} "
-        "reason={} error={}",
-        LogValue(peer.ToString()), LogValue(context->peer()),
-        LogValue(request->lock()), LogValue(request->client_id()),
-        LogValue(request->reason()), LogValue(released.status().message()));
-    return FinishNow(context, released.status());
-  }
-  for (const CoreOwner::ForcedRelease& lease : *released) {
-    // Who did it, from where, to whom, and why: the audit trail.
-    spdlog::warn(
-        "event=forced_release by={} peer={} lock={} client={} token={} "
-        "reason={}",
-        LogValue(peer.ToString()), LogValue(context->peer()),
-        LogValue(request->lock()), LogValue(lease.client), lease.token,
-        LogValue(request->reason()));
-    pb::ReleasedLease* proto = response->add_released();
-    proto->set_client_id(lease.client);
-    proto->set_token(lease.token);
-    proto->set_mode(lease.mode == LockMode::kShared ? pb::LOCK_MODE_SHARED
-                                                    : pb::LOCK_MODE_EXCLUSIVE);
-  }
-  return FinishWhenDurable(owner_, context, absl::OkStatus());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_.ForceRelease(
+      request->lock(), request->client_id(),
+      [reactor, context, request, response, peer = peer.ToString()](
+          absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> released) {
+        if (!released.ok()) {
+          spdlog::warn(
+              "event=forced_release_failed by={} peer={} lock={} client={} "
+              "reason={} error={}",
+              LogValue(peer), LogValue(context->peer()),
+              LogValue(request->lock()), LogValue(request->client_id()),
+              LogValue(request->reason()),
+              LogValue(released.status().message()));
+          reactor->Finish(PrepareFinish(context, released.status()));
+          return;
+        }
+        for (const CoreOwner::ForcedRelease& lease : *released) {
+          // Who did it, from where, to whom, and why: the audit trail.
+          spdlog::warn(
+              "event=forced_release by={} peer={} lock={} client={} token={} "
+              "reason={}",
+              LogValue(peer), LogValue(context->peer()),
+              LogValue(request->lock()), LogValue(lease.client), lease.token,
+              LogValue(request->reason()));
+          pb::ReleasedLease* proto = response->add_released();
+          proto->set_client_id(lease.client);
+          proto->set_token(lease.token);
+          proto->set_mode(lease.mode == LockMode::kShared
+                              ? pb::LOCK_MODE_SHARED
+                              : pb::LOCK_MODE_EXCLUSIVE);
+        }
+        reactor->Finish(grpc::Status::OK);
+      });
+  return reactor;
 }
 
 namespace {
