@@ -33,7 +33,7 @@ std::optional<T> ReplayedAnswer(const Admitted& admitted) {
 }  // namespace
 
 struct CoreOwner::Effects {
-  std::vector<std::pair<PendingAcquire*, AcquireReply>> completions;
+  std::vector<std::pair<PendingAcquire*, AcquireCallAnswer>> completions;
   std::vector<std::pair<std::shared_ptr<SessionSink>, SessionNotice>> notices;
   std::vector<std::pair<std::shared_ptr<SessionSink>, absl::Status>>
       stream_ends;
@@ -255,7 +255,8 @@ void CoreOwner::RestoreServerStateLocked(Tick now) {
       ++unreadable;
       continue;
     }
-    if (const auto* acquired = std::get_if<AcquireResult>(&entry->answer);
+    if (const auto* acquired =
+            std::get_if<absl::StatusOr<AcquireAnswer>>(&entry->answer);
         acquired != nullptr && acquired->ok() &&
         (*acquired)->kind == AcquireAnswer::Kind::kQueued) {
       // "Queued" is no longer true: the restart withdrew every wait. A
@@ -286,7 +287,7 @@ void CoreOwner::Perform(Effects& fx) {
           // Nothing not durable is told: waiting calls fail, notices are
           // dropped, streams still end.
           for (auto& [call, reply] : fx.completions) {
-            reply = AcquireReply{durable};
+            reply = AcquireCallAnswer{durable};
           }
           fx.notices.clear();
         }
@@ -464,7 +465,8 @@ void CoreOwner::DigestEventsLocked(Tick now,
   }
 }
 
-void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
+void CoreOwner::FinishParkedLocked(const WaiterKey& key,
+                                   absl::StatusOr<AcquireAnswer> result,
                                    bool cache, Tick now, Effects& fx) {
   std::optional<ParkedCalls::Call> finished = parked_.Finish(key);
   if (!finished.has_value()) return;
@@ -482,7 +484,7 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
     }
   }
   fx.completions.emplace_back(parked.call,
-                              AcquireReply{std::move(result), tracked});
+                              AcquireCallAnswer{std::move(result), tracked});
 }
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
@@ -537,7 +539,7 @@ void CoreOwner::Acquire(const AcquireArgs& args, PendingAcquire* call) {
     AdvanceLocked(now, fx);
     // nullopt: parked, completed later through fx.completions of another
     // call (or of a later step of this one).
-    std::optional<AcquireReply> reply = AcquireLocked(args, call, now, fx);
+    std::optional<AcquireCallAnswer> reply = AcquireLocked(args, call, now, fx);
     if (reply.has_value()) {
       fx.answer = [call,
                    reply = *std::move(reply)](absl::Status durable) mutable {
@@ -550,15 +552,14 @@ void CoreOwner::Acquire(const AcquireArgs& args, PendingAcquire* call) {
   Perform(fx);
 }
 
-std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
-                                                     PendingAcquire* call,
-                                                     Tick now, Effects& fx) {
+std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
+    const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx) {
   if (shutting_down_ && args.wait_timeout_ms > 0) {
-    return AcquireReply{ShuttingDown()};
+    return AcquireCallAnswer{ShuttingDown()};
   }
   if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
       !s.ok()) {
-    return AcquireReply{std::move(s)};
+    return AcquireCallAnswer{std::move(s)};
   }
   const WaiterKey key(args.client, args.lock);
 
@@ -573,14 +574,15 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         /*first_call_waits=*/parked != nullptr &&
             parked->request_id == args.request_id);
     if (admitted.kind == RetryAdmission::kReused) {
-      return AcquireReply{RequestIdReused("request_id")};
+      return AcquireCallAnswer{RequestIdReused("request_id")};
     }
     if (admitted.kind == RetryAdmission::kReplay) {
-      std::optional<AcquireResult> first =
-          ReplayedAnswer<AcquireResult>(admitted);
-      if (!first.has_value()) return AcquireReply{RequestIdReused("request_id")};
+      std::optional<absl::StatusOr<AcquireAnswer>> first =
+          ReplayedAnswer<absl::StatusOr<AcquireAnswer>>(admitted);
+      if (!first.has_value())
+        return AcquireCallAnswer{RequestIdReused("request_id")};
       ++admitted.entry->deliveries_in_flight;
-      return AcquireReply{*std::move(first), /*tracked=*/true};
+      return AcquireCallAnswer{*std::move(first), /*tracked=*/true};
     }
     if (admitted.kind == RetryAdmission::kInFlight) {
       // The first call still waits (its client probably lost the
@@ -588,13 +590,13 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       if (args.wait_timeout_ms > 0) {
         fx.completions.emplace_back(
             parked_.Supersede(key, call, now + args.wait_timeout_ms),
-            AcquireReply{SupersededByRetry()});
+            AcquireCallAnswer{SupersededByRetry()});
         return std::nullopt;
       }
       // A retry that no longer waits: the request stays queued and the
       // retry learns its position.
       fx.completions.emplace_back(parked_.Finish(key)->call,
-                                  AcquireReply{SupersededByRetry()});
+                                  AcquireCallAnswer{SupersededByRetry()});
       AcquireAnswer answer;
       answer.kind = AcquireAnswer::Kind::kQueued;
       absl::StatusOr<LockView> view = machine_.Inspect(now, args.lock);
@@ -608,7 +610,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       RetryEntry* answered =
           RememberLocked(args.client, args.request_id, answer, now);
       if (answered != nullptr) ++answered->deliveries_in_flight;
-      return AcquireReply{std::move(answer), answered != nullptr};
+      return AcquireCallAnswer{std::move(answer), answered != nullptr};
     }
   }
 
@@ -619,11 +621,11 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
     // entry per waiter (memory per waiter, issue 6).
     if (static_cast<int64_t>(machine_.table().QueueLength(args.lock)) >=
         config_.limits.max_waiters_per_lock) {
-      return AcquireReply{LimitExceeded("max-waiters-per-lock",
-                                        config_.limits.max_waiters_per_lock)};
+      return AcquireCallAnswer{LimitExceeded(
+          "max-waiters-per-lock", config_.limits.max_waiters_per_lock)};
     }
     if (absl::Status s = CheckLocksPerClientLocked(args.client, now); !s.ok()) {
-      return AcquireReply{std::move(s)};
+      return AcquireCallAnswer{std::move(s)};
     }
   }
 
@@ -638,7 +640,8 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   absl::StatusOr<Reply> applied = ApplyLocked(
       Operation{now, op::Acquire{args.client, args.lock,
                                  CoreTtlLocked(args.ttl_ms), args.mode}});
-  AcquireResult result = absl::InternalError("acquire: no outcome");
+  absl::StatusOr<AcquireAnswer> result =
+      absl::InternalError("acquire: no outcome");
   if (!applied.ok()) result = applied.status();
   if (applied.ok()) {
     AcquireOutcome& outcome = std::get<AcquireOutcome>(*applied);
@@ -691,7 +694,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       tracked = true;
     }
   }
-  return AcquireReply{std::move(result), tracked};
+  return AcquireCallAnswer{std::move(result), tracked};
 }
 
 void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
@@ -725,7 +728,8 @@ void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
 }
 
 void CoreOwner::AcquireCallDone(const AcquireArgs& args,
-                                const AcquireReply& reply, bool cancelled) {
+                                const AcquireCallAnswer& reply,
+                                bool cancelled) {
   // Only a tracked answer needs bookkeeping, and only an undelivered grant
   // or queued request needs undoing.
   if (!reply.tracked && (!cancelled || !reply.result.ok())) return;
@@ -869,8 +873,8 @@ absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
 }
 
 void CoreOwner::Release(const ReleaseArgs& args,
-                        Completion<absl::StatusOr<ReleaseOutcome>> done) {
-  RetriableCall<ReleaseOutcome>(
+                        Completion<absl::StatusOr<ReleaseAnswer>> done) {
+  RetriableCall<ReleaseAnswer>(
       args,
       Fingerprint{.method = Fingerprint::Method::kRelease, .lock = args.lock},
       [&](Tick now, Effects& fx) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -879,18 +883,18 @@ void CoreOwner::Release(const ReleaseArgs& args,
       std::move(done));
 }
 
-absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
-                                                        Tick now, Effects& fx) {
+absl::StatusOr<ReleaseAnswer> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
+                                                       Tick now, Effects& fx) {
   absl::StatusOr<Reply> applied =
       ApplyLocked(Operation{now, op::Release{args.client, args.lock}});
   if (!applied.ok()) {
     DigestEventsLocked(now, NoVictims(), fx);
     return applied.status();
   }
-  const ReleaseOutcome outcome = std::get<ReleaseOutcome>(*applied);
+  const ReleaseAnswer outcome = std::get<ReleaseOutcome>(*applied);
   const WaiterKey key(args.client, args.lock);
   labels_.erase(key);
-  if (outcome == ReleaseOutcome::kWithdrawn) {
+  if (outcome == ReleaseAnswer::kWithdrawn) {
     if (parked_.contains(key)) {
       AcquireAnswer answer;
       answer.kind = AcquireAnswer::Kind::kWithdrawn;
@@ -1290,9 +1294,9 @@ void CoreOwner::ForceRelease(
           // by one of these releases is not released in turn.
           for (const HolderView& holder : view->holders) {
             if (!client.empty() && holder.client != client) continue;
-            absl::StatusOr<ReleaseOutcome> outcome = ReleaseLocked(
+            absl::StatusOr<ReleaseAnswer> outcome = ReleaseLocked(
                 ReleaseArgs{.client = holder.client, .lock = lock}, now, fx);
-            if (outcome.ok() && *outcome == ReleaseOutcome::kReleased) {
+            if (outcome.ok() && *outcome == ReleaseAnswer::kReleased) {
               released.push_back(ForcedRelease{.client = holder.client,
                                                .token = holder.token,
                                                .mode = holder.mode});

@@ -131,8 +131,8 @@ class CoreOwner {
   // completion (see Answers above): with the grant, the queued position or
   // the error at once, or, when the call waits, with whatever settles its
   // wait later (a grant, a withdrawal, an abort, its timeout, CancelWait,
-  // shutdown). Outcomes: see AcquireResult; a retry of a parked request_id
-  // takes over the parked slot (the earlier call is completed with
+  // shutdown). Outcomes: see absl::StatusOr<AcquireAnswer>; a retry of a parked
+  // request_id takes over the parked slot (the earlier call is completed with
   // SupersededByRetry).
   void Acquire(const AcquireArgs& args, PendingAcquire* call);
 
@@ -146,7 +146,7 @@ class CoreOwner {
   // answer did not reach the client. If the answer was a grant (or a
   // queued request) that no call delivered, the grant is released (or the
   // request withdrawn) again: a lock is never granted to nobody.
-  void AcquireCallDone(const AcquireArgs& args, const AcquireReply& reply,
+  void AcquireCallDone(const AcquireArgs& args, const AcquireCallAnswer& reply,
                        bool cancelled);
 
   // Outcomes: the renewed lease; core errors; SessionEnded; RequestIdReused.
@@ -156,7 +156,7 @@ class CoreOwner {
   // lock is completed as withdrawn); core errors; SessionEnded;
   // RequestIdReused.
   void Release(const ReleaseArgs& args,
-               Completion<absl::StatusOr<ReleaseOutcome>> done);
+               Completion<absl::StatusOr<ReleaseAnswer>> done);
   // An operator's forced release (server/core_owner_admin.cc): ends the
   // lease `client` holds on `lock`, or every lease on `lock` when `client`
   // is empty, each as one Release operation (so the log replays it). Waits,
@@ -358,9 +358,9 @@ class CoreOwner {
   // produced; `victims` the abort list of the Acquire that caused them.
   void DigestEventsLocked(Tick now, const std::vector<std::string>& victims,
                           Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::optional<AcquireReply> AcquireLocked(const AcquireArgs& args,
-                                            PendingAcquire* call, Tick now,
-                                            Effects& fx)
+  std::optional<AcquireCallAnswer> AcquireLocked(const AcquireArgs& args,
+                                                 PendingAcquire* call, Tick now,
+                                                 Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Renew and Release: brings time up to now, checks the session, answers
   // a retry from the retry cache or else calls apply(now, fx) (under mu_)
@@ -372,14 +372,15 @@ class CoreOwner {
   absl::StatusOr<RenewAnswer> RenewLocked(const RenewArgs& args, Tick now,
                                           Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<ReleaseOutcome> ReleaseLocked(const ReleaseArgs& args,
-                                               Tick now, Effects& fx)
+  absl::StatusOr<ReleaseAnswer> ReleaseLocked(const ReleaseArgs& args, Tick now,
+                                              Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes a parked call and queues its completion with `result`, storing
   // the result as the request_id's first answer (unless `cache` is false, in
   // which case the request_id's entry is dropped).
-  void FinishParkedLocked(const WaiterKey& key, AcquireResult result,
-                          bool cache, Tick now, Effects& fx)
+  void FinishParkedLocked(const WaiterKey& key,
+                          absl::StatusOr<AcquireAnswer> result, bool cache,
+                          Tick now, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckSessionLocked(const std::string& session_id,
                                   const std::string& client) const

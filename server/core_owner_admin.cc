@@ -42,7 +42,7 @@ absl::StatusOr<Reply> CoreOwner::CountLocked(const Operation& op,
   } else if (std::holds_alternative<op::Renew>(op.body)) {
     ++counters_.renewals;
   } else if (const auto* released = std::get_if<ReleaseOutcome>(&*reply)) {
-    if (*released == ReleaseOutcome::kReleased) {
+    if (*released == ReleaseAnswer::kReleased) {
       ++counters_.releases;
     } else {
       ++counters_.withdrawals;

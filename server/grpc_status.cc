@@ -61,8 +61,7 @@ GrpcError ToGrpcStatus(const absl::Status& status) {
 
   const pb::ErrorDetail detail = ToErrorDetail(ErrorInfoOf(status));
   error.trailing_metadata.emplace_back(
-      kReasonMetadataKey,
-      std::string(ReasonName(static_cast<Reason>(detail.reason()))));
+      kReasonMetadataKey, std::string(ReasonName(detail.reason())));
   error.trailing_metadata.emplace_back(kErrorDetailMetadataKey,
                                        detail.SerializeAsString());
   return error;

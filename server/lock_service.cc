@@ -79,7 +79,7 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
       : owner_(owner), context_(context), response_(response) {
     absl::StatusOr<AcquireArgs> args = ParseAcquire(*request, limits);
     if (!args.ok()) {
-      FinishWith(AcquireReply{args.status()});
+      FinishWith(AcquireCallAnswer{args.status()});
       return;
     }
     args_ = *std::move(args);
@@ -89,7 +89,9 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
     owner_.Acquire(args_, this);
   }
 
-  void Complete(AcquireReply reply) override { FinishWith(std::move(reply)); }
+  void Complete(AcquireCallAnswer reply) override {
+    FinishWith(std::move(reply));
+  }
 
   void OnCancel() override {
     if (parsed_) owner_.CancelWait(args_.client, args_.lock, this);
@@ -101,7 +103,7 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
   }
 
  private:
-  void FinishWith(AcquireReply reply) {
+  void FinishWith(AcquireCallAnswer reply) {
     reply_ = std::move(reply);
     if (reply_.result.ok()) {
       ToProto(*reply_.result, response_);
@@ -116,7 +118,7 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
   pb::AcquireResponse* const response_;
   AcquireArgs args_;
   bool parsed_ = false;
-  AcquireReply reply_{absl::UnknownError("not answered")};
+  AcquireCallAnswer reply_{absl::UnknownError("not answered")};
 };
 
 absl::Status ValidateForceRelease(const pb::ForceReleaseRequest& request,
@@ -201,9 +203,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Release(
   if (!args.ok()) return FinishNow(context, args.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   owner_.Release(*args,
-                 FinishWith<absl::StatusOr<ReleaseOutcome>>(
+                 FinishWith<absl::StatusOr<ReleaseAnswer>>(
                      context, reactor,
-                     [response](const absl::StatusOr<ReleaseOutcome>& outcome) {
+                     [response](const absl::StatusOr<ReleaseAnswer>& outcome) {
                        response->set_result(ToProto(*outcome));
                      }));
   return reactor;

@@ -269,7 +269,7 @@ void SessionReactor::HandleCall() {
       return AnswerCall(
           call_id, std::move(request), session, &ParseRelease,
           &CoreOwner::Release,
-          [](const ReleaseOutcome& outcome, pb::SessionCallResult& result) {
+          [](const ReleaseAnswer& outcome, pb::SessionCallResult& result) {
             result.mutable_release()->set_result(ToProto(outcome));
           });
     }
@@ -367,7 +367,8 @@ bool SessionReactor::Answer(pb::SessionResponse message) {
   return sent;
 }
 
-void SessionReactor::AnswerParked(ParkedAcquire* call, AcquireReply reply) {
+void SessionReactor::AnswerParked(ParkedAcquire* call,
+                                  AcquireCallAnswer reply) {
   pb::SessionResponse message;
   pb::SessionCallResult* result = message.mutable_call_result();
   result->set_call_id(call->call_id());

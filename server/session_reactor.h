@@ -114,7 +114,7 @@ class SessionReactor final
         : stream_(std::move(stream)),
           call_id_(call_id),
           args_(std::move(args)) {}
-    void Complete(AcquireReply reply) override {
+    void Complete(AcquireCallAnswer reply) override {
       // The last statement: it may destroy this object and the reactor.
       stream_->AnswerParked(this, std::move(reply));
     }
@@ -174,7 +174,7 @@ class SessionReactor final
   bool Answer(v1::SessionResponse message);
 
   // CoreOwner's answer to a parked Acquire (after it is durable).
-  void AnswerParked(ParkedAcquire* call, AcquireReply reply);
+  void AnswerParked(ParkedAcquire* call, AcquireCallAnswer reply);
 
   // The stream has ended: every Acquire still parked is withdrawn (each is
   // then completed with WaitCancelled, which finds the stream finished).

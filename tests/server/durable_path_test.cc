@@ -32,15 +32,15 @@ class NullSink final : public SessionSink {
 // An Acquire call that records its answers.
 class RecordingCall final : public PendingAcquire {
  public:
-  void Complete(AcquireReply reply) override {
+  void Complete(AcquireCallAnswer reply) override {
     reply_ = std::move(reply);
     ++completions_;
   }
-  const std::optional<AcquireReply>& reply() const { return reply_; }
+  const std::optional<AcquireCallAnswer>& reply() const { return reply_; }
   int completions() const { return completions_; }
 
  private:
-  std::optional<AcquireReply> reply_;
+  std::optional<AcquireCallAnswer> reply_;
   int completions_ = 0;
 };
 
@@ -191,7 +191,7 @@ TEST_F(DurablePathTest, EveryMutationAnswersOnceAfterItsRecordsAreDurable) {
   Write("v", 1, written);
   CompletionRecorder<absl::StatusOr<int>> kept;
   owner_.Keepalive(session, sink.get(), kept.Callback());
-  CompletionRecorder<absl::StatusOr<ReleaseOutcome>> released;
+  CompletionRecorder<absl::StatusOr<ReleaseAnswer>> released;
   owner_.Release(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback());
   RecordingCall again;
   owner_.Acquire(AcquireArgs{.client = "b", .lock = "L", .ttl_ms = 60'000},
@@ -220,7 +220,7 @@ TEST_F(DurablePathTest, EveryMutationAnswersOnceAfterItsRecordsAreDurable) {
   EXPECT_TRUE(written.answer().ok());
   EXPECT_TRUE(kept.answer().ok());
   ASSERT_TRUE(released.answer().ok());
-  EXPECT_EQ(*released.answer(), ReleaseOutcome::kReleased);
+  EXPECT_EQ(*released.answer(), ReleaseAnswer::kReleased);
   ASSERT_TRUE(forced.answer().ok());
   ASSERT_EQ(forced.answer()->size(), 1u);
   EXPECT_EQ((*forced.answer())[0].client, "b");
@@ -233,7 +233,7 @@ TEST_F(DurablePathTest, ARefusalWaitsForTheRecordsBeforeIt) {
   RecordingCall holder;
   owner_.Acquire(AcquireArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
                  &holder);
-  CompletionRecorder<absl::StatusOr<ReleaseOutcome>> refused;
+  CompletionRecorder<absl::StatusOr<ReleaseAnswer>> refused;
   owner_.Release(ReleaseArgs{.client = "b", .lock = "L"}, refused.Callback());
   EXPECT_FALSE(refused.answered());
   log_->MakeDurable(log_->last_position());
@@ -255,7 +255,7 @@ TEST_F(DurablePathTest, AGrantFromTheQueueAnswersOnceTheHandOverIsDurable) {
                  &waiter);
   log_->MakeDurable(log_->last_position());
   EXPECT_FALSE(waiter.reply().has_value());  // parked
-  CompletionRecorder<absl::StatusOr<ReleaseOutcome>> released;
+  CompletionRecorder<absl::StatusOr<ReleaseAnswer>> released;
   owner_.Release(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback());
   EXPECT_FALSE(waiter.reply().has_value());
   EXPECT_FALSE(released.answered());

@@ -23,21 +23,21 @@ namespace {
 // An Acquire call that records its answer, and how often it got one.
 class RecordingCall final : public PendingAcquire {
  public:
-  void Complete(AcquireReply reply) override {
+  void Complete(AcquireCallAnswer reply) override {
     reply_ = std::move(reply);
     ++completions_;
   }
-  const std::optional<AcquireReply>& reply() const { return reply_; }
+  const std::optional<AcquireCallAnswer>& reply() const { return reply_; }
   int completions() const { return completions_; }
 
  private:
-  std::optional<AcquireReply> reply_;
+  std::optional<AcquireCallAnswer> reply_;
   int completions_ = 0;
 };
 
-absl::StatusOr<ReleaseOutcome> ReleaseNow(CoreOwner& owner,
-                                          const ReleaseArgs& args) {
-  return testing::AnswerNow<absl::StatusOr<ReleaseOutcome>>(
+absl::StatusOr<ReleaseAnswer> ReleaseNow(CoreOwner& owner,
+                                         const ReleaseArgs& args) {
+  return testing::AnswerNow<absl::StatusOr<ReleaseAnswer>>(
       [&](auto done) { owner.Release(args, std::move(done)); });
 }
 
@@ -78,7 +78,7 @@ TEST_F(CoreOwnerTest, UndeliveredImmediateGrantIsReleasedAgain) {
   RecordingCall call;
   const AcquireArgs args = Args("job", "L", 60'000);
   owner_.Acquire(args, &call);
-  const std::optional<AcquireReply> reply = call.reply();
+  const std::optional<AcquireCallAnswer> reply = call.reply();
   ASSERT_TRUE(reply.has_value() && reply->result.ok());
   ASSERT_EQ(Holders("L").size(), 1u);
   owner_.AcquireCallDone(args, *reply, /*cancelled=*/true);
@@ -116,8 +116,8 @@ TEST_F(CoreOwnerTest, GrantDeliveredByARetryIsKept) {
   const AcquireArgs args = Args("job", "L", 60'000, 0, "req-1");
   owner_.Acquire(args, &first);
   owner_.Acquire(args, &retry);
-  const std::optional<AcquireReply> first_reply = first.reply();
-  const std::optional<AcquireReply> retry_reply = retry.reply();
+  const std::optional<AcquireCallAnswer> first_reply = first.reply();
+  const std::optional<AcquireCallAnswer> retry_reply = retry.reply();
   ASSERT_TRUE(first_reply.has_value() && retry_reply.has_value());
   EXPECT_TRUE(first_reply->tracked);
   EXPECT_TRUE(retry_reply->tracked);
@@ -131,8 +131,8 @@ TEST_F(CoreOwnerTest, GrantIsReleasedOnlyWhenNoCallDeliveredIt) {
   const AcquireArgs args = Args("job", "L", 60'000, 0, "req-1");
   owner_.Acquire(args, &first);
   owner_.Acquire(args, &retry);
-  const std::optional<AcquireReply> first_reply = first.reply();
-  const std::optional<AcquireReply> retry_reply = retry.reply();
+  const std::optional<AcquireCallAnswer> first_reply = first.reply();
+  const std::optional<AcquireCallAnswer> retry_reply = retry.reply();
   ASSERT_TRUE(first_reply.has_value() && retry_reply.has_value());
   owner_.AcquireCallDone(args, *first_reply, /*cancelled=*/true);
   EXPECT_EQ(Holders("L").size(), 1u);  // the retry may still deliver it
@@ -153,7 +153,7 @@ TEST_F(CoreOwnerTest, DeadlinesAreProcessedInTheOrderTheyHappened) {
             3'000 + ServerConfig().forget_idle_clients_after_ms);
   ASSERT_TRUE(waiter.reply().has_value());
   EXPECT_EQ(ErrorInfoOf(waiter.reply()->result.status()).reason,
-            Reason::kWaitTimeout);
+            v1::WAIT_TIMEOUT);
   EXPECT_TRUE(Holders("L").empty());
 }
 
@@ -256,7 +256,7 @@ TEST(RetryCacheTest, EvictsTheOldestEntryWhenFull) {
   for (const char* id : {"a", "b", "c"}) {
     cache.Insert("client", id, Fingerprint{});
     cache.Answer("client", id,
-                 absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 0);
+                 absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 0);
   }
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache.Find("client", "a", 0), nullptr);
@@ -268,7 +268,7 @@ TEST(RetryCacheTest, AnswersExpireAfterTheTtlButPendingEntriesDoNot) {
   RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 10});
   cache.Insert("c", "answered", Fingerprint{});
   cache.Answer("c", "answered",
-               absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 10);
+               absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 10);
   cache.Insert("c", "pending", Fingerprint{});
   EXPECT_NE(cache.Find("c", "answered", 109), nullptr);
   EXPECT_EQ(cache.Find("c", "answered", 110), nullptr);
@@ -328,7 +328,7 @@ TEST(RetryCacheTest, AnExpiredEntryMakesWayForANewOneWithTheSameId) {
   RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 2});
   cache.Insert("c", "r", Fingerprint{.lock = "old"});
   cache.Answer("c", "r",
-               absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 0);
+               absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 0);
   // Not looked up since it expired: Insert replaces it.
   cache.Insert("c", "r", Fingerprint{.lock = "new"});
   EXPECT_EQ(cache.size(), 1u);
