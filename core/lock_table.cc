@@ -681,7 +681,7 @@ bool LockTable::HoldsWithToken(absl::string_view client_name,
 
 std::vector<std::string> LockTable::ActiveLocks(absl::string_view prefix,
                                                 absl::string_view after,
-                                                size_t limit) {
+                                                size_t limit) const {
   std::vector<std::string> names;
   // A page starts after `after`, but never before the first name with the
   // prefix.

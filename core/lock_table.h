@@ -284,7 +284,8 @@ class LockTable {
   // Names of locks that have a holder or a waiter, in ascending order,
   // starting after `after`, at most `limit`. Cost: O(log n + limit).
   std::vector<std::string> ActiveLocks(absl::string_view prefix,
-                                       absl::string_view after, size_t limit);
+                                       absl::string_view after,
+                                       size_t limit) const;
 
   // Drains the events caused since the last call, in the order they
   // happened. Always empty when CoreConfig::record_events is false.

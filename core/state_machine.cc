@@ -125,4 +125,14 @@ absl::StatusOr<ClientView> StateMachine::Status(Tick now,
   return table_.Status(now, client);
 }
 
+LockPage StateMachine::InspectPage(Tick now, absl::string_view lock,
+                                   const InspectCursor& from, size_t limit) {
+  return table_.InspectPage(now, lock, from, limit);
+}
+
+ClientPage StateMachine::StatusPage(Tick now, absl::string_view client,
+                                    absl::string_view after, size_t limit) {
+  return table_.StatusPage(now, client, after, limit);
+}
+
 }  // namespace leasekeeper

@@ -15,8 +15,10 @@
 #define LEASEKEEPER_CORE_STATE_MACHINE_H_
 
 #include <optional>
+#include <cstddef>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -141,7 +143,25 @@ class StateMachine {
   CoreSnapshot Snapshot() const;
   absl::Status Restore(const CoreSnapshot& snapshot);
 
-  LockTable& table() { return table_; }
+  // Paged views at `now` (LockTable::InspectPage and StatusPage; each
+  // retires lapsed leases first, as the queries above).
+  LockPage InspectPage(Tick now, absl::string_view lock,
+                       const InspectCursor& from, size_t limit);
+  ClientPage StatusPage(Tick now, absl::string_view client,
+                        absl::string_view after, size_t limit);
+
+  // The events of the operations and queries applied so far, oldest first
+  // (LockTable::TakeEvents); the owner drains them after each step.
+  std::vector<Event> TakeEvents() { return table_.TakeEvents(); }
+  // Restarts `client`'s idle clock at `at` (LockTable::RestartIdleClock):
+  // bookkeeping of the daemon's idle-client forgetting, not an operation
+  // (the Forget it delays is one).
+  void RestartIdleClock(absl::string_view client, Tick at) {
+    table_.RestartIdleClock(client, at);
+  }
+
+  // Read-only: every change goes through Apply or the methods above, so
+  // whatever the owner logs is the whole story.
   const LockTable& table() const { return table_; }
   const FencedStore& store() const { return store_; }
 

@@ -1,6 +1,11 @@
 // The server's domain requests and answers: what the gRPC layer hands to
 // CoreOwner after validation, and what it gets back to convert into protos.
 //
+// Names: a request is ...Args (or ...Query for a paged view), the server's
+// answer to it ...Answer (absl::StatusOr<...Answer> when it can fail); the
+// API's messages keep their proto names (...Request, ...Response), and the
+// core's results theirs (...Outcome, core/lock_table.h).
+//
 // Protobuf messages never reach CoreOwner or the core; these plain structs
 // do. Durations are milliseconds relative to the moment an answer was
 // produced (the server never exposes absolute ticks).
@@ -46,10 +51,10 @@ struct AcquireAnswer {
   std::vector<std::string> aborted{};
 };
 
-// Errors: the core's (server_errors.h), DeadlockVictim, WaitTimedOut,
-// SessionEnded, LimitExceeded, ShuttingDown, SupersededByRetry,
-// RequestIdReused, WaitCancelled.
-using AcquireResult = absl::StatusOr<AcquireAnswer>;
+// An Acquire's answer comes as absl::StatusOr<AcquireAnswer>. Errors: the
+// core's (server_errors.h), DeadlockVictim, WaitTimedOut, SessionEnded,
+// LimitExceeded, ShuttingDown, SupersededByRetry, RequestIdReused,
+// WaitCancelled.
 
 struct RenewArgs {
   std::string client{};
@@ -70,6 +75,10 @@ struct ReleaseArgs {
   std::string request_id{};
   std::string session_id{};
 };
+
+// A Release's answer: the core's ReleaseOutcome (kReleased: a lease ended;
+// kWithdrawn: a wait was withdrawn).
+using ReleaseAnswer = ReleaseOutcome;
 
 struct WriteArgs {
   std::string lock{};

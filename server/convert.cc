@@ -343,9 +343,9 @@ void ToProto(const RenewAnswer& answer, pb::RenewResponse* response) {
   response->set_ttl_ms(answer.ttl_ms);
 }
 
-pb::ReleaseResult ToProto(ReleaseOutcome outcome) {
-  return outcome == ReleaseOutcome::kWithdrawn ? pb::RELEASE_RESULT_WITHDRAWN
-                                               : pb::RELEASE_RESULT_RELEASED;
+pb::ReleaseResult ToProto(ReleaseAnswer outcome) {
+  return outcome == ReleaseAnswer::kWithdrawn ? pb::RELEASE_RESULT_WITHDRAWN
+                                              : pb::RELEASE_RESULT_RELEASED;
 }
 
 void ToProto(const InspectAnswer& answer, absl::Time wall_now,

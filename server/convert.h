@@ -70,7 +70,7 @@ absl::StatusOr<OpenArgs> ParseOpen(const v1::OpenSession& open,
 
 void ToProto(const AcquireAnswer& answer, v1::AcquireResponse* response);
 void ToProto(const RenewAnswer& answer, v1::RenewResponse* response);
-v1::ReleaseResult ToProto(ReleaseOutcome outcome);
+v1::ReleaseResult ToProto(ReleaseAnswer outcome);
 // `wall_now` renders expires_in_ms as a wall-clock Timestamp for humans.
 void ToProto(const InspectAnswer& answer, absl::Time wall_now,
              v1::InspectResponse* response);

@@ -33,26 +33,52 @@ std::optional<T> ReplayedAnswer(const Admitted& admitted) {
 }  // namespace
 
 struct CoreOwner::Effects {
-  std::vector<std::pair<PendingAcquire*, AcquireReply>> completions;
+  std::vector<std::pair<PendingAcquire*, AcquireCallAnswer>> completions;
   std::vector<std::pair<std::shared_ptr<SessionSink>, SessionNotice>> notices;
   std::vector<std::pair<std::shared_ptr<SessionSink>, absl::Status>>
       stream_ends;
   std::vector<LogRecord> logs;
   bool wake_timer = false;
+  // The call's own answer, given the durability outcome; run last.
+  absl::AnyInvocable<void(absl::Status) &&> answer;
+  // What all of the above waits for: the last record appended by the end
+  // of the call (ScheduleLocked).
+  storage::LogPosition position = 0;
 
   bool empty() const {
     return completions.empty() && notices.empty() && stream_ends.empty() &&
-           logs.empty();
+           logs.empty() && !answer;
   }
 };
+
+namespace {
+
+// Sets the call's answer: `result`, or the durability failure instead.
+template <typename T>
+void SetAnswer(T result, CoreOwner::Completion<T> done,
+               absl::AnyInvocable<void(absl::Status) &&>& answer) {
+  answer = [result = std::move(result),
+            done = std::move(done)](absl::Status durable) mutable {
+    if (!durable.ok()) result = std::move(durable);
+    std::move(done)(std::move(result));
+  };
+}
+
+}  // namespace
 
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
-      state_(CoreConfig{
-          .max_ttl = kMaxTtlMs + kGrantRoundingTicks,
-          .track_idle_clients = config_.forget_idle_clients_after_ms > 0}),
-      retry_cache_(config_.retry_cache) {}
+      retry_cache_(config_.retry_cache),
+      // The snapshot source runs inside machine_.Apply and Log, which run
+      // under mu_.
+      machine_(CoreConfig{.max_ttl = kMaxTtlMs + kGrantRoundingTicks,
+                          .track_idle_clients =
+                              config_.forget_idle_clients_after_ms > 0},
+               [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                 return ServerStateLocked();
+               }),
+      durability_(machine_.durability()) {}
 
 CoreOwner::~CoreOwner() = default;
 
@@ -70,7 +96,7 @@ Tick CoreOwner::NowLocked() {
 
 Tick CoreOwner::ForgetDeadlineLocked() const {
   const std::optional<LockTable::IdleClient> oldest =
-      state_.table().OldestIdleClient();
+      machine_.table().OldestIdleClient();
   if (!oldest.has_value()) return kMaxTick;
   // The index holds only past instants; kMaxTick bounds both terms.
   return std::min(kMaxTick,
@@ -88,7 +114,7 @@ int64_t CoreOwner::SureLeftLocked(Tick expires_at, Tick now) const {
 }
 
 Tick CoreOwner::NextDeadlineLocked() const {
-  Tick next = state_.table().NextExpiry().value_or(kMaxTick);
+  Tick next = machine_.table().NextExpiry().value_or(kMaxTick);
   next = std::min(next, parked_.NextDeadline());
   next = std::min(next, ForgetDeadlineLocked());
   return std::min(next, sessions_.NextDeadline());
@@ -96,7 +122,7 @@ Tick CoreOwner::NextDeadlineLocked() const {
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
   while (true) {
-    const Tick lapse_at = state_.table().NextExpiry().value_or(kMaxTick);
+    const Tick lapse_at = machine_.table().NextExpiry().value_or(kMaxTick);
     const Tick wait_at = parked_.NextDeadline();
     const Tick grace_at = sessions_.NextDeadline();
     const Tick forget_at = ForgetDeadlineLocked();
@@ -127,14 +153,14 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       // enough. A session keeps it (its idle time restarts when the session
       // ends); so does a store that refuses the operation (tried again one
       // period later).
-      const std::string client(state_.table().OldestIdleClient()->client);
+      const std::string client(machine_.table().OldestIdleClient()->client);
       bool forgotten = false;
       if (sessions_.SessionOf(client) == nullptr) {
         absl::StatusOr<Reply> reply =
             ApplyLocked(Operation{next, op::Forget{client}});
         forgotten = reply.ok() && std::get<bool>(*reply);
       }
-      if (!forgotten) state_.table().RestartIdleClock(client, now);
+      if (!forgotten) machine_.RestartIdleClock(client, now);
     } else {
       const std::string session_id = sessions_.NextDue(next)->second;
       const std::string client = sessions_.Find(session_id)->client;
@@ -152,6 +178,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
 }
 
 void CoreOwner::ScheduleLocked(Effects& fx) {
+  fx.position = machine_.last_position();
   const Tick next = NextDeadlineLocked();
   if (next < scheduled_wake_) {
     scheduled_wake_ = next;
@@ -160,32 +187,10 @@ void CoreOwner::ScheduleLocked(Effects& fx) {
 }
 
 absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
-  if (store_ == nullptr) return CountLocked(op, state_.Apply(op));
-  // A failed store refuses mutations before they reach the core. The
-  // passage of time still applies (a lapse loop must make progress); its
+  // A failed log refuses the operation before it reaches the core (a
+  // refusal counts nothing); the passage of time still applies, and its
   // effects are never acknowledged (AfterDurable answers UNAVAILABLE).
-  if (!std::holds_alternative<op::Advance>(op.body)) {
-    if (absl::Status health = store_->health(); !health.ok()) return health;
-  }
-  absl::StatusOr<Reply> reply = CountLocked(op, state_.Apply(op));
-  if (!reply.ok()) return reply;  // refused: changed nothing but time
-  absl::StatusOr<storage::LogPosition> position = store_->Append(op);
-  if (!position.ok()) return reply;  // the store failed: see AfterDurable
-  MaybeSnapshotLocked(*position);
-  return reply;
-}
-
-void CoreOwner::MaybeSnapshotLocked(storage::LogPosition position) {
-  if (!store_->SnapshotDue()) return;
-  // Under the mutex, so the snapshot is exactly records 1..position; the
-  // file is written on the store's thread.
-  store_->SubmitSnapshot(state_.Snapshot(), position, ServerStateLocked());
-}
-
-void CoreOwner::LogLocked(storage::ServerRecord record) {
-  if (store_ == nullptr || !store_->health().ok()) return;
-  absl::StatusOr<storage::LogPosition> position = store_->Append(record);
-  if (position.ok()) MaybeSnapshotLocked(*position);
+  return CountLocked(op, machine_.Apply(op));
 }
 
 storage::ServerState CoreOwner::ServerStateLocked() const {
@@ -214,8 +219,8 @@ RetryEntry* CoreOwner::RememberLocked(const std::string& client,
                                       CachedAnswer answer, Tick now) {
   RetryEntry* entry =
       retry_cache_.Answer(client, request_id, std::move(answer), now);
-  if (entry != nullptr && store_ != nullptr) {
-    LogLocked(storage::ServerRecord{
+  if (entry != nullptr && machine_.persistent()) {
+    machine_.Log(storage::ServerRecord{
         now, storage::srec::RetryAnswered{
                  client, request_id,
                  EncodeRetryEntry(entry->fingerprint, *entry->answer)}});
@@ -226,7 +231,7 @@ RetryEntry* CoreOwner::RememberLocked(const std::string& client,
 void CoreOwner::ForgetLocked(const std::string& client,
                              const std::string& request_id, Tick now) {
   if (retry_cache_.Erase(client, request_id)) {
-    LogLocked(storage::ServerRecord{
+    machine_.Log(storage::ServerRecord{
         now, storage::srec::RetryForgotten{client, request_id}});
   }
 }
@@ -250,7 +255,8 @@ void CoreOwner::RestoreServerStateLocked(Tick now) {
       ++unreadable;
       continue;
     }
-    if (const auto* acquired = std::get_if<AcquireResult>(&entry->answer);
+    if (const auto* acquired =
+            std::get_if<absl::StatusOr<AcquireAnswer>>(&entry->answer);
         acquired != nullptr && acquired->ok() &&
         (*acquired)->kind == AcquireAnswer::Kind::kQueued) {
       // "Queued" is no longer true: the restart withdrew every wait. A
@@ -270,106 +276,60 @@ void CoreOwner::Perform(Effects& fx) {
   if (fx.wake_timer) clock_.Interrupt();
   fx.wake_timer = false;
   if (fx.empty()) return;
-  // Inline when already durable (no store, --fsync never): a waiter's grant
+  // Inline when durable already (no store, --fsync never): a waiter's grant
   // is then sent by the thread that caused it, as the caller's own answer
   // is, not handed to the flusher thread (a wake-up and a context switch on
   // the path of every hand-over).
-  AfterDurable([this, fx = std::move(fx)](absl::Status durable) mutable {
-    if (!durable.ok()) {
-      // Nothing not durable is told: waiting calls fail, notices are
-      // dropped, streams still end.
-      for (auto& [call, reply] : fx.completions) {
-        reply = AcquireReply{durable};
-      }
-      fx.notices.clear();
-    }
-    PerformNow(fx);
-  });
+  const storage::LogPosition position = fx.position;
+  durability_.WhenDurable(
+      position, [this, fx = std::move(fx)](absl::Status durable) mutable {
+        if (!durable.ok()) {
+          // Nothing not durable is told: waiting calls fail, notices are
+          // dropped, streams still end.
+          for (auto& [call, reply] : fx.completions) {
+            reply = AcquireCallAnswer{durable};
+          }
+          fx.notices.clear();
+        }
+        PerformNow(fx, durable);
+      });
 }
 
-void CoreOwner::PerformNow(Effects& fx) {
+void CoreOwner::PerformNow(Effects& fx, const absl::Status& durable) {
   // Answers first: they are what waiting clients measure.
   for (auto& [call, reply] : fx.completions) call->Complete(std::move(reply));
   for (auto& [sink, notice] : fx.notices) sink->Notify(notice);
   for (auto& [sink, status] : fx.stream_ends) sink->End(status);
   for (const LogRecord& record : fx.logs) WriteLog(record);
+  // Last, as when the gRPC layer sent it after the effects.
+  if (fx.answer) std::move(fx.answer)(durable);
 }
 
 void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
-  AfterDurable(store_ == nullptr ? 0 : store_->last_position(),
-               std::move(done));
-}
-
-void CoreOwner::AfterDurable(storage::LogPosition position,
-                             absl::AnyInvocable<void(absl::Status) &&> done) {
-  if (store_ == nullptr) {
-    std::move(done)(absl::OkStatus());
-    return;
-  }
-  if (absl::Status health = store_->health(); !health.ok()) {
-    ReportStorageFailure(health);
-    std::move(done)(std::move(health));
-    return;
-  }
-  if (store_->durable_position() >= position) {
-    std::move(done)(absl::OkStatus());
-    return;
-  }
-  store_->OnDurable(
-      position, [this, done = std::move(done)](absl::Status durable) mutable {
-        if (!durable.ok()) ReportStorageFailure(durable);
-        std::move(done)(std::move(durable));
-      });
-}
-
-void CoreOwner::ReportStorageFailure(const absl::Status& status) {
-  if (storage_failure_reported_.exchange(true)) return;
-  spdlog::error(
-      "event=storage_failed error=\"{}\" (every mutation is refused with "
-      "UNAVAILABLE until leasekeeperd is restarted on a healthy disk)",
-      std::string(status.message()));
-  if (storage_failure_observer_) storage_failure_observer_(status);
+  durability_.WhenDurable(durability_.last_position(), std::move(done));
 }
 
 absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
   absl::MutexLock lock(&mu_);
-  const DurabilityConfig& durability = config_.durability;
-  if (durability.data_dir.empty()) return storage::RecoveryReport{};
-  storage::DurableStoreOptions options;
-  options.fsync = durability.fsync;
-  options.snapshot_every_records = durability.snapshot_every_records;
-  options.restart_grace_ticks = durability.restart_grace_ms;
-  options.recover_truncate = durability.recover_truncate;
-  absl::StatusOr<std::unique_ptr<storage::DurableStore>> store =
-      storage::DurableStore::Open(durability.data_dir, options, state_,
-                                  &recovered_server_);
-  if (!store.ok()) return store.status();
-  wal_ = store->get();
-  store_ = *std::move(store);
-  last_tick_ = std::max(last_tick_, state_.table().now());
-  return wal_->recovery();
+  absl::StatusOr<storage::RecoveryReport> report =
+      machine_.Open(config_.durability, &recovered_server_);
+  if (report.ok()) last_tick_ = std::max(last_tick_, machine_.table().now());
+  return report;
 }
 
 absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
   absl::MutexLock lock(&mu_);
-  if (store_ != nullptr) {
-    return absl::FailedPreconditionError("an operation log is in use already");
-  }
-  if (log->last_position() != 0) {
-    return absl::FailedPreconditionError(
-        "UseLog takes an empty log; recovery belongs to the log's opening");
-  }
-  store_ = std::move(log);
-  return absl::OkStatus();
+  return machine_.UseLog(std::move(log));
 }
 
 absl::Status CoreOwner::SettleRecoveredState() {
-  if (store_ == nullptr) return absl::OkStatus();
+  storage::LogPosition settled = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (state_.table().waiter_count() > 0) {
+    if (!machine_.persistent()) return absl::OkStatus();
+    if (machine_.table().waiter_count() > 0) {
       const Tick now = NowLocked();
-      const CoreSnapshot snapshot = state_.Snapshot();
+      const CoreSnapshot snapshot = machine_.Snapshot();
       for (const CoreSnapshot::Lock& lock_state : snapshot.locks) {
         for (auto it = lock_state.queue.rbegin(); it != lock_state.queue.rend();
              ++it) {
@@ -379,40 +339,20 @@ absl::Status CoreOwner::SettleRecoveredState() {
       }
     }
     // Nobody waits for the events of recovery and of these withdrawals.
-    (void)state_.table().TakeEvents();
+    (void)machine_.TakeEvents();
     // Before the timer thread starts (LeasekeeperServer::Start), so its
     // first RunDueTimers sees the restored sessions' grace deadlines.
     RestoreServerStateLocked(NowLocked());
+    settled = machine_.last_position();
   }
-  return store_->WaitDurable(store_->last_position());
+  return durability_.WaitDurable(settled);
 }
 
 std::optional<storage::DurableStoreStats> CoreOwner::StorageStats() {
-  if (wal_ == nullptr) return std::nullopt;
-  return wal_->stats();
+  return durability_.stats();
 }
 
-void CoreOwner::CloseStorage() {
-  if (store_ == nullptr) return;
-  const absl::Status closed = store_->Close();
-  if (wal_ == nullptr) return;
-  const storage::DurableStoreStats stats = wal_->stats();
-  // Group commit at a glance: how many records shared an fsync, and what
-  // an fsync cost.
-  spdlog::info(
-      "event=storage_closed records={} groups={} fsyncs={} "
-      "mean_group_records={:.1f} mean_fsync_us={:.0f} max_fsync_us={} "
-      "snapshots={} last_position={} health=\"{}\"",
-      stats.records_appended, stats.groups, stats.fsyncs,
-      stats.groups == 0 ? 0.0
-                        : static_cast<double>(stats.group_records_sum) /
-                              static_cast<double>(stats.groups),
-      stats.fsyncs == 0 ? 0.0
-                        : static_cast<double>(stats.fsync_micros_sum) /
-                              static_cast<double>(stats.fsyncs),
-      stats.fsync_micros_max, stats.snapshots_written, stats.last_position,
-      closed.ok() ? "ok" : std::string(closed.message()));
-}
+void CoreOwner::CloseStorage() { durability_.Close(); }
 
 Tick CoreOwner::RunDueTimers() {
   Effects fx;
@@ -422,6 +362,7 @@ Tick CoreOwner::RunDueTimers() {
     AdvanceLocked(NowLocked(), fx);
     next = NextDeadlineLocked();
     scheduled_wake_ = next;
+    fx.position = machine_.last_position();
   }
   Perform(fx);
   return next;
@@ -433,7 +374,7 @@ Tick CoreOwner::RunDueTimers() {
 void CoreOwner::DigestEventsLocked(Tick now,
                                    const std::vector<std::string>& victims,
                                    Effects& fx) {
-  for (Event& e : state_.table().TakeEvents()) {
+  for (Event& e : machine_.TakeEvents()) {
     CountEventLocked(e);
     switch (e.kind) {
       case Event::Kind::kLapsed: {
@@ -524,7 +465,8 @@ void CoreOwner::DigestEventsLocked(Tick now,
   }
 }
 
-void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
+void CoreOwner::FinishParkedLocked(const WaiterKey& key,
+                                   absl::StatusOr<AcquireAnswer> result,
                                    bool cache, Tick now, Effects& fx) {
   std::optional<ParkedCalls::Call> finished = parked_.Finish(key);
   if (!finished.has_value()) return;
@@ -542,7 +484,7 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key, AcquireResult result,
     }
   }
   fx.completions.emplace_back(parked.call,
-                              AcquireReply{std::move(result), tracked});
+                              AcquireCallAnswer{std::move(result), tracked});
 }
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
@@ -589,30 +531,35 @@ absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
 // ---------------------------------------------------------------------------
 // Acquire.
 
-std::optional<AcquireReply> CoreOwner::Acquire(const AcquireArgs& args,
-                                               PendingAcquire* call) {
+void CoreOwner::Acquire(const AcquireArgs& args, PendingAcquire* call) {
   Effects fx;
-  std::optional<AcquireReply> reply;
   {
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    reply = AcquireLocked(args, call, now, fx);
+    // nullopt: parked, completed later through fx.completions of another
+    // call (or of a later step of this one).
+    std::optional<AcquireCallAnswer> reply = AcquireLocked(args, call, now, fx);
+    if (reply.has_value()) {
+      fx.answer = [call,
+                   reply = *std::move(reply)](absl::Status durable) mutable {
+        if (!durable.ok()) reply.result = std::move(durable);
+        call->Complete(std::move(reply));
+      };
+    }
     ScheduleLocked(fx);
   }
   Perform(fx);
-  return reply;
 }
 
-std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
-                                                     PendingAcquire* call,
-                                                     Tick now, Effects& fx) {
+std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
+    const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx) {
   if (shutting_down_ && args.wait_timeout_ms > 0) {
-    return AcquireReply{ShuttingDown()};
+    return AcquireCallAnswer{ShuttingDown()};
   }
   if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
       !s.ok()) {
-    return AcquireReply{std::move(s)};
+    return AcquireCallAnswer{std::move(s)};
   }
   const WaiterKey key(args.client, args.lock);
 
@@ -627,14 +574,15 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
         /*first_call_waits=*/parked != nullptr &&
             parked->request_id == args.request_id);
     if (admitted.kind == RetryAdmission::kReused) {
-      return AcquireReply{RequestIdReused("request_id")};
+      return AcquireCallAnswer{RequestIdReused("request_id")};
     }
     if (admitted.kind == RetryAdmission::kReplay) {
-      std::optional<AcquireResult> first =
-          ReplayedAnswer<AcquireResult>(admitted);
-      if (!first.has_value()) return AcquireReply{RequestIdReused("request_id")};
+      std::optional<absl::StatusOr<AcquireAnswer>> first =
+          ReplayedAnswer<absl::StatusOr<AcquireAnswer>>(admitted);
+      if (!first.has_value())
+        return AcquireCallAnswer{RequestIdReused("request_id")};
       ++admitted.entry->deliveries_in_flight;
-      return AcquireReply{*std::move(first), /*tracked=*/true};
+      return AcquireCallAnswer{*std::move(first), /*tracked=*/true};
     }
     if (admitted.kind == RetryAdmission::kInFlight) {
       // The first call still waits (its client probably lost the
@@ -642,16 +590,16 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       if (args.wait_timeout_ms > 0) {
         fx.completions.emplace_back(
             parked_.Supersede(key, call, now + args.wait_timeout_ms),
-            AcquireReply{SupersededByRetry()});
+            AcquireCallAnswer{SupersededByRetry()});
         return std::nullopt;
       }
       // A retry that no longer waits: the request stays queued and the
       // retry learns its position.
       fx.completions.emplace_back(parked_.Finish(key)->call,
-                                  AcquireReply{SupersededByRetry()});
+                                  AcquireCallAnswer{SupersededByRetry()});
       AcquireAnswer answer;
       answer.kind = AcquireAnswer::Kind::kQueued;
-      absl::StatusOr<LockView> view = state_.Inspect(now, args.lock);
+      absl::StatusOr<LockView> view = machine_.Inspect(now, args.lock);
       if (view.ok()) {
         for (size_t i = 0; i < view->queue.size(); ++i) {
           if (view->queue[i].client == args.client) {
@@ -662,7 +610,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       RetryEntry* answered =
           RememberLocked(args.client, args.request_id, answer, now);
       if (answered != nullptr) ++answered->deliveries_in_flight;
-      return AcquireReply{std::move(answer), answered != nullptr};
+      return AcquireCallAnswer{std::move(answer), answered != nullptr};
     }
   }
 
@@ -671,13 +619,13 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   if (args.ttl_ms >= 1 && args.ttl_ms <= kMaxTtlMs) {
     // The core's queue is the count: a second count here would cost a map
     // entry per waiter (memory per waiter, issue 6).
-    if (static_cast<int64_t>(state_.table().QueueLength(args.lock)) >=
+    if (static_cast<int64_t>(machine_.table().QueueLength(args.lock)) >=
         config_.limits.max_waiters_per_lock) {
-      return AcquireReply{LimitExceeded("max-waiters-per-lock",
-                                        config_.limits.max_waiters_per_lock)};
+      return AcquireCallAnswer{LimitExceeded(
+          "max-waiters-per-lock", config_.limits.max_waiters_per_lock)};
     }
     if (absl::Status s = CheckLocksPerClientLocked(args.client, now); !s.ok()) {
-      return AcquireReply{std::move(s)};
+      return AcquireCallAnswer{std::move(s)};
     }
   }
 
@@ -692,7 +640,8 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
   absl::StatusOr<Reply> applied = ApplyLocked(
       Operation{now, op::Acquire{args.client, args.lock,
                                  CoreTtlLocked(args.ttl_ms), args.mode}});
-  AcquireResult result = absl::InternalError("acquire: no outcome");
+  absl::StatusOr<AcquireAnswer> result =
+      absl::InternalError("acquire: no outcome");
   if (!applied.ok()) result = applied.status();
   if (applied.ok()) {
     AcquireOutcome& outcome = std::get<AcquireOutcome>(*applied);
@@ -745,7 +694,7 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
       tracked = true;
     }
   }
-  return AcquireReply{std::move(result), tracked};
+  return AcquireCallAnswer{std::move(result), tracked};
 }
 
 void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
@@ -779,7 +728,8 @@ void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
 }
 
 void CoreOwner::AcquireCallDone(const AcquireArgs& args,
-                                const AcquireReply& reply, bool cancelled) {
+                                const AcquireCallAnswer& reply,
+                                bool cancelled) {
   // Only a tracked answer needs bookkeeping, and only an undelivered grant
   // or queued request needs undoing.
   if (!reply.tracked && (!cancelled || !reply.result.ok())) return;
@@ -805,7 +755,7 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
       if (answer.kind == AcquireAnswer::Kind::kGranted) {
         // Release only the very lease this answer granted.
         bool still_held = false;
-        absl::StatusOr<ClientView> view = state_.Status(now, args.client);
+        absl::StatusOr<ClientView> view = machine_.Status(now, args.client);
         if (view.ok()) {
           for (const HolderView& hold : view->holds) {
             if (hold.lock == args.lock && hold.token == answer.token) {
@@ -847,50 +797,68 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
 // ---------------------------------------------------------------------------
 // Renew, Release, Write and the queries.
 
-template <typename Answer, typename Args, typename Apply>
-absl::StatusOr<Answer> CoreOwner::RetriableCall(const Args& args,
-                                                Fingerprint fingerprint,
-                                                Apply apply) {
+template <typename T, typename Step>
+void CoreOwner::Run(Step&& step, Completion<T> done) {
   Effects fx;
-  absl::StatusOr<Answer> result;
   {
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
-        !s.ok()) {
-      result = std::move(s);
-    } else if (args.request_id.empty()) {
-      result = apply(now, fx);
-    } else {
-      // Renew and Release answer at once, so they are never in flight.
-      const Admitted admitted =
-          retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
-                             /*first_call_waits=*/false);
-      if (admitted.kind == RetryAdmission::kNew) {
-        retry_cache_.Insert(args.client, args.request_id, fingerprint);
-        result = apply(now, fx);
-        RememberLocked(args.client, args.request_id, result, now);
-      } else {
-        result = ReplayedAnswer<absl::StatusOr<Answer>>(admitted)
-                     .value_or(RequestIdReused("request_id"));
-      }
-    }
+    SetAnswer<T>(step(now, fx), std::move(done), fx.answer);
     ScheduleLocked(fx);
   }
   Perform(fx);
-  return result;
 }
 
-absl::StatusOr<RenewAnswer> CoreOwner::Renew(const RenewArgs& args) {
-  return RetriableCall<RenewAnswer>(
+template <typename T, typename Query>
+void CoreOwner::QueryAsOfNow(Query&& query, Completion<T> done) {
+  Run<T>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> T {
+        T result = query(now);
+        DigestEventsLocked(now, NoVictims(), fx);
+        return result;
+      },
+      std::move(done));
+}
+
+template <typename Answer, typename Args, typename Apply>
+void CoreOwner::RetriableCall(const Args& args, Fingerprint fingerprint,
+                              Apply apply,
+                              Completion<absl::StatusOr<Answer>> done) {
+  Run<absl::StatusOr<Answer>>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<Answer> {
+        if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+            !s.ok()) {
+          return s;
+        }
+        if (args.request_id.empty()) return apply(now, fx);
+        // Renew and Release answer at once, so they are never in flight.
+        const Admitted admitted =
+            retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
+                               /*first_call_waits=*/false);
+        if (admitted.kind != RetryAdmission::kNew) {
+          return ReplayedAnswer<absl::StatusOr<Answer>>(admitted).value_or(
+              RequestIdReused("request_id"));
+        }
+        retry_cache_.Insert(args.client, args.request_id, fingerprint);
+        absl::StatusOr<Answer> result = apply(now, fx);
+        RememberLocked(args.client, args.request_id, result, now);
+        return result;
+      },
+      std::move(done));
+}
+
+void CoreOwner::Renew(const RenewArgs& args,
+                      Completion<absl::StatusOr<RenewAnswer>> done) {
+  RetriableCall<RenewAnswer>(
       args,
       Fingerprint{.method = Fingerprint::Method::kRenew,
                   .lock = args.lock,
                   .ttl_ms = args.ttl_ms},
-      [&](Tick now, Effects& fx) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return RenewLocked(args, now, fx);
-      });
+      [&](Tick now, Effects& fx)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS { return RenewLocked(args, now, fx); },
+      std::move(done));
 }
 
 absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
@@ -904,27 +872,29 @@ absl::StatusOr<RenewAnswer> CoreOwner::RenewLocked(const RenewArgs& args,
                      .ttl_ms = SureLeftLocked(renewed.expires_at, now)};
 }
 
-absl::StatusOr<ReleaseOutcome> CoreOwner::Release(const ReleaseArgs& args) {
-  return RetriableCall<ReleaseOutcome>(
+void CoreOwner::Release(const ReleaseArgs& args,
+                        Completion<absl::StatusOr<ReleaseAnswer>> done) {
+  RetriableCall<ReleaseAnswer>(
       args,
       Fingerprint{.method = Fingerprint::Method::kRelease, .lock = args.lock},
       [&](Tick now, Effects& fx) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return ReleaseLocked(args, now, fx);
-      });
+      },
+      std::move(done));
 }
 
-absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
-                                                        Tick now, Effects& fx) {
+absl::StatusOr<ReleaseAnswer> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
+                                                       Tick now, Effects& fx) {
   absl::StatusOr<Reply> applied =
       ApplyLocked(Operation{now, op::Release{args.client, args.lock}});
   if (!applied.ok()) {
     DigestEventsLocked(now, NoVictims(), fx);
     return applied.status();
   }
-  const ReleaseOutcome outcome = std::get<ReleaseOutcome>(*applied);
+  const ReleaseAnswer outcome = std::get<ReleaseOutcome>(*applied);
   const WaiterKey key(args.client, args.lock);
   labels_.erase(key);
-  if (outcome == ReleaseOutcome::kWithdrawn) {
+  if (outcome == ReleaseAnswer::kWithdrawn) {
     if (parked_.contains(key)) {
       AcquireAnswer answer;
       answer.kind = AcquireAnswer::Kind::kWithdrawn;
@@ -936,72 +906,49 @@ absl::StatusOr<ReleaseOutcome> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
   return outcome;
 }
 
-absl::Status CoreOwner::Write(const WriteArgs& args) {
-  Effects fx;
-  absl::Status result;
-  {
-    absl::MutexLock lock(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    result = CheckStoreLimitsLocked(args);
-    if (result.ok()) {
-      // Every daemon write refuses tokens never issued for the lock; the
-      // holder check only when asked. The replay leaves both off (rule 6).
-      result = ApplyLocked(
-                   Operation{now,
-                             op::Write{.lock = args.lock,
-                                       .key = args.key,
-                                       .value = args.value,
-                                       .token = args.token,
-                                       .refuse_unissued = true,
-                                       .require_held = args.require_held,
-                                       .client = args.require_held
-                                                     ? args.client
-                                                     : std::string()}})
-                   .status();
-    }
-    DigestEventsLocked(now, NoVictims(), fx);
-    if (ErrorCodeOf(result) == ErrorCode::kStaleToken &&
-        ShouldLog(LogEvent::kStaleWriteRefused)) {
-      fx.logs.push_back(
-          LogRecord{.event = LogEvent::kStaleWriteRefused,
-                    .lock = args.lock,
-                    .key = args.key,
-                    .token = args.token,
-                    .high_water = state_.store().HighWater(args.lock)});
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+void CoreOwner::Write(const WriteArgs& args, Completion<absl::Status> done) {
+  Run<absl::Status>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        absl::Status result = CheckStoreLimitsLocked(args);
+        if (result.ok()) {
+          // Every daemon write refuses tokens never issued for the lock;
+          // the holder check only when asked. The replay leaves both off
+          // (rule 6).
+          result =
+              ApplyLocked(
+                  Operation{now, op::Write{.lock = args.lock,
+                                           .key = args.key,
+                                           .value = args.value,
+                                           .token = args.token,
+                                           .refuse_unissued = true,
+                                           .require_held = args.require_held,
+                                           .client = args.require_held
+                                                         ? args.client
+                                                         : std::string()}})
+                  .status();
+        }
+        DigestEventsLocked(now, NoVictims(), fx);
+        if (ErrorCodeOf(result) == ErrorCode::kStaleToken &&
+            ShouldLog(LogEvent::kStaleWriteRefused)) {
+          fx.logs.push_back(
+              LogRecord{.event = LogEvent::kStaleWriteRefused,
+                        .lock = args.lock,
+                        .key = args.key,
+                        .token = args.token,
+                        .high_water = machine_.store().HighWater(args.lock)});
+        }
+        return result;
+      },
+      std::move(done));
 }
 
-template <typename Query>
-std::invoke_result_t<Query&, Tick> CoreOwner::QueryAsOfNow(
-    Query&& query, storage::LogPosition* barrier) {
-  Effects fx;
-  std::invoke_result_t<Query&, Tick> result;
-  {
-    absl::MutexLock guard(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    result = query(now);
-    DigestEventsLocked(now, NoVictims(), fx);
-    ScheduleLocked(fx);
-    if (barrier != nullptr) {
-      *barrier = store_ == nullptr ? 0 : store_->last_position();
-    }
-  }
-  Perform(fx);
-  return result;
-}
-
-absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
-    const ReadArgs& args, storage::LogPosition* barrier) {
-  return QueryAsOfNow(
-      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
-          -> absl::StatusOr<std::optional<std::string>> {
-        if (args.token == 0) return state_.Read(now, args.lock, args.key);
+void CoreOwner::Read(
+    const ReadArgs& args,
+    Completion<absl::StatusOr<std::optional<std::string>>> done) {
+  QueryAsOfNow<absl::StatusOr<std::optional<std::string>>>(
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<std::optional<std::string>> {
+        if (args.token == 0) return machine_.Read(now, args.lock, args.key);
         // A fenced read raises the lock's high-water mark: an operation,
         // logged, so the barrier below covers its record.
         absl::StatusOr<Reply> applied = ApplyLocked(
@@ -1009,198 +956,198 @@ absl::StatusOr<std::optional<std::string>> CoreOwner::Read(
         if (!applied.ok()) return applied.status();
         return std::get<ReadOutcome>(*applied).value;
       },
-      barrier);
+      std::move(done));
 }
 
-absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
-    const std::string& lock, const InspectCursor& from, size_t limit,
-    storage::LogPosition* barrier) {
-  if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                          mu_) -> absl::StatusOr<InspectAnswer> {
-    LockPage page = state_.table().InspectPage(now, lock, from, limit);
-    InspectAnswer answer;
-    answer.holders.reserve(page.holders.size());
-    for (const HolderView& holder : page.holders) {
-      answer.holders.push_back(HolderInfoLocked(holder, now));
-    }
-    answer.queue.reserve(page.queue.size());
-    int64_t position = page.first_position;
-    for (WaiterView& waiter : page.queue) {
-      std::string label = LabelLocked(waiter.client, lock);
-      answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
-                                        .position = position++,
-                                        .label = std::move(label)});
-    }
-    answer.next = page.next;
-    return answer;
-  }, barrier);
+void CoreOwner::Inspect(const std::string& lock, const InspectCursor& from,
+                        size_t limit,
+                        Completion<absl::StatusOr<InspectAnswer>> done) {
+  QueryAsOfNow<absl::StatusOr<InspectAnswer>>(
+      [&](Tick now)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<InspectAnswer> {
+            if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
+            LockPage page = machine_.InspectPage(now, lock, from, limit);
+            InspectAnswer answer;
+            answer.holders.reserve(page.holders.size());
+            for (const HolderView& holder : page.holders) {
+              answer.holders.push_back(HolderInfoLocked(holder, now));
+            }
+            answer.queue.reserve(page.queue.size());
+            int64_t position = page.first_position;
+            for (WaiterView& waiter : page.queue) {
+              std::string label = LabelLocked(waiter.client, lock);
+              answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
+                                                .position = position++,
+                                                .label = std::move(label)});
+            }
+            answer.next = page.next;
+            return answer;
+          },
+      std::move(done));
 }
 
-absl::StatusOr<StatusAnswer> CoreOwner::Status(
-    const std::string& client, const std::string& after, size_t limit,
-    storage::LogPosition* barrier) {
-  if (client.empty()) return MakeError(ErrorCode::kInvalidArguments);
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
-                          mu_) -> absl::StatusOr<StatusAnswer> {
-    ClientPage page = state_.table().StatusPage(now, client, after, limit);
-    StatusAnswer answer;
-    answer.age = page.age;
-    answer.waiting = std::move(page.waiting);
-    answer.holds.reserve(page.holds.size());
-    for (const HolderView& hold : page.holds) {
-      answer.holds.push_back(HolderInfoLocked(hold, now));
-    }
-    answer.session = sessions_.StateOf(client);
-    answer.next_after = std::move(page.next_after);
-    return answer;
-  }, barrier);
+void CoreOwner::Status(const std::string& client, const std::string& after,
+                       size_t limit,
+                       Completion<absl::StatusOr<StatusAnswer>> done) {
+  QueryAsOfNow<absl::StatusOr<StatusAnswer>>(
+      [&](Tick now)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<StatusAnswer> {
+            if (client.empty()) return MakeError(ErrorCode::kInvalidArguments);
+            ClientPage page = machine_.StatusPage(now, client, after, limit);
+            StatusAnswer answer;
+            answer.age = page.age;
+            answer.waiting = std::move(page.waiting);
+            answer.holds.reserve(page.holds.size());
+            for (const HolderView& hold : page.holds) {
+              answer.holds.push_back(HolderInfoLocked(hold, now));
+            }
+            answer.session = sessions_.StateOf(client);
+            answer.next_after = std::move(page.next_after);
+            return answer;
+          },
+      std::move(done));
 }
 
-ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
-                                     const std::string& after, size_t limit,
-                                     storage::LogPosition* barrier) {
+void CoreOwner::ListLocks(const std::string& prefix, const std::string& after,
+                          size_t limit,
+                          Completion<absl::StatusOr<ListLocksAnswer>> done) {
   limit = std::max<size_t>(limit, 1);
-  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    ListLocksAnswer answer;
-    std::vector<std::string> names =
-        state_.table().ActiveLocks(prefix, after, limit + 1);
-    const size_t shown = std::min(limit, names.size());
-    answer.locks.reserve(shown);
-    for (size_t i = 0; i < shown; ++i) {
-      LockView view = state_.table().Inspect(now, names[i]);
-      LockSummary summary;
-      summary.name = names[i];
-      for (const HolderView& holder : view.holders) {
-        summary.holders.push_back(HolderInfoLocked(holder, now));
-      }
-      summary.queue_length = static_cast<int64_t>(view.queue.size());
-      answer.locks.push_back(std::move(summary));
-    }
-    if (names.size() > limit) answer.next_after = names[limit - 1];
-    return answer;
-  }, barrier);
+  QueryAsOfNow<absl::StatusOr<ListLocksAnswer>>(
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<ListLocksAnswer> {
+        ListLocksAnswer answer;
+        std::vector<std::string> names =
+            machine_.table().ActiveLocks(prefix, after, limit + 1);
+        const size_t shown = std::min(limit, names.size());
+        answer.locks.reserve(shown);
+        for (size_t i = 0; i < shown; ++i) {
+          // Active names are never empty, so the view is never an error.
+          absl::StatusOr<LockView> view = machine_.Inspect(now, names[i]);
+          if (!view.ok()) continue;
+          LockSummary summary;
+          summary.name = names[i];
+          for (const HolderView& holder : view->holders) {
+            summary.holders.push_back(HolderInfoLocked(holder, now));
+          }
+          summary.queue_length = static_cast<int64_t>(view->queue.size());
+          answer.locks.push_back(std::move(summary));
+        }
+        if (names.size() > limit) answer.next_after = names[limit - 1];
+        return answer;
+      },
+      std::move(done));
 }
 
 // ---------------------------------------------------------------------------
 // Sessions.
 
-absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenSession(
+void CoreOwner::OpenSession(
     const std::string& client, const std::string& resume_id,
-    std::shared_ptr<SessionSink> sink) {
-  Effects fx;
-  absl::StatusOr<SessionOpenedAnswer> result;
-  {
-    absl::MutexLock lock(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    if (shutting_down_) {
-      result = ShuttingDown();
-    } else if (!resume_id.empty()) {
-      const SessionTable::Session* session = sessions_.Find(resume_id);
-      if (session == nullptr) {
-        result = SessionEnded();
-      } else if (session->client != client) {
-        result = InvalidField(ErrorCode::kInvalidArguments,
-                              "open.resume_session_id");
-      } else {
-        if (std::shared_ptr<SessionSink> old =
-                sessions_.Attach(resume_id, std::move(sink))) {
-          // The old stream is still attached (its death not yet noticed).
-          fx.stream_ends.emplace_back(std::move(old), SessionEnded());
+    std::shared_ptr<SessionSink> sink,
+    Completion<absl::StatusOr<SessionOpenedAnswer>> done) {
+  Run<absl::StatusOr<SessionOpenedAnswer>>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        absl::StatusOr<SessionOpenedAnswer> result;
+        if (shutting_down_) {
+          result = ShuttingDown();
+        } else if (!resume_id.empty()) {
+          const SessionTable::Session* session = sessions_.Find(resume_id);
+          if (session == nullptr) {
+            result = SessionEnded();
+          } else if (session->client != client) {
+            result = InvalidField(ErrorCode::kInvalidArguments,
+                                  "open.resume_session_id");
+          } else {
+            if (std::shared_ptr<SessionSink> old =
+                    sessions_.Attach(resume_id, std::move(sink))) {
+              // The old stream is still attached (its death not yet noticed).
+              fx.stream_ends.emplace_back(std::move(old), SessionEnded());
+            }
+            if (ShouldLog(LogEvent::kSessionResumed)) {
+              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
+                                          .client = client,
+                                          .session = resume_id});
+            }
+            result = SessionOpenedAnswer{.session_id = resume_id,
+                                         .grace_ms = config_.session_grace_ms,
+                                         .resumed = true};
+          }
+        } else {
+          if (const std::string* previous = sessions_.SessionOf(client)) {
+            const std::string previous_id = *previous;
+            const int released =
+                EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
+            if (ShouldLog(LogEvent::kSessionReplaced)) {
+              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
+                                          .client = client,
+                                          .session = previous_id,
+                                          .count = released});
+            }
+          }
+          if (sessions_.size() >= config_.limits.max_sessions) {
+            result = LimitExceeded(
+                "max-sessions",
+                static_cast<int64_t>(config_.limits.max_sessions));
+          } else {
+            std::string id;
+            do {
+              id = absl::StrFormat("s-%016x%016x",
+                                   absl::Uniform<uint64_t>(session_ids_),
+                                   absl::Uniform<uint64_t>(session_ids_));
+            } while (sessions_.contains(id));
+            sessions_.Open(id, client, std::move(sink));
+            machine_.Log(storage::ServerRecord{
+                now, storage::srec::SessionOpened{id, client}});
+            if (ShouldLog(LogEvent::kSessionOpened)) {
+              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
+                                          .client = client,
+                                          .session = id});
+            }
+            result = SessionOpenedAnswer{.session_id = id,
+                                         .grace_ms = config_.session_grace_ms,
+                                         .resumed = false};
+          }
         }
-        if (ShouldLog(LogEvent::kSessionResumed)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
-                                      .client = client,
-                                      .session = resume_id});
-        }
-        result = SessionOpenedAnswer{.session_id = resume_id,
-                                     .grace_ms = config_.session_grace_ms,
-                                     .resumed = true};
-      }
-    } else {
-      if (const std::string* previous = sessions_.SessionOf(client)) {
-        const std::string previous_id = *previous;
-        const int released =
-            EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
-        if (ShouldLog(LogEvent::kSessionReplaced)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
-                                      .client = client,
-                                      .session = previous_id,
-                                      .count = released});
-        }
-      }
-      if (sessions_.size() >= config_.limits.max_sessions) {
-        result = LimitExceeded(
-            "max-sessions", static_cast<int64_t>(config_.limits.max_sessions));
-      } else {
-        std::string id;
-        do {
-          id = absl::StrFormat("s-%016x%016x",
-                               absl::Uniform<uint64_t>(session_ids_),
-                               absl::Uniform<uint64_t>(session_ids_));
-        } while (sessions_.contains(id));
-        sessions_.Open(id, client, std::move(sink));
-        LogLocked(storage::ServerRecord{
-            now, storage::srec::SessionOpened{id, client}});
-        if (ShouldLog(LogEvent::kSessionOpened)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
-                                      .client = client,
-                                      .session = id});
-        }
-        result = SessionOpenedAnswer{.session_id = id,
-                                     .grace_ms = config_.session_grace_ms,
-                                     .resumed = false};
-      }
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+        return result;
+      },
+      std::move(done));
 }
 
-absl::StatusOr<int> CoreOwner::Keepalive(const std::string& session_id,
-                                         const SessionSink* sink) {
-  Effects fx;
-  absl::StatusOr<int> result;
-  {
-    absl::MutexLock lock(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    if (!sessions_.IsCarriedBy(session_id, sink)) {
-      result = SessionEnded();
-    } else {
-      absl::StatusOr<Reply> renewed = ApplyLocked(
-          Operation{now, op::RenewAll{sessions_.Find(session_id)->client}});
-      DigestEventsLocked(now, NoVictims(), fx);
-      result = renewed.ok() ? std::get<int>(*renewed) : 0;
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+void CoreOwner::Keepalive(const std::string& session_id,
+                          const SessionSink* sink,
+                          Completion<absl::StatusOr<int>> done) {
+  Run<absl::StatusOr<int>>(
+      [&](Tick now, Effects& fx)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<int> {
+            if (!sessions_.IsCarriedBy(session_id, sink)) return SessionEnded();
+            absl::StatusOr<Reply> renewed = ApplyLocked(Operation{
+                now, op::RenewAll{sessions_.Find(session_id)->client}});
+            DigestEventsLocked(now, NoVictims(), fx);
+            return renewed.ok() ? std::get<int>(*renewed) : 0;
+          },
+      std::move(done));
 }
 
 void CoreOwner::CloseSession(const std::string& session_id,
-                             const SessionSink* sink) {
-  Effects fx;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!sessions_.IsCarriedBy(session_id, sink)) return;
-    const std::string client = sessions_.Find(session_id)->client;
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    const int released =
-        EndSessionLocked(session_id, now, now, std::nullopt, fx);
-    if (ShouldLog(LogEvent::kSessionClosed)) {
-      fx.logs.push_back(LogRecord{.event = LogEvent::kSessionClosed,
-                                  .client = client,
-                                  .session = session_id,
-                                  .count = released});
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
+                             const SessionSink* sink,
+                             Completion<absl::Status> done) {
+  Run<absl::Status>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        // Advancing may have ended the session already (its grace ran
+        // out), so the check comes after it.
+        if (!sessions_.IsCarriedBy(session_id, sink)) return absl::OkStatus();
+        const std::string client = sessions_.Find(session_id)->client;
+        const int released =
+            EndSessionLocked(session_id, now, now, std::nullopt, fx);
+        if (ShouldLog(LogEvent::kSessionClosed)) {
+          fx.logs.push_back(LogRecord{.event = LogEvent::kSessionClosed,
+                                      .client = client,
+                                      .session = session_id,
+                                      .count = released});
+        }
+        return absl::OkStatus();
+      },
+      std::move(done));
 }
 
 void CoreOwner::SessionStreamEnded(const std::string& session_id,
@@ -1242,11 +1189,11 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
   std::optional<SessionTable::Session> ended = sessions_.End(session_id);
   if (!ended.has_value()) return 0;
   SessionTable::Session& session = *ended;
-  LogLocked(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
+  machine_.Log(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
   // Idle from the end of its session on, not from its last lease.
-  state_.table().RestartIdleClock(session.client, at);
+  machine_.RestartIdleClock(session.client, at);
   DigestEventsLocked(now, NoVictims(), fx);
   if (session.sink != nullptr && stream_status.has_value()) {
     fx.stream_ends.emplace_back(std::move(session.sink),
@@ -1286,21 +1233,21 @@ void CoreOwner::BeginShutdown() {
 
 CoreOwner::Stats CoreOwner::GetStats() {
   absl::MutexLock lock(&mu_);
-  return Stats{.held_leases = state_.table().held_lease_count(),
-               .waiters = state_.table().waiter_count(),
+  return Stats{.held_leases = machine_.table().held_lease_count(),
+               .waiters = machine_.table().waiter_count(),
                .parked_calls = parked_.size(),
                .sessions = sessions_.size(),
                .retry_entries = retry_cache_.size(),
                .labels = labels_.size(),
-               .registered_clients = state_.table().registered_client_count()};
+               .registered_clients = machine_.table().registered_client_count()};
 }
 
 absl::Status CoreOwner::CheckConsistency() {
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = state_.table().CheckInvariants(); !s.ok()) return s;
+  if (absl::Status s = machine_.table().CheckInvariants(); !s.ok()) return s;
   // The core's own record of whom each client waits for (nothing mirrors
   // it here).
-  const LockTable& table = state_.table();
+  const LockTable& table = machine_.table();
   auto waits_for = [&table](const WaiterKey& key) {
     std::optional<absl::string_view> awaited = table.WaitingFor(key.first);
     return awaited.has_value() && *awaited == key.second;
@@ -1314,8 +1261,9 @@ absl::Status CoreOwner::CheckConsistency() {
   for (const auto& [key, label] : labels_) {
     if (waits_for(key)) continue;
     bool holds = false;
+    const absl::StatusOr<LockView> view = machine_.Inspect(last_tick_, key.second);
     for (const HolderView& holder :
-         state_.table().Inspect(last_tick_, key.second).holders) {
+         view.ok() ? view->holders : std::vector<HolderView>()) {
       holds = holds || holder.client == key.first;
     }
     if (!holds) {
@@ -1330,43 +1278,40 @@ absl::Status CoreOwner::CheckConsistency() {
 // ---------------------------------------------------------------------------
 // Operators.
 
-absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> CoreOwner::ForceRelease(
-    const std::string& lock, const std::string& client) {
-  Effects fx;
-  absl::StatusOr<std::vector<ForcedRelease>> result;
-  {
-    absl::MutexLock guard(&mu_);
-    const Tick now = NowLocked();
-    AdvanceLocked(now, fx);
-    absl::StatusOr<LockView> view = state_.Inspect(now, lock);
-    DigestEventsLocked(now, {}, fx);
-    if (!view.ok()) {
-      result = view.status();
-    } else {
-      std::vector<ForcedRelease> released;
-      // The holders as they are now, lowest token first: a waiter granted
-      // by one of these releases is not released in turn.
-      for (const HolderView& holder : view->holders) {
-        if (!client.empty() && holder.client != client) continue;
-        absl::StatusOr<ReleaseOutcome> outcome = ReleaseLocked(
-            ReleaseArgs{.client = holder.client, .lock = lock}, now, fx);
-        if (outcome.ok() && *outcome == ReleaseOutcome::kReleased) {
-          released.push_back(ForcedRelease{.client = holder.client,
-                                           .token = holder.token,
-                                           .mode = holder.mode});
+void CoreOwner::ForceRelease(
+    const std::string& lock, const std::string& client,
+    Completion<absl::StatusOr<std::vector<ForcedRelease>>> done) {
+  Run<absl::StatusOr<std::vector<ForcedRelease>>>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        absl::StatusOr<std::vector<ForcedRelease>> result;
+        absl::StatusOr<LockView> view = machine_.Inspect(now, lock);
+        DigestEventsLocked(now, {}, fx);
+        if (!view.ok()) {
+          result = view.status();
+        } else {
+          std::vector<ForcedRelease> released;
+          // The holders as they are now, lowest token first: a waiter granted
+          // by one of these releases is not released in turn.
+          for (const HolderView& holder : view->holders) {
+            if (!client.empty() && holder.client != client) continue;
+            absl::StatusOr<ReleaseAnswer> outcome = ReleaseLocked(
+                ReleaseArgs{.client = holder.client, .lock = lock}, now, fx);
+            if (outcome.ok() && *outcome == ReleaseAnswer::kReleased) {
+              released.push_back(ForcedRelease{.client = holder.client,
+                                               .token = holder.token,
+                                               .mode = holder.mode});
+            }
+          }
+          if (released.empty()) {
+            result = MakeError(ErrorCode::kNotHolder);
+          } else {
+            counters_.forced_releases += released.size();
+            result = std::move(released);
+          }
         }
-      }
-      if (released.empty()) {
-        result = MakeError(ErrorCode::kNotHolder);
-      } else {
-        counters_.forced_releases += released.size();
-        result = std::move(released);
-      }
-    }
-    ScheduleLocked(fx);
-  }
-  Perform(fx);
-  return result;
+        return result;
+      },
+      std::move(done));
 }
 
 }  // namespace leasekeeper::server

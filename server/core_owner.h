@@ -23,19 +23,26 @@
 // method returns. Nothing is logged, sent or called back under the mutex.
 //
 // Durability (when config.durability.data_dir is set, or a log is handed to
-// UseLog): every operation the core accepts is appended to the
-// storage::OperationLog (the local WAL, storage::DurableStore, unless a
-// test hands in another) under the mutex, so the log's order is the apply
-// order. Nothing that depends on it is told to
-// anyone before it is durable: the effects of a call are performed once
-// the last record appended so far is durable (still after the mutex is
-// released; on the calling thread if it already is, as under --fsync
-// never, else on the store's flusher thread), and the gRPC layer sends a
-// call's own answer through AfterDurable. If the store fails (a write or
-// fsync error, a full disk), every answer from then on is UNAVAILABLE with
-// the reason, and mutations are refused before they reach the core. An
-// operation the core refused is not logged: it changed nothing but time,
-// which the next logged operation carries.
+// UseLog): the core and its log are one DurableStateMachine
+// (server/durable_state_machine.h): every operation the core accepts is
+// appended to the storage::OperationLog (the local WAL,
+// storage::DurableStore, unless a test hands in another) under the mutex,
+// so the log's order is the apply order. Nothing that depends on it is
+// told to anyone before it is durable.
+//
+// Answers: every call answers through one completion, called exactly once,
+// after every record appended up to the end of the call is durable (the
+// records of the call itself and every earlier one its answer may
+// reflect), together with the call's effects (waiters' grants, session
+// notices, stream ends, log lines), which are performed just before it.
+// The completion runs on the calling thread, before the method returns,
+// when that is so already (no data dir, --fsync never, nothing new to
+// wait for), else on the thread that makes the records durable (the WAL's
+// flusher; a test's FakeOperationLog::MakeDurable). If the store fails (a
+// write or fsync error, a full disk), every answer from then on is
+// UNAVAILABLE with the reason, and mutations are refused before they
+// reach the core. An operation the core refused is not logged: it changed
+// nothing but time, which the next logged operation carries.
 //
 // Durable sessions and retry cache (with a data dir): a session's opening
 // and its end, and every answer the retry cache keeps (and an answer it
@@ -55,8 +62,9 @@
 // restored: the restart withdrew that wait, so its retry queues afresh.
 //
 // Thread-safety: every public method is thread-safe. REQUIRES of every
-// caller: hold no lock that a PendingAcquire or SessionSink callback takes
-// (callbacks run on the calling thread after the core mutex is released).
+// caller: hold no lock that a completion, a PendingAcquire or a
+// SessionSink callback takes (they may run on the calling thread, after
+// the core mutex is released).
 //
 // Invariants (between calls):
 //  1. A parked call exists for (client, lock) iff it was answered nothing yet
@@ -95,6 +103,7 @@
 #include "core/state_machine.h"
 #include "server/answers.h"
 #include "server/clock.h"
+#include "server/durable_state_machine.h"
 #include "server/event_log.h"
 #include "server/parked_calls.h"
 #include "server/retry_cache.h"
@@ -113,14 +122,19 @@ class CoreOwner {
   CoreOwner& operator=(const CoreOwner&) = delete;
   ~CoreOwner();
 
+  // A call's answer (see Answers above): called exactly once.
+  template <typename T>
+  using Completion = absl::AnyInvocable<void(T) &&>;
+
   // Applies an Acquire (REQUIRES: args validated by the gRPC layer).
-  // Returns the answer, or nullopt when the call was parked: then
-  // call->Complete is invoked exactly once later (possibly before this
-  // returns, from another thread). Outcomes: see AcquireResult; a retry of a
-  // parked request_id takes over the parked slot (the earlier call is
-  // completed with SupersededByRetry) and returns nullopt.
-  std::optional<AcquireReply> Acquire(const AcquireArgs& args,
-                                      PendingAcquire* call);
+  // `call` is completed (PendingAcquire::Complete) exactly once, as a
+  // completion (see Answers above): with the grant, the queued position or
+  // the error at once, or, when the call waits, with whatever settles its
+  // wait later (a grant, a withdrawal, an abort, its timeout, CancelWait,
+  // shutdown). Outcomes: see absl::StatusOr<AcquireAnswer>; a retry of a parked
+  // request_id takes over the parked slot (the earlier call is completed with
+  // SupersededByRetry).
+  void Acquire(const AcquireArgs& args, PendingAcquire* call);
 
   // The gRPC call of a parked Acquire was cancelled (client cancel, deadline,
   // disconnect). If `call` is still parked, its request is withdrawn and the
@@ -132,15 +146,17 @@ class CoreOwner {
   // answer did not reach the client. If the answer was a grant (or a
   // queued request) that no call delivered, the grant is released (or the
   // request withdrawn) again: a lock is never granted to nobody.
-  void AcquireCallDone(const AcquireArgs& args, const AcquireReply& reply,
+  void AcquireCallDone(const AcquireArgs& args, const AcquireCallAnswer& reply,
                        bool cancelled);
 
   // Outcomes: the renewed lease; core errors; SessionEnded; RequestIdReused.
-  absl::StatusOr<RenewAnswer> Renew(const RenewArgs& args);
+  void Renew(const RenewArgs& args,
+             Completion<absl::StatusOr<RenewAnswer>> done);
   // Outcomes: kReleased / kWithdrawn (a parked call of the client for that
   // lock is completed as withdrawn); core errors; SessionEnded;
   // RequestIdReused.
-  absl::StatusOr<ReleaseOutcome> Release(const ReleaseArgs& args);
+  void Release(const ReleaseArgs& args,
+               Completion<absl::StatusOr<ReleaseAnswer>> done);
   // An operator's forced release (server/core_owner_admin.cc): ends the
   // lease `client` holds on `lock`, or every lease on `lock` when `client`
   // is empty, each as one Release operation (so the log replays it). Waits,
@@ -152,44 +168,41 @@ class CoreOwner {
     FencingToken token = 0;
     LockMode mode = LockMode::kExclusive;
   };
-  absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
-      const std::string& lock, const std::string& client);
+  void ForceRelease(
+      const std::string& lock, const std::string& client,
+      Completion<absl::StatusOr<std::vector<ForcedRelease>>> done);
   // Outcomes: OK; LimitExceeded (max-keys-per-lock, max-store-bytes);
   // core errors (a stale token is logged): kTokenNotIssued
   // for a token never issued for the lock, kNotHolder (require_held) if
   // args.client holds no live lease on it with exactly args.token.
-  absl::Status Write(const WriteArgs& args);
+  void Write(const WriteArgs& args, Completion<absl::Status> done);
 
-  // Queries. Each answers as of the clock's now. Unless `barrier` is null it
-  // is set to the read barrier of the answer: the position of the last
-  // record appended when the query ran, i.e. of every record the answer may
-  // reflect (a write, a grant, a lapse). The answer must not be shown
-  // before that position is durable: pass it to AfterDurable(barrier, ...).
-  // A read therefore shares the group commit of the writes it saw and never
-  // costs an fsync of its own.
+  // Queries. Each answers as of the clock's now, and like a mutation once
+  // every record appended when it ran is durable (its read barrier: every
+  // record the answer may reflect, a write, a grant, a lapse), so an answer
+  // never shows what a crash could still lose. A read therefore shares the
+  // group commit of the writes it saw and never costs an fsync of its own.
   // Read: the value, or nullopt. With a token, a fenced read
   // (op::FencedRead), applied and logged like a write. Outcomes: core
   // errors.
-  absl::StatusOr<std::optional<std::string>> Read(
-      const ReadArgs& args, storage::LogPosition* barrier = nullptr);
+  void Read(const ReadArgs& args,
+            Completion<absl::StatusOr<std::optional<std::string>>> done);
   // Inspect: a page of at most `limit` (>= 1) holders and waiters of
   // `lock` from `from` on (LockTable::InspectPage). Status: the client's
   // state with a page of at most `limit` holds whose lock name comes after
   // `after` (empty: from the first). Both cost O(log n + the page), plus
   // the queue positions skipped once Inspect pages through the queue.
   // Outcomes: core errors (an empty name).
-  absl::StatusOr<InspectAnswer> Inspect(const std::string& lock,
-                                        const InspectCursor& from, size_t limit,
-                                        storage::LogPosition* barrier = nullptr);
-  absl::StatusOr<StatusAnswer> Status(const std::string& client,
-                                      const std::string& after, size_t limit,
-                                      storage::LogPosition* barrier = nullptr);
+  void Inspect(const std::string& lock, const InspectCursor& from, size_t limit,
+               Completion<absl::StatusOr<InspectAnswer>> done);
+  void Status(const std::string& client, const std::string& after, size_t limit,
+              Completion<absl::StatusOr<StatusAnswer>> done);
   // Locks with a holder or waiter whose name starts with `prefix`, after
   // `after`, at most `limit` (>= 1). Cost: O(log n + sum of holders and
-  // queues of the listed locks).
-  ListLocksAnswer ListLocks(const std::string& prefix, const std::string& after,
-                            size_t limit,
-                            storage::LogPosition* barrier = nullptr);
+  // queues of the listed locks). Outcomes: the page; UNAVAILABLE only.
+  void ListLocks(const std::string& prefix, const std::string& after,
+                 size_t limit,
+                 Completion<absl::StatusOr<ListLocksAnswer>> done);
 
   // Opens a session for `client`, or resumes `resume_id` (which must be a
   // session of `client` that has not ended; a stream still attached to it
@@ -198,18 +211,21 @@ class CoreOwner {
   // Outcomes: the session; SessionEnded (resume of an ended session);
   // InvalidField (resume of another client's session); LimitExceeded
   // (max-sessions); ShuttingDown.
-  absl::StatusOr<SessionOpenedAnswer> OpenSession(
-      const std::string& client, const std::string& resume_id,
-      std::shared_ptr<SessionSink> sink);
+  void OpenSession(const std::string& client, const std::string& resume_id,
+                   std::shared_ptr<SessionSink> sink,
+                   Completion<absl::StatusOr<SessionOpenedAnswer>> done);
   // Renews every lease of the session's client. Outcomes: the number
   // renewed; SessionEnded if `sink` no longer carries the session.
-  absl::StatusOr<int> Keepalive(const std::string& session_id,
-                                const SessionSink* sink);
-  // Ends the session now (leases released, wait withdrawn). Ignored unless
-  // `sink` carries the session.
-  void CloseSession(const std::string& session_id, const SessionSink* sink);
+  void Keepalive(const std::string& session_id, const SessionSink* sink,
+                 Completion<absl::StatusOr<int>> done);
+  // Ends the session now (leases released, wait withdrawn); nothing
+  // changes unless `sink` carries the session. Outcomes: OK (also when
+  // nothing changed); UNAVAILABLE.
+  void CloseSession(const std::string& session_id, const SessionSink* sink,
+                    Completion<absl::Status> done);
   // The stream ended without close: the grace period starts (or the session
   // ends at once if the grace is 0). Ignored unless `sink` carries it.
+  // Nobody waits for an answer: its effects follow the rules above.
   void SessionStreamEnded(const std::string& session_id,
                           const SessionSink* sink);
 
@@ -240,13 +256,11 @@ class CoreOwner {
   absl::Status SettleRecoveredState();
 
   // Calls `done` once everything applied so far is durable: OK, or
-  // UNAVAILABLE (with the reason) if the store failed. Inline when nothing
-  // is persisted or it is durable already; otherwise on the log's thread
-  // (the WAL's flusher). The gRPC layer sends every answer through it.
+  // UNAVAILABLE (with the reason) if the store failed, on the thread the
+  // completions above run on. For an answer that no call above produced (a
+  // session call refused before it reached the core) but that must not
+  // overtake the answers to earlier calls on the same stream.
   void AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done);
-  // The same for the records up to `barrier` (a query's read barrier).
-  void AfterDurable(storage::LogPosition barrier,
-                    absl::AnyInvocable<void(absl::Status) &&> done);
 
   // Calls `observer` once, with the store's error, the first time a call
   // finds the store failed (on that call's thread, never under the core's
@@ -254,7 +268,7 @@ class CoreOwner {
   // REQUIRES: called before any call is served.
   void SetStorageFailureObserver(
       absl::AnyInvocable<void(const absl::Status&)> observer) {
-    storage_failure_observer_ = std::move(observer);
+    durability_.SetFailureObserver(std::move(observer));
   }
 
   // The store's counters (fsync batch sizes and latencies, ...); nullopt
@@ -321,19 +335,22 @@ class CoreOwner {
   struct Effects;
   using WaiterKey = std::pair<std::string, std::string>;  // (client, lock)
 
-  // The shape of every query: under mu_, handles what is due by now, runs
-  // `query(now)`, sets *barrier (unless null) to the last record's
-  // position, and performs the resulting effects after unlocking.
-  template <typename Query>
-  std::invoke_result_t<Query&, Tick> QueryAsOfNow(Query&& query,
-                                                  storage::LogPosition* barrier)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // The shape of every call: under mu_, handles what is due by now, runs
+  // `step(now, fx)` for the call's answer, and schedules the timer; after
+  // unlocking, performs the effects and answers `done` once durable.
+  template <typename T, typename Step>
+  void Run(Step&& step, Completion<T> done) ABSL_LOCKS_EXCLUDED(mu_);
+  // A query: `query(now)`, then the events it caused (lapses it retired).
+  template <typename T, typename Query>
+  void QueryAsOfNow(Query&& query, Completion<T> done) ABSL_LOCKS_EXCLUDED(mu_);
   Tick NowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Tick NextDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // When the longest-idle client is due to be forgotten (kMaxTick: none,
   // or forgetting is off).
   Tick ForgetDeadlineLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdvanceLocked(Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Arms the timer for the next deadline and marks the effects with the
+  // position they wait for (the last record appended so far).
   void ScheduleLocked(Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Reply> ApplyLocked(Operation op)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -341,28 +358,29 @@ class CoreOwner {
   // produced; `victims` the abort list of the Acquire that caused them.
   void DigestEventsLocked(Tick now, const std::vector<std::string>& victims,
                           Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::optional<AcquireReply> AcquireLocked(const AcquireArgs& args,
-                                            PendingAcquire* call, Tick now,
-                                            Effects& fx)
+  std::optional<AcquireCallAnswer> AcquireLocked(const AcquireArgs& args,
+                                                 PendingAcquire* call, Tick now,
+                                                 Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Renew and Release: brings time up to now, checks the session, answers
   // a retry from the retry cache or else calls apply(now, fx) (under mu_)
   // and remembers its answer, then performs the effects.
   template <typename Answer, typename Args, typename Apply>
-  absl::StatusOr<Answer> RetriableCall(const Args& args,
-                                       Fingerprint fingerprint, Apply apply)
+  void RetriableCall(const Args& args, Fingerprint fingerprint, Apply apply,
+                     Completion<absl::StatusOr<Answer>> done)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<RenewAnswer> RenewLocked(const RenewArgs& args, Tick now,
                                           Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<ReleaseOutcome> ReleaseLocked(const ReleaseArgs& args,
-                                               Tick now, Effects& fx)
+  absl::StatusOr<ReleaseAnswer> ReleaseLocked(const ReleaseArgs& args, Tick now,
+                                              Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes a parked call and queues its completion with `result`, storing
   // the result as the request_id's first answer (unless `cache` is false, in
   // which case the request_id's entry is dropped).
-  void FinishParkedLocked(const WaiterKey& key, AcquireResult result,
-                          bool cache, Tick now, Effects& fx)
+  void FinishParkedLocked(const WaiterKey& key,
+                          absl::StatusOr<AcquireAnswer> result, bool cache,
+                          Tick now, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckSessionLocked(const std::string& session_id,
                                   const std::string& client) const
@@ -384,14 +402,8 @@ class CoreOwner {
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Durable server state (see above). LogLocked appends `record` when a
-  // store is open and healthy (else the answer that depends on it fails
-  // with the store's error anyway) and submits a snapshot when one is due.
-  void LogLocked(storage::ServerRecord record)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void MaybeSnapshotLocked(storage::LogPosition position)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The sessions and the answered retry-cache entries, as plain data.
+  // Durable server state (see above): server records go through
+  // machine_.Log. The sessions and the answered retry-cache entries, as plain data.
   // O(sessions + retry entries).
   storage::ServerState ServerStateLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -407,20 +419,15 @@ class CoreOwner {
   // Puts back what OpenStorage recovered (SettleRecoveredState).
   void RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Performs effects, once durable (see Durability above). REQUIRES: mu_
-  // not held.
+  // Performs effects and then answers the call, once durable (see Answers
+  // above). REQUIRES: mu_ not held.
   void Perform(Effects& fx);
-  void PerformNow(Effects& fx);
-  // Logs the store's failure once and tells the observer.
-  void ReportStorageFailure(const absl::Status& status);
-  // Set before serving, read once by ReportStorageFailure.
-  absl::AnyInvocable<void(const absl::Status&)> storage_failure_observer_;
+  void PerformNow(Effects& fx, const absl::Status& durable);
 
   const ServerConfig config_;
   Clock& clock_;
 
   absl::Mutex mu_;
-  StateMachine state_ ABSL_GUARDED_BY(mu_);
   Tick last_tick_ ABSL_GUARDED_BY(mu_) = kMinTick;
   // Whether the last NowLocked reading lay inside last_tick_ (Clock::Read):
   // an Acquire or Renew applied at it gets kGrantRoundingTicks more.
@@ -470,15 +477,14 @@ class CoreOwner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Counters counters_ ABSL_GUARDED_BY(mu_);
 
-  std::atomic<bool> storage_failure_reported_{false};
-  // The local WAL when OpenStorage opened one (its counters for metrics);
-  // null otherwise. Owned by store_.
-  storage::DurableStore* wal_ = nullptr;
-  // Null without a data dir. Set once by OpenStorage (or UseLog) before any
-  // other call; Append under mu_, the rest is the log's own thread-safe
-  // API. Last member: destroyed (closed, pending answers run) before the
-  // rest.
-  std::unique_ptr<storage::OperationLog> store_;
+  // The core and its durable path: apply, append, snapshot. Its log is
+  // opened once (OpenStorage or UseLog) before any other call. Last but
+  // one member: the log is destroyed (closed, pending answers run) before
+  // the rest.
+  DurableStateMachine machine_ ABSL_GUARDED_BY(mu_);
+  // machine_'s thread-safe half ("when durable"), used after mu_ is
+  // released.
+  DurableStateMachine::Durability& durability_;
 };
 
 }  // namespace leasekeeper::server

@@ -42,7 +42,7 @@ absl::StatusOr<Reply> CoreOwner::CountLocked(const Operation& op,
   } else if (std::holds_alternative<op::Renew>(op.body)) {
     ++counters_.renewals;
   } else if (const auto* released = std::get_if<ReleaseOutcome>(&*reply)) {
-    if (*released == ReleaseOutcome::kReleased) {
+    if (*released == ReleaseAnswer::kReleased) {
       ++counters_.releases;
     } else {
       ++counters_.withdrawals;
@@ -87,13 +87,14 @@ absl::Status CoreOwner::CheckLocksPerClientLocked(const std::string& client,
                                                   Tick now) {
   const size_t limit = config_.limits.max_locks_per_client;
   // AcquireLocked's caller advanced to `now` already: nothing lapses here.
-  const ClientView view = state_.table().Status(now, client);
-  if (view.holds.size() < limit) return absl::OkStatus();
+  // (An empty client, refused by validation, holds nothing.)
+  const absl::StatusOr<ClientView> view = machine_.Status(now, client);
+  if (!view.ok() || view->holds.size() < limit) return absl::OkStatus();
   return LimitExceeded("max-locks-per-client", static_cast<int64_t>(limit));
 }
 
 absl::Status CoreOwner::CheckStoreLimitsLocked(const WriteArgs& args) {
-  const FencedStore& store = state_.store();
+  const FencedStore& store = machine_.store();
   const Limits& limits = config_.limits;
   if (!store.Contains(args.lock, args.key) &&
       store.KeyCount(args.lock) >= limits.max_keys_per_lock) {

@@ -61,11 +61,20 @@ GrpcError ToGrpcStatus(const absl::Status& status) {
 
   const pb::ErrorDetail detail = ToErrorDetail(ErrorInfoOf(status));
   error.trailing_metadata.emplace_back(
-      kReasonMetadataKey,
-      std::string(ReasonName(static_cast<Reason>(detail.reason()))));
+      kReasonMetadataKey, std::string(ReasonName(detail.reason())));
   error.trailing_metadata.emplace_back(kErrorDetailMetadataKey,
                                        detail.SerializeAsString());
   return error;
+}
+
+grpc::Status PrepareFinish(grpc::ServerContextBase* context,
+                           const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  GrpcError error = ToGrpcStatus(status);
+  for (const auto& [key, value] : error.trailing_metadata) {
+    context->AddTrailingMetadata(key, value);
+  }
+  return error.status;
 }
 
 void ToSessionCallError(const absl::Status& status,

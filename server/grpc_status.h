@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 #include "leasekeeper/v1/lock_service.pb.h"
 
@@ -35,6 +36,11 @@ struct GrpcError {
 };
 
 GrpcError ToGrpcStatus(const absl::Status& status);
+
+// The status to finish a call with: OK for OK; otherwise ToGrpcStatus's,
+// after adding its trailing metadata to `context`.
+grpc::Status PrepareFinish(grpc::ServerContextBase* context,
+                           const absl::Status& status);
 
 // The same error as a Session stream's call result: the code, the message
 // and the ErrorDetail that ToGrpcStatus puts in the trailing metadata.

@@ -39,8 +39,8 @@ namespace leasekeeper::server {
 
 // The answer handed to an Acquire call, plus bookkeeping the call gives back
 // in CoreOwner::AcquireCallDone.
-struct AcquireReply {
-  AcquireResult result;
+struct AcquireCallAnswer {
+  absl::StatusOr<AcquireAnswer> result;
   // True if this answer is the retry-cache entry's answer and was counted
   // as one of its deliveries in flight.
   bool tracked = false;
@@ -49,10 +49,11 @@ struct AcquireReply {
 // A waiting Acquire call (the gRPC layer's reactor).
 class PendingAcquire {
  public:
-  // Delivers the call's answer. Called exactly once for every call that
-  // CoreOwner::Acquire parked (returned nullopt for), from any thread, never
+  // Delivers the call's answer. Called exactly once for every call handed
+  // to CoreOwner::Acquire, once the answer is durable (CoreOwner's
+  // "Answers"): from any thread, possibly before Acquire returns, never
   // under the core mutex.
-  virtual void Complete(AcquireReply reply) = 0;
+  virtual void Complete(AcquireCallAnswer reply) = 0;
 
  protected:
   ~PendingAcquire() = default;

@@ -57,8 +57,9 @@ struct Fingerprint {
   bool operator==(const Fingerprint& other) const = default;
 };
 
-using CachedAnswer = std::variant<AcquireResult, absl::StatusOr<RenewAnswer>,
-                                  absl::StatusOr<ReleaseOutcome>>;
+using CachedAnswer =
+    std::variant<absl::StatusOr<AcquireAnswer>, absl::StatusOr<RenewAnswer>,
+                 absl::StatusOr<ReleaseAnswer>>;
 
 struct RetryEntry {
   Fingerprint fingerprint{};

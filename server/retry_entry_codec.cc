@@ -57,7 +57,7 @@ void PutValue(std::string& out, const RenewAnswer& r) {
   PutSignedVarint64(out, r.ttl_ms);
 }
 
-void PutValue(std::string& out, ReleaseOutcome outcome) {
+void PutValue(std::string& out, ReleaseAnswer outcome) {
   PutByte(out, static_cast<uint8_t>(outcome));
 }
 
@@ -121,10 +121,10 @@ class EntryReader {
     return in_.GetVarint64(r.token) && in_.GetSignedVarint64(r.ttl_ms);
   }
 
-  bool Value(ReleaseOutcome& outcome) {
+  bool Value(ReleaseAnswer& outcome) {
     uint8_t b = 0;
     if (!Byte(b, 1)) return false;
-    outcome = static_cast<ReleaseOutcome>(b);
+    outcome = static_cast<ReleaseAnswer>(b);
     return true;
   }
 
@@ -196,7 +196,7 @@ absl::StatusOr<DecodedRetryEntry> DecodeRetryEntry(absl::string_view bytes) {
       answer = reader.Answer<RenewAnswer>();
       break;
     default:
-      answer = reader.Answer<ReleaseOutcome>();
+      answer = reader.Answer<ReleaseAnswer>();
       break;
   }
   if (!answer.has_value()) return Malformed("answer");

@@ -16,42 +16,34 @@ namespace pb = ::leasekeeper::v1;
 
 constexpr char kPayloadUrl[] = "type.googleapis.com/leasekeeper.v1.ErrorDetail";
 
-static_assert(static_cast<int>(Reason::kSupersededByRetry) ==
-              pb::SUPERSEDED_BY_RETRY);
-static_assert(static_cast<int>(Reason::kTokenNotIssued) ==
-              pb::TOKEN_NOT_ISSUED);
-static_assert(static_cast<int>(Reason::kInvalidTtl) == pb::INVALID_TTL);
-static_assert(static_cast<int>(Reason::kLimitExceeded) == pb::LIMIT_EXCEEDED);
-
 absl::Status WithInfo(absl::Status status, const ErrorInfo& info) {
   status.SetPayload(kPayloadUrl,
                     absl::Cord(ToErrorDetail(info).SerializeAsString()));
   return status;
 }
 
-Reason ReasonOfCoreError(ErrorCode code) {
+pb::ErrorReason ReasonOfCoreError(ErrorCode code) {
   switch (code) {
     case ErrorCode::kInvalidArguments:
-      return Reason::kInvalidArguments;
+      return pb::INVALID_ARGUMENTS;
     case ErrorCode::kInvalidTtl:
-      return Reason::kInvalidTtl;
+      return pb::INVALID_TTL;
     case ErrorCode::kClientBusy:
-      return Reason::kClientBusy;
+      return pb::CLIENT_BUSY;
     case ErrorCode::kNotHolder:
-      return Reason::kNotHolder;
+      return pb::NOT_HOLDER;
     case ErrorCode::kStaleToken:
-      return Reason::kStaleToken;
+      return pb::STALE_TOKEN;
     case ErrorCode::kTokenNotIssued:
-      return Reason::kTokenNotIssued;
+      return pb::TOKEN_NOT_ISSUED;
   }
-  return Reason::kUnspecified;
+  return pb::ERROR_REASON_UNSPECIFIED;
 }
 
 }  // namespace
 
-absl::string_view ReasonName(Reason reason) {
-  const std::string& name =
-      pb::ErrorReason_Name(static_cast<pb::ErrorReason>(reason));
+absl::string_view ReasonName(pb::ErrorReason reason) {
+  const std::string& name = pb::ErrorReason_Name(reason);
   return name;
 }
 
@@ -64,7 +56,7 @@ absl::Status InvalidField(ErrorCode code, absl::string_view field) {
 
 absl::Status LimitExceeded(absl::string_view limit, int64_t limit_value) {
   ErrorInfo info;
-  info.reason = Reason::kLimitExceeded;
+  info.reason = pb::LIMIT_EXCEEDED;
   info.limit = std::string(limit);
   info.limit_value = limit_value;
   return WithInfo(absl::ResourceExhaustedError(absl::StrCat(
@@ -74,35 +66,35 @@ absl::Status LimitExceeded(absl::string_view limit, int64_t limit_value) {
 
 absl::Status DeadlockVictim(std::vector<std::string> victims) {
   ErrorInfo info;
-  info.reason = Reason::kDeadlockVictim;
+  info.reason = pb::DEADLOCK_VICTIM;
   info.victims = std::move(victims);
   return WithInfo(absl::AbortedError("deadlock"), info);
 }
 
 absl::Status SessionEnded() {
   return WithInfo(absl::FailedPreconditionError("session ended"),
-                  ErrorInfo{.reason = Reason::kSessionEnded});
+                  ErrorInfo{.reason = pb::SESSION_ENDED});
 }
 
 absl::Status WaitTimedOut() {
   return WithInfo(absl::DeadlineExceededError("wait timed out"),
-                  ErrorInfo{.reason = Reason::kWaitTimeout});
+                  ErrorInfo{.reason = pb::WAIT_TIMEOUT});
 }
 
 absl::Status ShuttingDown() {
   return WithInfo(absl::UnavailableError("server shutting down"),
-                  ErrorInfo{.reason = Reason::kShuttingDown});
+                  ErrorInfo{.reason = pb::SHUTTING_DOWN});
 }
 
 absl::Status RequestIdReused(absl::string_view field) {
-  return WithInfo(absl::InvalidArgumentError("request id reused"),
-                  ErrorInfo{.reason = Reason::kRequestIdReused,
-                            .field = std::string(field)});
+  return WithInfo(
+      absl::InvalidArgumentError("request id reused"),
+      ErrorInfo{.reason = pb::REQUEST_ID_REUSED, .field = std::string(field)});
 }
 
 absl::Status SupersededByRetry() {
   return WithInfo(absl::CancelledError("superseded by retry"),
-                  ErrorInfo{.reason = Reason::kSupersededByRetry});
+                  ErrorInfo{.reason = pb::SUPERSEDED_BY_RETRY});
 }
 
 absl::Status WaitCancelled() { return absl::CancelledError("cancelled"); }
@@ -113,7 +105,7 @@ ErrorInfo ErrorInfoOf(const absl::Status& status) {
   auto payload = status.GetPayload(kPayloadUrl);
   pb::ErrorDetail detail;
   if (payload.has_value() && detail.ParseFromString(std::string(*payload))) {
-    info.reason = static_cast<Reason>(detail.reason());
+    info.reason = detail.reason();
     info.field = detail.field();
     info.limit = detail.limit();
     info.limit_value = detail.limit_value();
@@ -128,7 +120,7 @@ ErrorInfo ErrorInfoOf(const absl::Status& status) {
 
 absl::Status UndecodableMessage(absl::string_view what) {
   ErrorInfo info;
-  info.reason = Reason::kInvalidArguments;
+  info.reason = pb::INVALID_ARGUMENTS;
   info.field = "request";
   return WithInfo(absl::InvalidArgumentError(absl::StrCat(
                       "invalid arguments: ", what, " cannot be parsed")),
@@ -143,7 +135,7 @@ absl::Status SessionOpenTimedOut(int64_t timeout_ms) {
 
 pb::ErrorDetail ToErrorDetail(const ErrorInfo& info) {
   pb::ErrorDetail detail;
-  detail.set_reason(static_cast<pb::ErrorReason>(info.reason));
+  detail.set_reason(info.reason);
   detail.set_field(info.field);
   detail.set_limit(info.limit);
   detail.set_limit_value(info.limit_value);

@@ -23,29 +23,15 @@
 
 namespace leasekeeper::server {
 
-// Mirrors leasekeeper.v1.ErrorReason value for value.
-enum class Reason {
-  kUnspecified = 0,
-  kInvalidArguments = 1,    // INVALID_ARGUMENT "invalid arguments"
-  kInvalidTtl = 2,          // INVALID_ARGUMENT "invalid ttl"
-  kClientBusy = 3,          // FAILED_PRECONDITION "client busy"
-  kNotHolder = 4,           // FAILED_PRECONDITION "not holder"
-  kStaleToken = 5,          // FAILED_PRECONDITION "stale token"
-  kDeadlockVictim = 6,      // ABORTED "deadlock"
-  kLimitExceeded = 7,       // RESOURCE_EXHAUSTED "limit exceeded: <limit>"
-  kSessionEnded = 8,        // FAILED_PRECONDITION "session ended"
-  kWaitTimeout = 9,         // DEADLINE_EXCEEDED "wait timed out"
-  kShuttingDown = 10,       // UNAVAILABLE "server shutting down"
-  kRequestIdReused = 11,    // INVALID_ARGUMENT "request id reused"
-  kSupersededByRetry = 12,  // CANCELLED "superseded by retry"
-  kTokenNotIssued = 13,     // FAILED_PRECONDITION "token not issued"
-};
+// Reasons are the API's own enum, leasekeeper.v1.ErrorReason (its comments
+// give each reason's code and message), so a reason added there needs no
+// second list here.
 
 // Stable name of a reason, e.g. "CLIENT_BUSY" (the ErrorReason enum name).
-absl::string_view ReasonName(Reason reason);
+absl::string_view ReasonName(v1::ErrorReason reason);
 
 struct ErrorInfo {
-  Reason reason = Reason::kUnspecified;
+  v1::ErrorReason reason = v1::ERROR_REASON_UNSPECIFIED;
   std::string field{};                 // validation failures
   std::string limit{};                 // kLimitExceeded: the flag name
   int64_t limit_value = 0;             // kLimitExceeded
@@ -74,7 +60,7 @@ absl::Status UndecodableMessage(absl::string_view what);
 absl::Status SessionOpenTimedOut(int64_t timeout_ms);
 
 // The ErrorInfo of any status made here or by core/errors.h; reason
-// kUnspecified for OK and for any other status.
+// ERROR_REASON_UNSPECIFIED for OK and for any other status.
 ErrorInfo ErrorInfoOf(const absl::Status& status);
 
 // `info` as the API's ErrorDetail message.

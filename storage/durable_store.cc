@@ -303,7 +303,7 @@ absl::Status DurableStore::Recover(StateMachine& machine,
   // entries followed it): it is now exactly the state at the last record.
   const bool state_in_hand = !restored;
   if (absl::Status s = restore(); !s.ok()) return s;
-  machine.table().TakeEvents();  // replay's events were answered long ago
+  machine.TakeEvents();  // replay's events were answered long ago
 
   const LogPosition next = log_->next_position();
   report.last_position = next - 1;

@@ -585,12 +585,12 @@ TEST(StateMachine, FailedOperationStillRetiresLapsedLeases) {
   StateMachine sm;
   ASSERT_TRUE(sm.Apply({0, op::Acquire{"a", "L", 10}}).ok());
   ASSERT_TRUE(sm.Apply({1, op::Acquire{"b", "L", 20}}).ok());
-  sm.table().TakeEvents();
+  sm.TakeEvents();
   absl::StatusOr<Reply> failed = sm.Apply({15, op::Acquire{"", "L", 5}});
   EXPECT_EQ(ErrorCodeOf(failed.status()), ErrorCode::kInvalidArguments);
   EXPECT_EQ(sm.table().now(), 15);
   EXPECT_THAT(
-      Describe(sm.table().TakeEvents()),
+      Describe(sm.TakeEvents()),
       ElementsAre("lapsed@10 a L #1", "granted@10 b L #2 exclusive ->30"));
   EXPECT_EQ(sm.table().registered_client_count(), 2u);
 }
@@ -598,10 +598,10 @@ TEST(StateMachine, FailedOperationStillRetiresLapsedLeases) {
 TEST(StateMachine, FailedWriteStillRetiresLapsedLeases) {
   StateMachine sm;
   ASSERT_TRUE(sm.Apply({0, op::Acquire{"a", "L", 10}}).ok());
-  sm.table().TakeEvents();
+  sm.TakeEvents();
   EXPECT_EQ(ErrorCodeOf(sm.Apply({12, op::Write{"L", "k", "v", 0}}).status()),
             ErrorCode::kInvalidArguments);
-  EXPECT_THAT(Describe(sm.table().TakeEvents()),
+  EXPECT_THAT(Describe(sm.TakeEvents()),
               ElementsAre("lapsed@10 a L #1"));
   EXPECT_EQ(sm.store().HighWater("L"), 0u);
 }

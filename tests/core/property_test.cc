@@ -155,7 +155,7 @@ class Harness {
 
   void DrainEvents() {
     std::map<std::string, int> queue_grants_per_lock;
-    for (const Event& e : sm_.table().TakeEvents()) {
+    for (const Event& e : sm_.TakeEvents()) {
       EXPECT_LE(e.at, now_);
       if (e.kind == Event::Kind::kGrantedFromQueue) {
         RecordGrant(e.lock, e.token, e.client, e.expires_at - e.at);

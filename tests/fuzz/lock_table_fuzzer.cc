@@ -942,7 +942,7 @@ class Harness {
 
   // The events since the last check, as a multiset, and their times.
   void CheckEvents() {
-    const std::vector<Event> got = machine_.table().TakeEvents();
+    const std::vector<Event> got = machine_.TakeEvents();
     const std::vector<Event> want = model_.TakeEvents();
     for (const Event& e : got) {
       if (!(e.at >= last_event_at_ && e.at <= model_.now())) {

@@ -1,8 +1,9 @@
-// CoreOwner on a FakeOperationLog that holds durability back: reads answer
-// only once every record they reflect is durable (a read barrier on the
-// position of the last record at query time, not an fsync per read), and
-// sessions and retry-cache answers go into the log as server records. Fake
-// clock, no gRPC.
+// CoreOwner on a FakeOperationLog that holds durability back: every call
+// answers through its one completion, exactly once, only once every record
+// its answer reflects is durable (for reads: a read barrier on the position
+// of the last record at query time, not an fsync per read), and sessions
+// and retry-cache answers go into the log as server records. Fake clock,
+// no gRPC.
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "server/clock.h"
 #include "server/core_owner.h"
+#include "tests/server/completion_recorder.h"
 #include "tests/server/fake_operation_log.h"
 
 namespace leasekeeper::server {
@@ -19,18 +21,27 @@ namespace {
 using storage::LogPosition;
 using testing::FakeOperationLog;
 
-// A callback's outcome, once it ran.
-struct Answered {
-  std::optional<absl::Status> status;
-  absl::AnyInvocable<void(absl::Status) &&> Callback() {
-    return [this](absl::Status s) { status = std::move(s); };
-  }
-};
+using testing::CompletionRecorder;
 
 class NullSink final : public SessionSink {
  public:
   void Notify(const SessionNotice&) override {}
   void End(const absl::Status&) override {}
+};
+
+// An Acquire call that records its answers.
+class RecordingCall final : public PendingAcquire {
+ public:
+  void Complete(AcquireCallAnswer reply) override {
+    reply_ = std::move(reply);
+    ++completions_;
+  }
+  const std::optional<AcquireCallAnswer>& reply() const { return reply_; }
+  int completions() const { return completions_; }
+
+ private:
+  std::optional<AcquireCallAnswer> reply_;
+  int completions_ = 0;
 };
 
 class DurablePathTest : public ::testing::Test {
@@ -41,13 +52,25 @@ class DurablePathTest : public ::testing::Test {
     EXPECT_TRUE(owner_.UseLog(std::move(log)).ok());
   }
 
-  // Acquires `lock` for `client` and returns its token (its record is not
-  // durable yet).
+  // Acquires `lock` for `client` (its record not durable yet) and returns
+  // the token once the test made it durable.
   FencingToken Grant(const std::string& client, const std::string& lock) {
-    AcquireArgs args{.client = client, .lock = lock, .ttl_ms = 60'000};
-    std::optional<AcquireReply> reply = owner_.Acquire(args, nullptr);
-    EXPECT_TRUE(reply.has_value() && reply->result.ok());
-    return reply.has_value() && reply->result.ok() ? reply->result->token : 0;
+    RecordingCall call;
+    owner_.Acquire(AcquireArgs{.client = client, .lock = lock, .ttl_ms = 60'000},
+                   &call);
+    EXPECT_FALSE(call.reply().has_value());
+    log_->MakeDurable(log_->last_position());
+    EXPECT_EQ(call.completions(), 1);
+    return call.reply().has_value() && call.reply()->result.ok()
+               ? call.reply()->result->token
+               : 0;
+  }
+
+  void Write(const std::string& value, FencingToken token,
+             CompletionRecorder<absl::Status>& answer) {
+    owner_.Write(
+        WriteArgs{.lock = "L", .key = "k", .value = value, .token = token},
+        answer.Callback());
   }
 
   FakeClock clock_{100};
@@ -55,136 +78,215 @@ class DurablePathTest : public ::testing::Test {
   FakeOperationLog* log_ = nullptr;
 };
 
-// Each query, run after a write whose record is not durable, with the
-// barrier it reports.
-struct Query {
-  const char* name;
-  std::function<LogPosition(CoreOwner&)> run;
-};
+// Every query, each recording whether it answered and checking what.
+struct Queries {
+  CompletionRecorder<absl::StatusOr<std::optional<std::string>>> read;
+  CompletionRecorder<absl::StatusOr<InspectAnswer>> inspect;
+  CompletionRecorder<absl::StatusOr<StatusAnswer>> status;
+  CompletionRecorder<absl::StatusOr<ListLocksAnswer>> list;
 
-std::vector<Query> Queries() {
-  return {
-      {"Read",
-       [](CoreOwner& owner) {
-         LogPosition barrier = 0;
-         absl::StatusOr<std::optional<std::string>> value =
-             owner.Read(ReadArgs{.lock = "L", .key = "k"}, &barrier);
-         EXPECT_TRUE(value.ok() && value->has_value() && **value == "v");
-         return barrier;
-       }},
-      {"Inspect",
-       [](CoreOwner& owner) {
-         LogPosition barrier = 0;
-         absl::StatusOr<InspectAnswer> answer = owner.Inspect("L", InspectCursor{}, 1000, &barrier);
-         EXPECT_TRUE(answer.ok() && answer->holders.size() == 1);
-         return barrier;
-       }},
-      {"Status",
-       [](CoreOwner& owner) {
-         LogPosition barrier = 0;
-         absl::StatusOr<StatusAnswer> answer = owner.Status("a", "", 1000, &barrier);
-         EXPECT_TRUE(answer.ok() && answer->holds.size() == 1);
-         return barrier;
-       }},
-      {"ListLocks",
-       [](CoreOwner& owner) {
-         LogPosition barrier = 0;
-         ListLocksAnswer answer = owner.ListLocks("", "", 10, &barrier);
-         EXPECT_EQ(answer.locks.size(), 1u);
-         return barrier;
-       }},
-  };
-}
+  void Run(CoreOwner& owner) {
+    owner.Read(ReadArgs{.lock = "L", .key = "k"}, read.Callback());
+    owner.Inspect("L", InspectCursor{}, 1000, inspect.Callback());
+    owner.Status("a", "", 1000, status.Callback());
+    owner.ListLocks("", "", 10, list.Callback());
+  }
+  int answered() const {
+    return read.calls() + inspect.calls() + status.calls() + list.calls();
+  }
+  void ExpectTheWrite() const {
+    ASSERT_EQ(answered(), 4);
+    ASSERT_TRUE(read.answer().ok());
+    EXPECT_EQ(read.answer()->value_or(""), "v");
+    ASSERT_TRUE(inspect.answer().ok());
+    EXPECT_EQ(inspect.answer()->holders.size(), 1u);
+    ASSERT_TRUE(status.answer().ok());
+    EXPECT_EQ(status.answer()->holds.size(), 1u);
+    ASSERT_TRUE(list.answer().ok());
+    EXPECT_EQ(list.answer()->locks.size(), 1u);
+  }
+};
 
 TEST_F(DurablePathTest, AReadAnswersOnlyOnceWhatItReflectsIsDurable) {
   const FencingToken token = Grant("a", "L");
-  ASSERT_TRUE(
-      owner_.Write(WriteArgs{.lock = "L", .key = "k", .value = "v", .token = token})
-          .ok());
-  const LogPosition written = log_->last_position();
-  ASSERT_EQ(written, 2u);  // the Acquire and the Write
-  for (const Query& query : Queries()) {
-    SCOPED_TRACE(query.name);
-    const LogPosition barrier = query.run(owner_);
-    EXPECT_EQ(barrier, written);
-    Answered answered;
-    owner_.AfterDurable(barrier, answered.Callback());
-    EXPECT_FALSE(answered.status.has_value());
-  }
+  CompletionRecorder<absl::Status> written;
+  Write("v", token, written);
+  const LogPosition write = log_->last_position();
+  Queries queries;
+  queries.Run(owner_);
+  log_->MakeDurable(write - 1);
+  EXPECT_EQ(queries.answered(), 0);
+  EXPECT_FALSE(written.answered());
   // Only once the write's record is durable do the answers go out.
-  std::vector<std::unique_ptr<Answered>> pending;
-  for (const Query& query : Queries()) {
-    pending.push_back(std::make_unique<Answered>());
-    owner_.AfterDurable(query.run(owner_), pending.back()->Callback());
-  }
-  log_->MakeDurable(written - 1);
-  for (const auto& answered : pending) {
-    EXPECT_FALSE(answered->status.has_value());
-  }
-  log_->MakeDurable(written);
-  for (const auto& answered : pending) {
-    ASSERT_TRUE(answered->status.has_value());
-    EXPECT_TRUE(answered->status->ok());
-  }
+  log_->MakeDurable(write);
+  ASSERT_EQ(written.calls(), 1);
+  EXPECT_TRUE(written.answer().ok());
+  queries.ExpectTheWrite();
 }
 
 // The barrier is the last record at query time: a later write, not yet
 // durable, does not hold the read back.
 TEST_F(DurablePathTest, AReadDoesNotWaitForRecordsAppendedAfterIt) {
   const FencingToken token = Grant("a", "L");
-  ASSERT_TRUE(
-      owner_.Write(WriteArgs{.lock = "L", .key = "k", .value = "v", .token = token})
-          .ok());
-  LogPosition barrier = 0;
-  ASSERT_TRUE(owner_.Read(ReadArgs{.lock = "L", .key = "k"}, &barrier).ok());
-  EXPECT_EQ(barrier, 2u);  // the Acquire and the first Write
-  ASSERT_TRUE(
-      owner_.Write(WriteArgs{.lock = "L", .key = "k", .value = "w", .token = token})
-          .ok());
+  CompletionRecorder<absl::Status> first, second;
+  Write("v", token, first);
+  const LogPosition barrier = log_->last_position();
+  CompletionRecorder<absl::StatusOr<std::optional<std::string>>> read;
+  owner_.Read(ReadArgs{.lock = "L", .key = "k"}, read.Callback());
+  Write("w", token, second);
   ASSERT_GT(log_->last_position(), barrier);
-  Answered answered;
-  owner_.AfterDurable(barrier, answered.Callback());
   log_->MakeDurable(barrier);
-  ASSERT_TRUE(answered.status.has_value());
-  EXPECT_TRUE(answered.status->ok());
+  ASSERT_EQ(read.calls(), 1);
+  ASSERT_TRUE(read.answer().ok());
+  EXPECT_EQ(read.answer()->value_or(""), "v");
+  EXPECT_FALSE(second.answered());
 }
 
 TEST_F(DurablePathTest, AReadOfDurableStateAnswersAtOnce) {
   Grant("a", "L");
-  log_->MakeDurable(log_->last_position());
-  LogPosition barrier = 0;
-  ASSERT_TRUE(owner_.Inspect("L", InspectCursor{}, 1000, &barrier).ok());
-  Answered answered;
-  owner_.AfterDurable(barrier, answered.Callback());
-  ASSERT_TRUE(answered.status.has_value());
-  EXPECT_TRUE(answered.status->ok());
+  CompletionRecorder<absl::StatusOr<InspectAnswer>> inspect;
+  owner_.Inspect("L", InspectCursor{}, 1000, inspect.Callback());
+  ASSERT_EQ(inspect.calls(), 1);
+  EXPECT_TRUE(inspect.answer().ok());
 }
 
 TEST_F(DurablePathTest, AReadWhoseRecordsCanNeverBeDurableFails) {
-  Grant("a", "L");
-  LogPosition barrier = 0;
-  ASSERT_TRUE(owner_.Inspect("L", InspectCursor{}, 1000, &barrier).ok());
-  Answered answered;
-  owner_.AfterDurable(barrier, answered.Callback());
+  RecordingCall call;
+  owner_.Acquire(AcquireArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
+                 &call);
+  CompletionRecorder<absl::StatusOr<InspectAnswer>> inspect;
+  owner_.Inspect("L", InspectCursor{}, 1000, inspect.Callback());
+  EXPECT_FALSE(inspect.answered());
   log_->Fail(absl::UnavailableError("disk gone"));
-  ASSERT_TRUE(answered.status.has_value());
-  EXPECT_EQ(answered.status->code(), absl::StatusCode::kUnavailable);
+  ASSERT_EQ(inspect.calls(), 1);
+  EXPECT_EQ(inspect.answer().status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_EQ(call.completions(), 1);
+  EXPECT_EQ(call.reply()->result.status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+// One completion per mutation, run exactly once and only after the records
+// the mutation appended are durable: never "now" for some outcomes and
+// "later, from another thread" for others.
+TEST_F(DurablePathTest, EveryMutationAnswersOnceAfterItsRecordsAreDurable) {
+  auto sink = std::make_shared<NullSink>();
+  CompletionRecorder<absl::StatusOr<SessionOpenedAnswer>> opened;
+  owner_.OpenSession("a", "", sink, opened.Callback());
+  EXPECT_FALSE(opened.answered());
+  log_->MakeDurable(log_->last_position());
+  ASSERT_EQ(opened.calls(), 1);
+  ASSERT_TRUE(opened.answer().ok());
+  const std::string session = opened.answer()->session_id;
+
+  RecordingCall acquired;
+  owner_.Acquire(AcquireArgs{.client = "a",
+                             .lock = "L",
+                             .ttl_ms = 60'000,
+                             .session_id = session},
+                 &acquired);
+  CompletionRecorder<absl::StatusOr<RenewAnswer>> renewed;
+  owner_.Renew(RenewArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
+               renewed.Callback());
+  CompletionRecorder<absl::Status> written;
+  Write("v", 1, written);
+  CompletionRecorder<absl::StatusOr<int>> kept;
+  owner_.Keepalive(session, sink.get(), kept.Callback());
+  CompletionRecorder<absl::StatusOr<ReleaseAnswer>> released;
+  owner_.Release(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback());
+  RecordingCall again;
+  owner_.Acquire(AcquireArgs{.client = "b", .lock = "L", .ttl_ms = 60'000},
+                 &again);
+  CompletionRecorder<absl::StatusOr<std::vector<CoreOwner::ForcedRelease>>>
+      forced;
+  owner_.ForceRelease("L", "", forced.Callback());
+  CompletionRecorder<absl::Status> closed;
+  owner_.CloseSession(session, sink.get(), closed.Callback());
+  const int pending = acquired.completions() + renewed.calls() +
+                      written.calls() + kept.calls() + released.calls() +
+                      again.completions() + forced.calls() + closed.calls();
+  EXPECT_EQ(pending, 0);
+
+  log_->MakeDurable(log_->last_position());
+  EXPECT_EQ(acquired.completions(), 1);
+  EXPECT_EQ(renewed.calls(), 1);
+  EXPECT_EQ(written.calls(), 1);
+  EXPECT_EQ(kept.calls(), 1);
+  EXPECT_EQ(released.calls(), 1);
+  EXPECT_EQ(again.completions(), 1);
+  EXPECT_EQ(forced.calls(), 1);
+  EXPECT_EQ(closed.calls(), 1);
+  EXPECT_TRUE(acquired.reply()->result.ok());
+  EXPECT_TRUE(renewed.answer().ok());
+  EXPECT_TRUE(written.answer().ok());
+  EXPECT_TRUE(kept.answer().ok());
+  ASSERT_TRUE(released.answer().ok());
+  EXPECT_EQ(*released.answer(), ReleaseAnswer::kReleased);
+  ASSERT_TRUE(forced.answer().ok());
+  ASSERT_EQ(forced.answer()->size(), 1u);
+  EXPECT_EQ((*forced.answer())[0].client, "b");
+  EXPECT_TRUE(closed.answer().ok());
+}
+
+// A refusal changed nothing, but it still answers in the stream's order:
+// after the records appended before it are durable.
+TEST_F(DurablePathTest, ARefusalWaitsForTheRecordsBeforeIt) {
+  RecordingCall holder;
+  owner_.Acquire(AcquireArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
+                 &holder);
+  CompletionRecorder<absl::StatusOr<ReleaseAnswer>> refused;
+  owner_.Release(ReleaseArgs{.client = "b", .lock = "L"}, refused.Callback());
+  EXPECT_FALSE(refused.answered());
+  log_->MakeDurable(log_->last_position());
+  ASSERT_EQ(refused.calls(), 1);
+  EXPECT_FALSE(refused.answer().ok());
+  EXPECT_EQ(holder.completions(), 1);
+}
+
+// A waiter's grant is answered through the waiter's call, once the
+// Release that handed the lock on is durable; the Release's own answer
+// comes after it.
+TEST_F(DurablePathTest, AGrantFromTheQueueAnswersOnceTheHandOverIsDurable) {
+  Grant("a", "L");
+  RecordingCall waiter;
+  owner_.Acquire(AcquireArgs{.client = "b",
+                             .lock = "L",
+                             .ttl_ms = 60'000,
+                             .wait_timeout_ms = 10'000},
+                 &waiter);
+  log_->MakeDurable(log_->last_position());
+  EXPECT_FALSE(waiter.reply().has_value());  // parked
+  CompletionRecorder<absl::StatusOr<ReleaseAnswer>> released;
+  owner_.Release(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback());
+  EXPECT_FALSE(waiter.reply().has_value());
+  EXPECT_FALSE(released.answered());
+  log_->MakeDurable(log_->last_position());
+  ASSERT_EQ(waiter.completions(), 1);
+  ASSERT_TRUE(waiter.reply()->result.ok());
+  EXPECT_EQ(waiter.reply()->result->token, 2u);
+  EXPECT_EQ(released.calls(), 1);
 }
 
 // Sessions and retry answers are server records of the same log, appended
 // where they happen (before the answer that depends on them).
 TEST_F(DurablePathTest, SessionsAndRetryAnswersAreLoggedAsServerRecords) {
+  log_->AutoDurable(true);
   auto sink = std::make_shared<NullSink>();
-  absl::StatusOr<SessionOpenedAnswer> opened =
-      owner_.OpenSession("a", "", sink);
+  const absl::StatusOr<SessionOpenedAnswer> opened =
+      testing::AnswerNow<absl::StatusOr<SessionOpenedAnswer>>(
+          [&](auto done) { owner_.OpenSession("a", "", sink, std::move(done)); });
   ASSERT_TRUE(opened.ok());
   AcquireArgs args{.client = "a",
                    .lock = "L",
                    .ttl_ms = 60'000,
                    .request_id = "r-1",
                    .session_id = opened->session_id};
-  ASSERT_TRUE(owner_.Acquire(args, nullptr).has_value());
-  owner_.CloseSession(opened->session_id, sink.get());
+  RecordingCall call;
+  owner_.Acquire(args, &call);
+  ASSERT_EQ(call.completions(), 1);
+  ASSERT_TRUE(testing::AnswerNow<absl::Status>([&](auto done) {
+                owner_.CloseSession(opened->session_id, sink.get(),
+                                    std::move(done));
+              }).ok());
 
   std::vector<std::string> kinds;
   for (const storage::LogEntry& entry : log_->entries()) {

@@ -81,9 +81,19 @@ class FakeOperationLog final : public storage::OperationLog {
     return absl::OkStatus();
   }
 
-  bool SnapshotDue() const override { return false; }
-  bool SubmitSnapshot(CoreSnapshot, LogPosition, storage::ServerState) override {
-    return false;
+  bool SnapshotDue() const override {
+    absl::MutexLock lock(&mu_);
+    return snapshot_due_;
+  }
+  // Keeps the snapshot (see snapshots()); stays due until the test says
+  // otherwise.
+  bool SubmitSnapshot(CoreSnapshot core, LogPosition covered,
+                      storage::ServerState server) override {
+    absl::MutexLock lock(&mu_);
+    if (!snapshot_due_) return false;
+    snapshots_.push_back(
+        Snapshot{std::move(core), covered, std::move(server)});
+    return true;
   }
 
   absl::Status Close() override {
@@ -132,6 +142,22 @@ class FakeOperationLog final : public storage::OperationLog {
     return entries_;
   }
 
+  // Whether SnapshotDue answers true (false by default), and the snapshots
+  // submitted while it did.
+  struct Snapshot {
+    CoreSnapshot core;
+    LogPosition covered = 0;
+    storage::ServerState server;
+  };
+  void SetSnapshotDue(bool due) {
+    absl::MutexLock lock(&mu_);
+    snapshot_due_ = due;
+  }
+  std::vector<Snapshot> snapshots() const {
+    absl::MutexLock lock(&mu_);
+    return snapshots_;
+  }
+
  private:
   template <typename Entry>
   absl::StatusOr<LogPosition> AppendEntry(const Entry& entry) {
@@ -160,6 +186,8 @@ class FakeOperationLog final : public storage::OperationLog {
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
   std::map<LogPosition, std::vector<DurableCallback>> waiting_
       ABSL_GUARDED_BY(mu_);
+  bool snapshot_due_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<Snapshot> snapshots_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace leasekeeper::testing

@@ -12,7 +12,7 @@ namespace {
 
 class NullCall final : public PendingAcquire {
  public:
-  void Complete(AcquireReply) override {}
+  void Complete(AcquireCallAnswer) override {}
 };
 
 class ParkedCallsTest : public ::testing::Test {

@@ -37,16 +37,17 @@ std::vector<std::pair<Fingerprint, CachedAnswer>> OneOfEachAnswer() {
   const Fingerprint release{.method = Fingerprint::Method::kRelease,
                             .lock = ""};
   return {
-      {AcquireFingerprint(), AcquireResult(granted)},
-      {AcquireFingerprint(), AcquireResult(withdrawn)},
-      {AcquireFingerprint(), AcquireResult(queued)},
-      {AcquireFingerprint(), AcquireResult(DeadlockVictim({"a", "b"}))},
-      {renew, absl::StatusOr<RenewAnswer>(RenewAnswer{.token = 7,
-                                                      .ttl_ms = 100})},
+      {AcquireFingerprint(), absl::StatusOr<AcquireAnswer>(granted)},
+      {AcquireFingerprint(), absl::StatusOr<AcquireAnswer>(withdrawn)},
+      {AcquireFingerprint(), absl::StatusOr<AcquireAnswer>(queued)},
+      {AcquireFingerprint(),
+       absl::StatusOr<AcquireAnswer>(DeadlockVictim({"a", "b"}))},
+      {renew,
+       absl::StatusOr<RenewAnswer>(RenewAnswer{.token = 7, .ttl_ms = 100})},
       {renew, absl::StatusOr<RenewAnswer>(MakeError(ErrorCode::kNotHolder))},
-      {release, absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kWithdrawn)},
-      {release, absl::StatusOr<ReleaseOutcome>(
-                    LimitExceeded("max-locks-per-client", 5))},
+      {release, absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kWithdrawn)},
+      {release,
+       absl::StatusOr<ReleaseAnswer>(LimitExceeded("max-locks-per-client", 5))},
   };
 }
 
@@ -66,7 +67,7 @@ void ExpectSameValue(const RenewAnswer& a, const RenewAnswer& b) {
   EXPECT_EQ(a.token, b.token);
   EXPECT_EQ(a.ttl_ms, b.ttl_ms);
 }
-void ExpectSameValue(ReleaseOutcome a, ReleaseOutcome b) { EXPECT_EQ(a, b); }
+void ExpectSameValue(ReleaseAnswer a, ReleaseAnswer b) { EXPECT_EQ(a, b); }
 
 template <typename T>
 void ExpectSameAnswer(const absl::StatusOr<T>& a, const absl::StatusOr<T>& b) {
@@ -94,13 +95,14 @@ TEST(RetryEntryCodec, EveryAnswerKindRoundTripsWithItsFingerprint) {
 // The client reads the reason (and the victims) from the ErrorDetail
 // payload: a replayed error must carry it.
 TEST(RetryEntryCodec, AnErrorAnswerKeepsItsReasonAndDetails) {
-  const CachedAnswer answer = AcquireResult(DeadlockVictim({"a", "b"}));
+  const CachedAnswer answer =
+      absl::StatusOr<AcquireAnswer>(DeadlockVictim({"a", "b"}));
   absl::StatusOr<DecodedRetryEntry> decoded =
       DecodeRetryEntry(EncodeRetryEntry(AcquireFingerprint(), answer));
   ASSERT_TRUE(decoded.ok());
-  const ErrorInfo info =
-      ErrorInfoOf(std::get<AcquireResult>(decoded->answer).status());
-  EXPECT_EQ(info.reason, Reason::kDeadlockVictim);
+  const ErrorInfo info = ErrorInfoOf(
+      std::get<absl::StatusOr<AcquireAnswer>>(decoded->answer).status());
+  EXPECT_EQ(info.reason, v1::DEADLOCK_VICTIM);
   EXPECT_EQ(info.victims, (std::vector<std::string>{"a", "b"}));
 }
 
@@ -117,7 +119,8 @@ TEST(RetryEntryCodec, EveryProperPrefixAndExtensionIsAnError) {
 
 TEST(RetryEntryCodec, UnknownVersionIsAClearError) {
   std::string bytes = EncodeRetryEntry(
-      AcquireFingerprint(), AcquireResult(MakeError(ErrorCode::kClientBusy)));
+      AcquireFingerprint(),
+      absl::StatusOr<AcquireAnswer>(MakeError(ErrorCode::kClientBusy)));
   bytes[0] = 9;
   absl::StatusOr<DecodedRetryEntry> decoded = DecodeRetryEntry(bytes);
   EXPECT_EQ(decoded.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -15,19 +15,31 @@
 #include "server/retry_cache.h"
 #include "server/server_errors.h"
 #include "test_support.h"
+#include "tests/server/completion_recorder.h"
 
 namespace leasekeeper::server {
 namespace {
 
-// A waiting call that records its answer.
+// An Acquire call that records its answer, and how often it got one.
 class RecordingCall final : public PendingAcquire {
  public:
-  void Complete(AcquireReply reply) override { reply_ = std::move(reply); }
-  const std::optional<AcquireReply>& reply() const { return reply_; }
+  void Complete(AcquireCallAnswer reply) override {
+    reply_ = std::move(reply);
+    ++completions_;
+  }
+  const std::optional<AcquireCallAnswer>& reply() const { return reply_; }
+  int completions() const { return completions_; }
 
  private:
-  std::optional<AcquireReply> reply_;
+  std::optional<AcquireCallAnswer> reply_;
+  int completions_ = 0;
 };
+
+absl::StatusOr<ReleaseAnswer> ReleaseNow(CoreOwner& owner,
+                                         const ReleaseArgs& args) {
+  return testing::AnswerNow<absl::StatusOr<ReleaseAnswer>>(
+      [&](auto done) { owner.Release(args, std::move(done)); });
+}
 
 AcquireArgs Args(const std::string& client, const std::string& lock,
                  int64_t ttl_ms, int64_t wait_timeout_ms = 0,
@@ -47,7 +59,9 @@ class CoreOwnerTest : public ::testing::Test {
 
   std::vector<HolderInfo> Holders(const std::string& lock) {
     absl::StatusOr<InspectAnswer> answer =
-        owner_.Inspect(lock, InspectCursor{}, 1000);
+        testing::AnswerNow<absl::StatusOr<InspectAnswer>>([&](auto done) {
+          owner_.Inspect(lock, InspectCursor{}, 1000, std::move(done));
+        });
     return answer.ok() ? answer->holders : std::vector<HolderInfo>{};
   }
 
@@ -63,7 +77,8 @@ class CoreOwnerTest : public ::testing::Test {
 TEST_F(CoreOwnerTest, UndeliveredImmediateGrantIsReleasedAgain) {
   RecordingCall call;
   const AcquireArgs args = Args("job", "L", 60'000);
-  std::optional<AcquireReply> reply = owner_.Acquire(args, &call);
+  owner_.Acquire(args, &call);
+  const std::optional<AcquireCallAnswer> reply = call.reply();
   ASSERT_TRUE(reply.has_value() && reply->result.ok());
   ASSERT_EQ(Holders("L").size(), 1u);
   owner_.AcquireCallDone(args, *reply, /*cancelled=*/true);
@@ -72,15 +87,18 @@ TEST_F(CoreOwnerTest, UndeliveredImmediateGrantIsReleasedAgain) {
 
 TEST_F(CoreOwnerTest, UndeliveredGrantFromTheQueuePassesToTheNextWaiter) {
   RecordingCall holder_call, first, second;
-  ASSERT_TRUE(owner_.Acquire(Args("holder", "L", 60'000), &holder_call));
+  owner_.Acquire(Args("holder", "L", 60'000), &holder_call);
+  ASSERT_TRUE(holder_call.reply().has_value());
   const AcquireArgs first_args = Args("first", "L", 60'000, 10'000);
   const AcquireArgs second_args = Args("second", "L", 60'000, 10'000);
-  EXPECT_FALSE(owner_.Acquire(first_args, &first).has_value());
-  EXPECT_FALSE(owner_.Acquire(second_args, &second).has_value());
+  owner_.Acquire(first_args, &first);
+  owner_.Acquire(second_args, &second);
+  EXPECT_FALSE(first.reply().has_value());
+  EXPECT_FALSE(second.reply().has_value());
 
   clock_.Set(100);
-  ASSERT_TRUE(
-      owner_.Release(ReleaseArgs{.client = "holder", .lock = "L"}).ok());
+  ASSERT_TRUE(ReleaseNow(owner_, ReleaseArgs{.client = "holder", .lock = "L"})
+                  .ok());
   ASSERT_TRUE(first.reply().has_value());
   ASSERT_TRUE(first.reply()->result.ok());
   EXPECT_EQ(first.reply()->result->token, 2u);
@@ -96,8 +114,10 @@ TEST_F(CoreOwnerTest, UndeliveredGrantFromTheQueuePassesToTheNextWaiter) {
 TEST_F(CoreOwnerTest, GrantDeliveredByARetryIsKept) {
   RecordingCall first, retry;
   const AcquireArgs args = Args("job", "L", 60'000, 0, "req-1");
-  std::optional<AcquireReply> first_reply = owner_.Acquire(args, &first);
-  std::optional<AcquireReply> retry_reply = owner_.Acquire(args, &retry);
+  owner_.Acquire(args, &first);
+  owner_.Acquire(args, &retry);
+  const std::optional<AcquireCallAnswer> first_reply = first.reply();
+  const std::optional<AcquireCallAnswer> retry_reply = retry.reply();
   ASSERT_TRUE(first_reply.has_value() && retry_reply.has_value());
   EXPECT_TRUE(first_reply->tracked);
   EXPECT_TRUE(retry_reply->tracked);
@@ -109,8 +129,11 @@ TEST_F(CoreOwnerTest, GrantDeliveredByARetryIsKept) {
 TEST_F(CoreOwnerTest, GrantIsReleasedOnlyWhenNoCallDeliveredIt) {
   RecordingCall first, retry;
   const AcquireArgs args = Args("job", "L", 60'000, 0, "req-1");
-  std::optional<AcquireReply> first_reply = owner_.Acquire(args, &first);
-  std::optional<AcquireReply> retry_reply = owner_.Acquire(args, &retry);
+  owner_.Acquire(args, &first);
+  owner_.Acquire(args, &retry);
+  const std::optional<AcquireCallAnswer> first_reply = first.reply();
+  const std::optional<AcquireCallAnswer> retry_reply = retry.reply();
+  ASSERT_TRUE(first_reply.has_value() && retry_reply.has_value());
   owner_.AcquireCallDone(args, *first_reply, /*cancelled=*/true);
   EXPECT_EQ(Holders("L").size(), 1u);  // the retry may still deliver it
   owner_.AcquireCallDone(args, *retry_reply, /*cancelled=*/true);
@@ -119,8 +142,10 @@ TEST_F(CoreOwnerTest, GrantIsReleasedOnlyWhenNoCallDeliveredIt) {
 
 TEST_F(CoreOwnerTest, DeadlinesAreProcessedInTheOrderTheyHappened) {
   RecordingCall holder_call, waiter;
-  ASSERT_TRUE(owner_.Acquire(Args("holder", "L", 5'000), &holder_call));
-  EXPECT_FALSE(owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &waiter));
+  owner_.Acquire(Args("holder", "L", 5'000), &holder_call);
+  ASSERT_TRUE(holder_call.reply().has_value());
+  owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &waiter);
+  EXPECT_FALSE(waiter.reply().has_value());
   clock_.Set(6'000);  // both the wait timeout (3000) and the lapse (5000) due
   // All that is left: forgetting the waiter, idle since its timeout, once
   // --forget-idle-clients-after has passed.
@@ -128,15 +153,17 @@ TEST_F(CoreOwnerTest, DeadlinesAreProcessedInTheOrderTheyHappened) {
             3'000 + ServerConfig().forget_idle_clients_after_ms);
   ASSERT_TRUE(waiter.reply().has_value());
   EXPECT_EQ(ErrorInfoOf(waiter.reply()->result.status()).reason,
-            Reason::kWaitTimeout);
+            v1::WAIT_TIMEOUT);
   EXPECT_TRUE(Holders("L").empty());
 }
 
 TEST_F(CoreOwnerTest, NextDeadlineIsTheEarliestOfLapsesWaitsAndGraces) {
   RecordingCall a, b;
-  ASSERT_TRUE(owner_.Acquire(Args("holder", "L", 5'000), &a));
+  owner_.Acquire(Args("holder", "L", 5'000), &a);
+  ASSERT_TRUE(a.reply().has_value());
   EXPECT_EQ(owner_.RunDueTimers(), 5'000);
-  EXPECT_FALSE(owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &b));
+  owner_.Acquire(Args("waiter", "L", 1'000, 3'000), &b);
+  EXPECT_FALSE(b.reply().has_value());
   EXPECT_EQ(owner_.RunDueTimers(), 3'000);
 }
 
@@ -152,11 +179,13 @@ TEST(CoreOwnerDurableTest, UnderFsyncNeverAWaitersGrantIsSentBeforeReleaseReturn
   CoreOwner owner(config, clock);
   ASSERT_TRUE(owner.OpenStorage().ok());
   RecordingCall holder, waiter;
-  ASSERT_TRUE(owner.Acquire(Args("holder", "L", 60'000), &holder));
-  EXPECT_FALSE(
-      owner.Acquire(Args("waiter", "L", 60'000, 10'000), &waiter).has_value());
+  owner.Acquire(Args("holder", "L", 60'000), &holder);
+  ASSERT_TRUE(holder.reply().has_value());
+  owner.Acquire(Args("waiter", "L", 60'000, 10'000), &waiter);
+  EXPECT_FALSE(waiter.reply().has_value());
   clock.Set(100);
-  ASSERT_TRUE(owner.Release(ReleaseArgs{.client = "holder", .lock = "L"}).ok());
+  ASSERT_TRUE(
+      ReleaseNow(owner, ReleaseArgs{.client = "holder", .lock = "L"}).ok());
   ASSERT_TRUE(waiter.reply().has_value());
   ASSERT_TRUE(waiter.reply()->result.ok());
   EXPECT_EQ(waiter.reply()->result->token, 2u);
@@ -227,7 +256,7 @@ TEST(RetryCacheTest, EvictsTheOldestEntryWhenFull) {
   for (const char* id : {"a", "b", "c"}) {
     cache.Insert("client", id, Fingerprint{});
     cache.Answer("client", id,
-                 absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 0);
+                 absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 0);
   }
   EXPECT_EQ(cache.size(), 2u);
   EXPECT_EQ(cache.Find("client", "a", 0), nullptr);
@@ -239,7 +268,7 @@ TEST(RetryCacheTest, AnswersExpireAfterTheTtlButPendingEntriesDoNot) {
   RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 10});
   cache.Insert("c", "answered", Fingerprint{});
   cache.Answer("c", "answered",
-               absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 10);
+               absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 10);
   cache.Insert("c", "pending", Fingerprint{});
   EXPECT_NE(cache.Find("c", "answered", 109), nullptr);
   EXPECT_EQ(cache.Find("c", "answered", 110), nullptr);
@@ -299,7 +328,7 @@ TEST(RetryCacheTest, AnExpiredEntryMakesWayForANewOneWithTheSameId) {
   RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 2});
   cache.Insert("c", "r", Fingerprint{.lock = "old"});
   cache.Answer("c", "r",
-               absl::StatusOr<ReleaseOutcome>(ReleaseOutcome::kReleased), 0);
+               absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 0);
   // Not looked up since it expired: Insert replaces it.
   cache.Insert("c", "r", Fingerprint{.lock = "new"});
   EXPECT_EQ(cache.size(), 1u);

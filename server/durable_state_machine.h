@@ -1,0 +1,194 @@
+// DurableStateMachine: the core's StateMachine together with its durable
+// path, the one place where an operation is applied, appended to the
+// operation log, covered by snapshots, and known to be durable.
+//
+// What it guarantees:
+//  - Apply applies one Operation and, when a log is in use, appends it in
+//    the same step, so the log's order is the apply order. An operation the
+//    core refuses is not appended: it changed nothing but time, which the
+//    next appended operation carries.
+//  - A failed log (health() not OK) refuses every operation but the passage
+//    of time (op::Advance) before it reaches the core, so nothing is applied
+//    that could never become durable; Advance still applies (a lapse loop
+//    must make progress) and is appended no more.
+//  - Log appends the server's own records (sessions, retry cache:
+//    storage/server_records.h) into the same stream.
+//  - When the log says a snapshot is due, one is submitted at once, of
+//    exactly the records appended so far: the core's state and the
+//    server's (from the ServerStateSource given at construction).
+//  - Durability() answers "when is everything up to position p durable"
+//    through one callback per question (WhenDurable), run once.
+// Without a log (no data dir, in-process tests) every position is 0 and
+// durable at once.
+//
+// Thread-safety: two halves. The machine itself has no lock; its owner
+// (CoreOwner) makes every call under its core mutex, in tick order, so
+// clang's -Wthread-safety checks it as a guarded member. Durability() is
+// thread-safe: it is used after the owner released its mutex, from any
+// thread, and its callbacks run on the thread that finds the position
+// durable (inline, or the log's own: the WAL's flusher).
+//
+// Invariants:
+//  1. Every operation appended was applied first, and in append order.
+//  2. last_position() after a call covers every record that call appended.
+//  3. A snapshot submitted at position p holds exactly the effect of
+//     records 1..p.
+//  4. A WhenDurable callback reports OK only if its position is durable;
+//     the first failure is reported once to the failure observer.
+#ifndef LEASEKEEPER_SERVER_DURABLE_STATE_MACHINE_H_
+#define LEASEKEEPER_SERVER_DURABLE_STATE_MACHINE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/state_machine.h"
+#include "server/server_config.h"
+#include "storage/durable_store.h"
+#include "storage/operation_log.h"
+#include "storage/server_records.h"
+
+namespace leasekeeper::server {
+
+class DurableStateMachine {
+ public:
+  // The server's state for a snapshot, as plain data (sessions and the
+  // answered retry-cache entries). Called only from Apply and Log, so
+  // under the owner's mutex.
+  using ServerStateSource = absl::AnyInvocable<storage::ServerState() const>;
+  using DurableCallback = absl::AnyInvocable<void(absl::Status) &&>;
+
+  // The thread-safe half: when records become durable, and the log's
+  // lifecycle after serving. REQUIRES of every caller: hold no lock that a
+  // callback takes.
+  class Durability {
+   public:
+    Durability(const Durability&) = delete;
+    Durability& operator=(const Durability&) = delete;
+
+    // Calls `done` once every record up to `position` is durable: OK, or
+    // UNAVAILABLE (with the reason) if the log failed (then the failure
+    // observer learns it, once). Inline when there is no log, the log
+    // failed already, or the position is durable already; otherwise on the
+    // thread that makes it durable (the WAL's flusher).
+    void WhenDurable(storage::LogPosition position, DurableCallback done);
+    // Blocks until `position` is durable: OK, or the log's failure. Not for
+    // gRPC threads (recovery, tools, tests).
+    absl::Status WaitDurable(storage::LogPosition position);
+    // The position of the last record appended (0 without a log), read
+    // without the owner's mutex: at least every record applied before the
+    // caller's last call into the machine returned.
+    storage::LogPosition last_position() const;
+    // OK, or why the log failed (OK without a log).
+    absl::Status health() const;
+    // The local WAL's counters; nullopt unless Open opened one.
+    std::optional<storage::DurableStoreStats> stats() const;
+    // Writes and syncs everything appended, runs the waiting callbacks and
+    // closes the log (a summary line of the WAL's group commit is logged).
+    // For shutdown, once nothing applies any more. Idempotent.
+    void Close();
+    // Calls `observer` once, with the log's error, the first time a
+    // WhenDurable finds the log failed (on that caller's thread).
+    // REQUIRES: called before any call is served.
+    void SetFailureObserver(
+        absl::AnyInvocable<void(const absl::Status&)> observer) {
+      failure_observer_ = std::move(observer);
+    }
+
+   private:
+    friend class DurableStateMachine;
+    Durability() = default;
+    void ReportFailure(const absl::Status& status);
+
+    // Set once (Open or UseLog) before any call is served, then read-only.
+    storage::OperationLog* log_ = nullptr;
+    storage::DurableStore* wal_ = nullptr;
+    absl::AnyInvocable<void(const absl::Status&)> failure_observer_;
+    std::atomic<bool> failure_reported_{false};
+  };
+
+  DurableStateMachine(CoreConfig config, ServerStateSource server_state);
+  DurableStateMachine(const DurableStateMachine&) = delete;
+  DurableStateMachine& operator=(const DurableStateMachine&) = delete;
+
+  // Opens the local WAL in durability.data_dir and recovers the state from
+  // it (storage::DurableStore::Open); the server records it recovered go
+  // to *recovered. Without a data dir: nothing is opened, a fresh report.
+  // REQUIRES: called once, before any other call, and no log in use.
+  // Outcomes: the recovery report; the store's error (a locked data dir,
+  // corruption before the tail of the log, a version mismatch, I/O).
+  absl::StatusOr<storage::RecoveryReport> Open(
+      const DurabilityConfig& durability, storage::ServerState* recovered);
+  // Uses `log` instead of opening a data dir (tests' fake logs, other
+  // implementations). Outcomes: OK; FailedPrecondition if a log is in use
+  // already or `log` holds records (recovery belongs to its opening).
+  absl::Status UseLog(std::unique_ptr<storage::OperationLog> log);
+  // Whether a log is in use.
+  bool persistent() const { return log_ != nullptr; }
+
+  // Applies `op` and appends it (see the guarantees above). Outcomes: the
+  // core's reply; the core's error (nothing appended); the log's error if
+  // it failed before (nothing applied, unless op is an Advance). A failed
+  // append after a successful apply returns the reply: the log has failed
+  // then, so nothing that depends on the record is ever acknowledged.
+  absl::StatusOr<Reply> Apply(const Operation& op);
+  // Appends a server record (if a log is in use and healthy; otherwise the
+  // answer that depends on it fails with the log's error anyway).
+  void Log(const storage::ServerRecord& record);
+  // The position of the last record appended (0 without a log): the read
+  // barrier of everything applied so far.
+  storage::LogPosition last_position() const;
+
+  // The rest of the core's surface outside Apply (core/state_machine.h):
+  // queries at `now`, the events to drain, the idle clock, the snapshot.
+  absl::StatusOr<std::optional<std::string>> Read(Tick now,
+                                                  absl::string_view lock,
+                                                  absl::string_view key) {
+    return state_.Read(now, lock, key);
+  }
+  absl::StatusOr<LockView> Inspect(Tick now, absl::string_view lock) {
+    return state_.Inspect(now, lock);
+  }
+  absl::StatusOr<ClientView> Status(Tick now, absl::string_view client) {
+    return state_.Status(now, client);
+  }
+  LockPage InspectPage(Tick now, absl::string_view lock,
+                       const InspectCursor& from, size_t limit) {
+    return state_.InspectPage(now, lock, from, limit);
+  }
+  ClientPage StatusPage(Tick now, absl::string_view client,
+                        absl::string_view after, size_t limit) {
+    return state_.StatusPage(now, client, after, limit);
+  }
+  std::vector<Event> TakeEvents() { return state_.TakeEvents(); }
+  void RestartIdleClock(absl::string_view client, Tick at) {
+    state_.RestartIdleClock(client, at);
+  }
+  CoreSnapshot Snapshot() const { return state_.Snapshot(); }
+  const LockTable& table() const { return state_.table(); }
+  const FencedStore& store() const { return state_.store(); }
+
+  // The thread-safe half (see above). Its address never changes.
+  Durability& durability() { return durability_; }
+
+ private:
+  void MaybeSnapshot(storage::LogPosition position);
+
+  StateMachine state_;
+  ServerStateSource server_state_;
+  Durability durability_;
+  // Null without a log; set once by Open or UseLog. Last member: the log
+  // is destroyed (closed, its waiting callbacks run) before the rest.
+  std::unique_ptr<storage::OperationLog> log_;
+};
+
+}  // namespace leasekeeper::server
+
+#endif  // LEASEKEEPER_SERVER_DURABLE_STATE_MACHINE_H_

@@ -1,0 +1,236 @@
+// SessionReactor: one Session stream of leasekeeperd (gRPC's callback API,
+// raw byte buffers: it parses its own messages, see LockServiceBase).
+//
+// It forwards open, keepalive, close and the session's calls to CoreOwner
+// and writes CoreOwner's answers and notices back. Owned by itself (self_)
+// until OnDone, and shared with CoreOwner as the session's SessionSink, so a
+// notice sent after the stream ended finds a live object that drops it.
+//
+// Reads: one StartRead at a time; the next read starts once a message has
+// been dispatched (after `open`: once the session is open and durable),
+// unless kMaxCallsInFlight calls await their answers (then it starts when
+// one is answered: flow control, not an error). Writes go through an outbox
+// so that at most one StartWrite is in flight; Finish is called once, after
+// the outbox drains.
+//
+// Thread-safety: gRPC runs OnReadDone, OnWriteDone and OnDone on its own
+// threads (never inline), and CoreOwner's completions and notices arrive on
+// any thread; mu_ guards the stream's state. StartRead, StartWrite and
+// Finish may be called with mu_ held; mu_ is never held while calling
+// CoreOwner.
+//
+// Calls (SessionCall): the same parsing and CoreOwner methods as the unary
+// calls, after the request is bound to the session's client and id. A
+// waiting Acquire is parked in CoreOwner as a ParkedAcquire, which keeps the
+// reactor alive until CoreOwner completes it; when the stream ends, each is
+// withdrawn (CancelWait). A call's answer that cannot be sent because the
+// stream has finished is reported to CoreOwner::AcquireCallDone as not
+// delivered; one lost in a broken connection after it was queued is not,
+// and the session's grace, or the client's resume and retry, settles it.
+//
+// Invariants:
+//  1. Every call read counts in calls_in_flight_ until its answer is
+//     queued (Answer), exactly once.
+//  2. The session's stream end is reported to CoreOwner at most once, and
+//     exactly once if a session was opened (also when the stream ended
+//     while the open was on its way to the disk).
+#ifndef LEASEKEEPER_SERVER_SESSION_REACTOR_H_
+#define LEASEKEEPER_SERVER_SESSION_REACTOR_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/alarm.h"
+#include "grpcpp/grpcpp.h"
+#include "leasekeeper/v1/lock_service.pb.h"
+#include "security/authorizer.h"
+#include "server/answers.h"
+#include "server/core_owner.h"
+#include "server/server_config.h"
+
+namespace leasekeeper::server {
+
+class SessionReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      public SessionSink,
+      public std::enable_shared_from_this<SessionReactor> {
+ public:
+  // Bounds the outbox of a client that does not read its stream; beyond it
+  // notices are dropped.
+  static constexpr size_t kMaxOutbox = 4096;
+  // Calls of one stream that may await their answers at once.
+  static constexpr size_t kMaxCallsInFlight = 256;
+
+  // `unopened` counts the streams that have not opened a session yet.
+  static SessionReactor* Start(CoreOwner& owner, const Limits& limits,
+                               const security::Authorizer& authorizer,
+                               std::atomic<size_t>& unopened,
+                               grpc::CallbackServerContext* context);
+
+  // gRPC's reactor callbacks.
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // SessionSink: a notice for the session's client (dropped beyond
+  // kMaxOutbox), and the end of the stream.
+  void Notify(const SessionNotice& notice) override;
+  void End(const absl::Status& status) override;
+
+ private:
+  SessionReactor(CoreOwner& owner, const Limits& limits,
+                 const security::Authorizer& authorizer,
+                 std::atomic<size_t>& unopened,
+                 grpc::CallbackServerContext* context);
+
+  // A stream counts against --max-sessions from its start: one that never
+  // sends `open` would otherwise hold a connection's resources unbounded.
+  // False (and the stream finished) beyond the limit. Arms the open
+  // timeout otherwise.
+  bool AdmitUnopened();
+
+  // Once: the stream no longer counts as unopened (it opened, or ended).
+  void LeaveUnopened();
+
+  void OpenTimedOut();
+
+  // An Acquire sent on this stream that CoreOwner parked. Owned by parked_
+  // until CoreOwner completes it; keeps the reactor alive until then.
+  class ParkedAcquire final : public PendingAcquire {
+   public:
+    ParkedAcquire(std::shared_ptr<SessionReactor> stream, uint64_t call_id,
+                  AcquireArgs args)
+        : stream_(std::move(stream)),
+          call_id_(call_id),
+          args_(std::move(args)) {}
+    void Complete(AcquireCallAnswer reply) override {
+      // The last statement: it may destroy this object and the reactor.
+      stream_->AnswerParked(this, std::move(reply));
+    }
+    uint64_t call_id() const { return call_id_; }
+    const AcquireArgs& args() const { return args_; }
+
+   private:
+    const std::shared_ptr<SessionReactor> stream_;
+    const uint64_t call_id_;
+    const AcquireArgs args_;
+  };
+
+  void HandleOpen();
+
+  // OpenSession's answer (durable).
+  void Opened(const std::string& client,
+              absl::StatusOr<SessionOpenedAnswer> opened);
+
+  void HandleKeepalive();
+
+  // A SessionCall: parsed and bound to the session here, so request_ is
+  // free for the next read before the call is answered.
+  void HandleCall();
+
+  // The session a call acts in (fixed once `open` has been answered).
+  struct Binding {
+    std::string session_id;
+    std::string client;
+  };
+
+  // The session's client and id stand in for empty fields; other values
+  // are refused, so a stream can act only for the client that opened it.
+  template <typename Request>
+  absl::Status BindToSession(Request& request, const Binding& session);
+
+  void AcquireCall(uint64_t call_id, v1::AcquireRequest request,
+                   const Binding& session);
+
+  // Renew and Release, which never wait: bind the request to the session,
+  // parse it, apply it, and answer with what `fill` makes of the outcome,
+  // or with the first error.
+  template <typename Request, typename Parse, typename Apply, typename Fill>
+  void AnswerCall(uint64_t call_id, Request request, const Binding& session,
+                  Parse parse, Apply apply, Fill fill);
+
+  static v1::SessionResponse CallError(uint64_t call_id,
+                                       const absl::Status& status);
+
+  // Sends the answer to a call refused before it reached CoreOwner once
+  // the answers to earlier calls are durable (so it never overtakes them;
+  // an error result of UNAVAILABLE if they cannot become durable), and
+  // counts the call done.
+  void AnswerWhenDurable(v1::SessionResponse message);
+
+  // Sends a call's answer; false if the stream has finished. Reads resume
+  // if they waited for a call to be answered.
+  bool Answer(v1::SessionResponse message);
+
+  // CoreOwner's answer to a parked Acquire (after it is durable).
+  void AnswerParked(ParkedAcquire* call, AcquireCallAnswer reply);
+
+  // The stream has ended: every Acquire still parked is withdrawn (each is
+  // then completed with WaitCancelled, which finds the stream finished).
+  void WithdrawParkedCalls();
+
+  void HandleClose();
+
+  // Reads the next message unless a read is outstanding, the stream is
+  // finishing, or kMaxCallsInFlight calls await their answers.
+  void ContinueReading();
+
+  std::optional<std::string> SessionId();
+
+  // The stream is over from the client's side: start the session's grace
+  // (once) and finish.
+  void EndStream(const absl::Status& status);
+
+  void ReportStreamEnded();
+
+  // Queues `message`; false if the stream has finished (or a droppable
+  // message was dropped).
+  bool Send(v1::SessionResponse message, bool droppable);
+
+  void WriteLocked(const v1::SessionResponse& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  void FinishOnce(const absl::Status& status);
+
+  CoreOwner& owner_;
+  const Limits& limits_;
+  const security::Authorizer& authorizer_;
+  std::atomic<size_t>& unopened_;
+  grpc::CallbackServerContext* const context_;
+  grpc::ByteBuffer read_buffer_;  // owned by the read chain
+  v1::SessionRequest request_;    // parsed from read_buffer_
+  std::shared_ptr<SessionReactor> self_;
+  // Ends a stream that sends no `open` in time; holds a reference to this
+  // reactor until it fires or OnDone cancels it.
+  grpc::Alarm open_alarm_;
+
+  absl::Mutex mu_;
+  std::optional<std::string> session_id_ ABSL_GUARDED_BY(mu_);
+  std::string client_ ABSL_GUARDED_BY(mu_);  // the session's, once opened
+  bool read_outstanding_ ABSL_GUARDED_BY(mu_) = false;
+  size_t calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<ParkedAcquire*, std::unique_ptr<ParkedAcquire>> parked_
+      ABSL_GUARDED_BY(mu_);
+  bool stream_end_reported_ ABSL_GUARDED_BY(mu_) = false;
+  bool counted_as_unopened_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<v1::SessionResponse> outbox_ ABSL_GUARDED_BY(mu_);
+  grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);  // being written
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace leasekeeper::server
+
+#endif  // LEASEKEEPER_SERVER_SESSION_REACTOR_H_
