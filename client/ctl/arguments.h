@@ -60,6 +60,7 @@ enum class Command {
   kRun,
   kForceRelease,
   kVersion,
+  kClusterStatus,  // cluster status
 };
 
 enum class OutputFormat { kTable, kJson };
@@ -68,7 +69,9 @@ struct Invocation {
   Command command = Command::kInspect;
 
   // Global flags.
-  std::string server = kDefaultServer;         // --server
+  // --server: host:port, several separated by commas (a cluster's nodes;
+  // the leader is found and followed), or a name with several addresses.
+  std::string server = kDefaultServer;
   OutputFormat output = OutputFormat::kTable;  // -o / --output table|json
   absl::Duration timeout = absl::Seconds(10);  // --timeout: per call
   bool tls = false;             // --tls, or implied by the next four

@@ -294,8 +294,7 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
   // ExplainClientBusy), and a session the server refused, which the
   // library sees only as a broken stream.
   auto refused = [&](const absl::Status& status) {
-    const client::RpcClient rpc(
-        client::MakeChannel(in.server, channel_options));
+    const client::RpcClient& rpc = locks.rpc();
     return report.Fail(
         what, ExplainClientBusy(rpc, locks.client_id(), in.lock,
                                 ExplainRefusedClient(rpc, locks.client_id(),
@@ -391,7 +390,10 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
   if (in.command == Command::kRun) {
     return Run(in, report, relay, *channel_options);
   }
-  const client::RpcClient rpc(client::MakeChannel(in.server, *channel_options));
+  absl::StatusOr<std::unique_ptr<client::RpcClient>> connected =
+      client::RpcClient::Connect(in.server, *channel_options);
+  if (!connected.ok()) return report.Fail("--server", connected.status());
+  const client::RpcClient& rpc = **connected;
   const CallOptions call = Within(in.timeout);
   switch (in.command) {
     case Command::kAcquire:
@@ -500,6 +502,12 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
     }
     case Command::kVersion:
       return Version(in, rpc, out, report);
+    case Command::kClusterStatus: {
+      absl::StatusOr<client::ClusterInfo> info = rpc.ClusterStatus(call);
+      if (!info.ok()) return report.Fail("cluster status", info.status());
+      out << FormatClusterStatus(*info, in.output);
+      return kExitOk;
+    }
     case Command::kRun:
       break;
   }

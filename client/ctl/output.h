@@ -21,6 +21,9 @@
 //   version: {"client":{"version","commit","grpc_version"},
 //             "server":{"address","version","commit","grpc_version",
 //             "uptime_ms"}}   server null when not reached
+//   cluster status: {"cluster","node","role","leader":{"id","address"} or
+//             null,"epoch","last_position","members":[{"node","address",
+//             "role","applied_position","lag"}]}
 //   error:   {"error":{"code","reason","message"}}  code: the gRPC code's
 //             name ("FAILED_PRECONDITION"); reason: the server's ErrorReason
 //             name ("CLIENT_BUSY") or null; on stderr, stdout stays empty
@@ -86,6 +89,10 @@ std::string FormatVersion(const std::string& server,
 // "leasekeeper-ctl: WHAT: CODE: MESSAGE"; the JSON form is the error
 // object (without `what`: the caller knows what it ran).
 // REQUIRES: !status.ok().
+// `cluster status` as the node at `server` answered it.
+std::string FormatClusterStatus(const client::ClusterInfo& info,
+                                OutputFormat format);
+
 std::string FormatError(const std::string& what, const absl::Status& status,
                         OutputFormat format);
 
