@@ -32,10 +32,7 @@ import argparse
 import json
 import os
 import random
-import select
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,99 +41,11 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 
 import checker  # noqa: E402
-
-LISTENING_PREFIX = b"leasekeeperd listening on "
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def pdeathsig(args: list[str]) -> list[str]:
-    """util-linux's setpriv --pdeathsig: a crashed run leaves no daemon."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", *args] if setpriv else args
-
-
-class Daemon:
-    """One leasekeeperd on a fixed loopback port and data dir, which
-    survive its restarts."""
-
-    def __init__(self, binary: str, port: int, data_dir: str, log: str,
-                 extra_flags: list[str]) -> None:
-        self.binary = binary
-        self.port = port
-        self.address = f"127.0.0.1:{port}"
-        self.data_dir = data_dir
-        self.log_path = log
-        self.extra_flags = extra_flags
-        self.process: Optional[subprocess.Popen[bytes]] = None
-        self.paused = False
-
-    def start(self, timeout: float = 20.0) -> None:
-        args = [self.binary, f"--listen={self.address}",
-                f"--data-dir={self.data_dir}", "--log-level=warn",
-                *self.extra_flags]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(pdeathsig(args),
-                                            stdout=subprocess.PIPE,
-                                            stderr=log,
-                                            stdin=subprocess.DEVNULL)
-        assert self.process.stdout is not None
-        line = b""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in line:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RuntimeError(f"leasekeeperd on {self.address} did not "
-                                   f"serve within {timeout} s")
-            ready, _, _ = select.select([self.process.stdout], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self.process.stdout.fileno(), 256)
-            if not chunk:
-                # The port may still be held by the killed one's socket.
-                code = self.process.wait()
-                raise RuntimeError(f"leasekeeperd exited ({code}); see "
-                                   f"{self.log_path}")
-            line += chunk
-        if not line.startswith(LISTENING_PREFIX):
-            raise RuntimeError(f"unexpected first line {line!r}")
-
-    def kill(self) -> None:
-        if self.process is None:
-            return
-        self.resume()
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        self.process = None
-
-    def pause(self) -> None:
-        if self.process is not None and not self.paused:
-            os.kill(self.process.pid, signal.SIGSTOP)
-            self.paused = True
-
-    def resume(self) -> None:
-        if self.process is not None and self.paused:
-            os.kill(self.process.pid, signal.SIGCONT)
-            self.paused = False
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        self.resume()
-        os.kill(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        self.process = None
-
+from local_cluster import (Daemon, LocalCluster, Process,  # noqa: E402
+                           pdeathsig)
 
 class NemesisLog:
     def __init__(self, path: str) -> None:
@@ -173,6 +82,48 @@ def run_nemesis(daemons: list[Daemon], actions: list[str], until: float,
             time.sleep(rng.uniform(0.2, 1.5))
             daemon.resume()
             log.record("resume", daemon.address)
+
+
+def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
+                        until: float, rng: random.Random,
+                        log: NemesisLog) -> None:
+    """Cluster nemesis, one fault at a time, a fault every 1 to 3 s: kill
+    or pause the leader (a pause of 1.5 to 3 s outlasts its etcd lease, so
+    it is deposed while stopped), a follower, or one etcd member; each
+    comes back (restarted on its data, or resumed) before the next fault."""
+    while time.monotonic() < until:
+        time.sleep(rng.uniform(1.0, 3.0))
+        if time.monotonic() >= until or not actions:
+            break
+        action = rng.choice(actions)
+        role = rng.choice(["leader", "follower", "etcd"])
+        target: Optional[Process] = None
+        if role == "etcd":
+            target = rng.choice(cluster.etcd)
+        else:
+            leader = cluster.leader(timeout=5)
+            if role == "leader":
+                target = leader
+            else:
+                followers = [n for n in cluster.nodes if n is not leader]
+                target = rng.choice(followers) if followers else None
+        if target is None:
+            log.record("no-target", role)
+            continue
+        name = f"{role} {target.name}"
+        if action == "kill":
+            log.record("kill", name)
+            target.kill()
+            time.sleep(rng.uniform(0.5, 2.0))
+            target.start()  # type: ignore[attr-defined]
+            log.record("restarted", name)
+        elif action == "pause":
+            log.record("pause", name)
+            target.pause()
+            time.sleep(rng.uniform(1.5, 3.0) if role == "leader"
+                       else rng.uniform(0.2, 1.5))
+            target.resume()
+            log.record("resume", name)
 
 
 def final_read(ctl: str, server: str, lock: str, key: str,
@@ -214,6 +165,8 @@ def main() -> int:
     parser.add_argument("--out", default=None,
                         help="keep the histories and logs here")
     parser.add_argument("--split-brain", action="store_true")
+    parser.add_argument("--cluster", action="store_true",
+                        help="3 etcd members and 3 leasekeeperd nodes")
     parser.add_argument("--expect-violation", action="store_true")
     args = parser.parse_args()
 
@@ -230,19 +183,26 @@ def main() -> int:
     locks = [f"fault/{i}" for i in range(args.locks)]
     flags = ["--session-grace=3s"]
 
-    daemons = [Daemon(leasekeeperd, free_port(), os.path.join(out, f"data{i}"),
-                      os.path.join(out, f"leasekeeperd{i}.log"), flags)
-               for i in range(2 if args.split_brain else 1)]
+    cluster: Optional[LocalCluster] = None
+    daemons: list[Daemon] = []
+    if args.cluster:
+        cluster = LocalCluster(args.bin_dir, out, node_flags=flags)
+    else:
+        daemons = [Daemon(leasekeeperd, os.path.join(out, f"data{i}"),
+                          os.path.join(out, f"leasekeeperd{i}.log"), flags)
+                   for i in range(2 if args.split_brain else 1)]
     workers: list[subprocess.Popen[bytes]] = []
     histories: list[str] = []
     try:
+        if cluster is not None:
+            cluster.start()
         for daemon in daemons:
-            os.makedirs(daemon.data_dir, exist_ok=True)
             daemon.start()
         for i in range(args.workers):
             history = os.path.join(out, f"w{i}.jsonl")
             histories.append(history)
-            servers = daemons[i % len(daemons)].address
+            servers = (cluster.endpoints if cluster is not None
+                       else daemons[i % len(daemons)].address)
             workers.append(subprocess.Popen(pdeathsig([
                 worker, f"--servers={servers}", f"--process=w{i}",
                 f"--locks={','.join(locks)}", "--key=counter",
@@ -250,8 +210,11 @@ def main() -> int:
                 f"--history={history}"]), stdin=subprocess.DEVNULL))
         nemesis = NemesisLog(os.path.join(out, "nemesis.jsonl"))
         actions = [a for a in args.nemesis.split(",") if a]
-        run_nemesis(daemons, actions, time.monotonic() + args.duration, rng,
-                    nemesis)
+        until = time.monotonic() + args.duration
+        if cluster is not None:
+            run_cluster_nemesis(cluster, actions, until, rng, nemesis)
+        else:
+            run_nemesis(daemons, actions, until, rng, nemesis)
         for process in workers:
             try:
                 process.wait(args.duration + 60)
@@ -260,8 +223,9 @@ def main() -> int:
                 process.wait()
         final = os.path.join(out, "final.jsonl")
         histories.append(final)
+        target = cluster.endpoints if cluster is not None else daemons[0].address
         for lock in locks:
-            final_read(ctl, daemons[0].address, lock, "counter", final)
+            final_read(ctl, target, lock, "counter", final)
     except RuntimeError as error:
         print(f"fault run could not be made: {error}", file=sys.stderr)
         return 2
@@ -272,6 +236,8 @@ def main() -> int:
                 process.wait()
         for daemon in daemons:
             daemon.stop()
+        if cluster is not None:
+            cluster.stop()
 
     report = checker.check(checker.read_events(histories))
     for kind, (count, example) in checker.kinds(report).items():
