@@ -284,6 +284,11 @@ def main() -> int:
         print(f"etcd:        {cluster.etcd_endpoints}")
         print(f"leasekeeper: {cluster.endpoints} (leader "
               f"{leader.name if leader else 'unknown'})")
+        for process in [*cluster.etcd, *cluster.nodes]:
+            assert process.process is not None
+            where = (process.address if isinstance(process, Daemon)
+                     else process.client_address)  # type: ignore[attr-defined]
+            print(f"  {process.name:4} pid {process.process.pid:<8} {where}")
         print(f"data, logs:  {root}")
         print(f"try:         LEASEKEEPER_SERVER={cluster.endpoints} "
               f"{cluster.ctl} cluster status")
