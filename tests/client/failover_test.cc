@@ -51,25 +51,6 @@ AcquireCall Call(const std::string& client_id, const std::string& lock,
   return call;
 }
 
-class EventCounter {
- public:
-  std::function<void(const ClientEvent&)> Sink() {
-    return [this](const ClientEvent& event) {
-      absl::MutexLock lock(&mu_);
-      ++counts_[static_cast<int>(event.kind)];
-    };
-  }
-  int Count(ClientEvent::Kind kind) const {
-    absl::MutexLock lock(&mu_);
-    auto it = counts_.find(static_cast<int>(kind));
-    return it == counts_.end() ? 0 : it->second;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<int, int> counts_ ABSL_GUARDED_BY(mu_);
-};
-
 class FailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -112,7 +93,7 @@ class FailoverTest : public ::testing::Test {
   }
 
   Client& NewClient(const std::string& endpoints, const std::string& id,
-                    EventCounter* events = nullptr) {
+                    EventLog* events = nullptr) {
     ClientOptions options;
     options.client_id = id;
     options.call_timeout = absl::Milliseconds(800);
@@ -218,7 +199,7 @@ TEST_F(FailoverTest, TheClientOpensItsSessionOnTheLeaderAFollowerNames) {
 }
 
 TEST_F(FailoverTest, ALeaseRidesOverAFailoverWithItsToken) {
-  EventCounter events;
+  EventLog events;
   Client& client =
       NewClient(absl::StrCat(leader_->address(), ",", follower_->address()),
                 "rides-over", &events);

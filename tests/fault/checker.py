@@ -132,13 +132,13 @@ def pair_steps(events: Iterable[dict[str, object]]) -> list[Step]:
     return steps
 
 
-def _completed_before(completed: list[Step], invoked: list[Step],
-                      key: str) -> list[tuple[Step, Optional[Step]]]:
-    """For each step of `invoked` (in invoke order), the step of `completed`
-    with the highest `key` among those that completed before it was
-    invoked (None if none)."""
+def _lower_after(completed: list[Step], invoked: list[Step],
+                 key: str) -> list[tuple[Step, Step]]:
+    """Each step of `invoked` whose `key` is lower than that of a step of
+    `completed` that completed before it was invoked (real time proves the
+    order), with the highest such step. Cost: O(n log n)."""
     done = sorted(completed, key=lambda s: s.complete or 0)
-    result: list[tuple[Step, Optional[Step]]] = []
+    found: list[tuple[Step, Step]] = []
     best: Optional[Step] = None
     index = 0
     for step in sorted(invoked, key=lambda s: s.invoke):
@@ -148,8 +148,21 @@ def _completed_before(completed: list[Step], invoked: list[Step],
                     getattr(best, key) or 0):
                 best = candidate
             index += 1
-        result.append((step, best))
-    return result
+        if best is not None and (getattr(step, key) or 0) < (
+                getattr(best, key) or 0):
+            found.append((step, best))
+    return found
+
+
+def _repeats(steps: list[Step], key: str) -> list[tuple[Step, Step]]:
+    """(first, again) for each step whose `key` an earlier one had."""
+    first: dict[object, Step] = {}
+    found: list[tuple[Step, Step]] = []
+    for step in steps:
+        earlier = first.setdefault(getattr(step, key), step)
+        if earlier is not step:
+            found.append((earlier, step))
+    return found
 
 
 def check_lock(lock: str, steps: list[Step], report: Report) -> None:
@@ -166,20 +179,15 @@ def check_lock(lock: str, steps: list[Step], report: Report) -> None:
     bad = report.violations
 
     # 1. Duplicate tokens.
-    holders: dict[int, Step] = {}
-    for grant in grants:
-        assert grant.token is not None
-        first = holders.setdefault(grant.token, grant)
-        if first is not grant:
-            bad.append(f"{lock}: duplicate token {grant.token} granted to "
-                       f"{first.process} and {grant.process}")
+    for first, again in _repeats(grants, "token"):
+        bad.append(f"{lock}: duplicate token {again.token} granted to "
+                   f"{first.process} and {again.process}")
 
     # 2. Falling tokens.
-    for grant, before in _completed_before(grants, grants, "token"):
-        if before is not None and (grant.token or 0) < (before.token or 0):
-            bad.append(f"{lock}: falling token: {grant.process} was granted "
-                       f"{grant.token} after {before.process}'s grant of "
-                       f"{before.token} had completed")
+    for grant, before in _lower_after(grants, grants, "token"):
+        bad.append(f"{lock}: falling token: {grant.process} was granted "
+                   f"{grant.token} after {before.process}'s grant of "
+                   f"{before.token} had completed")
 
     # 3. Overlapping exclusive leases on the server's word.
     last_proof: dict[tuple[str, Optional[int]], int] = {}
@@ -205,33 +213,28 @@ def check_lock(lock: str, steps: list[Step], report: Report) -> None:
             widest = interval
 
     # 4. A stale token accepted by the fenced store.
-    for write, before in _completed_before(writes_ok, writes_ok, "token"):
-        if before is not None and (write.token or 0) < (before.token or 0):
-            bad.append(f"{lock}: stale token accepted: {write.process}'s "
-                       f"write with token {write.token} after "
-                       f"{before.process}'s with token {before.token}")
+    for write, before in _lower_after(writes_ok, writes_ok, "token"):
+        bad.append(f"{lock}: stale token accepted: {write.process}'s "
+                   f"write with token {write.token} after "
+                   f"{before.process}'s with token {before.token}")
 
     # 5. Lost acknowledged writes.
-    for read, before in _completed_before(writes_ok, reads_ok, "value"):
-        if before is not None and (read.value or 0) < (before.value or 0):
-            bad.append(f"{lock}: lost acknowledged write: {read.process} "
-                       f"read {read.value} after {before.process}'s write "
-                       f"of {before.value} was acknowledged")
+    for read, before in _lower_after(writes_ok, reads_ok, "value"):
+        bad.append(f"{lock}: lost acknowledged write: {read.process} "
+                   f"read {read.value} after {before.process}'s write "
+                   f"of {before.value} was acknowledged")
 
     # 6. Lost increments.
-    written: dict[int, Step] = {}
-    for write in writes_ok:
-        assert write.value is not None
-        first = written.setdefault(write.value, write)
-        if first is not write:
-            bad.append(f"{lock}: lost increment: {first.process} (token "
-                       f"{first.token}) and {write.process} (token "
-                       f"{write.token}) both wrote {write.value}")
+    for first, again in _repeats(writes_ok, "value"):
+        bad.append(f"{lock}: lost increment: {first.process} (token "
+                   f"{first.token}) and {again.process} (token "
+                   f"{again.token}) both wrote {again.value}")
+    written = {s.value for s in writes_ok}
     final = [s for s in reads_ok if s.process == "final"]
     if final:
         value = max(s.value or 0 for s in final)
         report.final_values[lock] = value
-        possible = set(written) | {s.value for s in writes_unknown}
+        possible = written | {s.value for s in writes_unknown}
         missing = [v for v in range(1, value + 1) if v not in possible]
         if missing:
             bad.append(f"{lock}: final value {value} but no write of "
