@@ -69,8 +69,9 @@
 //  5. Every call and the session stream go to the current endpoint. A
 //     NOT_LEADER that names a leader moves them to that address at once;
 //     NOT_LEADER without one, an unreachable node, or one that does not
-//     answer within the call timeout (a keepalive's ack, a session's open,
-//     a call) moves them to the next endpoint of the list. A whole round of
+//     answer in time (a call or a keepalive's ack within the call timeout,
+//     a session's open within half of it) moves them to the next endpoint
+//     of the list. A whole round of
 //     endpoints that all failed is followed by the backoff above (100 ms
 //     doubling to 1 s, jittered) between moves, so a cluster without a
 //     leader costs a bounded rate of attempts.

@@ -100,8 +100,11 @@ ClientCore::ClientCore(std::shared_ptr<ChannelSet> channels,
   if (options_.use_session) {
     SessionListener& listener = *this;
     session_ =
-        std::make_unique<Session>(rpc_.channels(), options_.client_id,
-                                  listener, options_.call_timeout);
+        // Half a call timeout: a hung node is left while the Acquire that
+        // wanted the session still has time to open it on the next one.
+        std::make_unique<Session>(
+            rpc_.channels(), options_.client_id, listener,
+            std::max(options_.call_timeout / 2, absl::Milliseconds(1)));
   }
 }
 

@@ -6,6 +6,7 @@
 // which refuses everything as a follower does and names the leader.
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -40,6 +41,30 @@ std::string DeadAddress() {
   close(fd);
   return absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
 }
+
+// A loopback port that accepts connections (the kernel completes the TCP
+// handshake into the backlog) and never answers, like a paused process.
+class HungEndpoint {
+ public:
+  HungEndpoint() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    listen(fd_, 16);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    address_ = absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
+  }
+  ~HungEndpoint() { close(fd_); }
+  HungEndpoint(const HungEndpoint&) = delete;
+  HungEndpoint& operator=(const HungEndpoint&) = delete;
+  const std::string& address() const { return address_; }
+
+ private:
+  int fd_;
+  std::string address_;
+};
 
 AcquireCall Call(const std::string& client_id, const std::string& lock,
                  const std::string& request_id) {
@@ -184,6 +209,42 @@ TEST_F(FailoverTest, AnUnreachableEndpointIsSkipped) {
   absl::StatusOr<AcquireResult> granted = (*rpc)->Acquire(Call("skipper", LockName(), "s-1"));
   ASSERT_TRUE(granted.ok()) << granted.status();
   EXPECT_EQ(granted->outcome, AcquireOutcome::kGranted);
+}
+
+TEST_F(FailoverTest, AnEndpointThatNeverAnswersIsLeftForTheNextOne) {
+  HungEndpoint hung;
+  Client& client = NewClient(
+      absl::StrCat(hung.address(), ",", leader_->address()), "past-hung");
+  const MonotonicTime started = MonotonicNow();
+  absl::StatusOr<Lease> lease =
+      client.Acquire(LockName(), absl::Seconds(10), absl::Seconds(5));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  // The hung endpoint cost less than a call timeout or two.
+  EXPECT_LT(MonotonicNow() - started, absl::Seconds(3));
+  EXPECT_EQ(SessionAtLeader("past-hung"), SessionState::kOpen);
+}
+
+TEST_F(FailoverTest, APausedNodeIsLeftOnceItsKeepaliveGoesUnanswered) {
+  // The other node is a separate service here (no shared state), so it
+  // refuses to resume the session: that refusal shows the client went.
+  LocalServerOptions other_options;
+  absl::StatusOr<std::unique_ptr<LocalServer>> other =
+      LocalServer::Start(other_options);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EventLog events;
+  Client& client =
+      NewClient(absl::StrCat(leader_->address(), ",", (*other)->address()),
+                "leaves-paused", &events);
+  absl::StatusOr<Lease> lease =
+      client.Acquire(LockName(), absl::Seconds(10), absl::Seconds(5));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_EQ(kill(leader_->pid(), SIGSTOP), 0);
+  const bool moved = Eventually(
+      [&] { return events.Count(ClientEvent::Kind::kSessionLost) >= 1; },
+      absl::Seconds(8));
+  ASSERT_EQ(kill(leader_->pid(), SIGCONT), 0);
+  EXPECT_TRUE(moved) << "the client stayed with the paused node";
+  EXPECT_GE(events.Count(ClientEvent::Kind::kSessionInterrupted), 1);
 }
 
 TEST_F(FailoverTest, TheClientOpensItsSessionOnTheLeaderAFollowerNames) {
