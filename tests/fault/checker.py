@@ -11,7 +11,11 @@ is "info": unknown outcome.
 The rules, per lock (a step's server instant lies somewhere between its
 invoke and its completion, so every rule is checked only where real time
 proves the order, and a violation is certain):
-  1. No duplicate token: two grants never carry the same token.
+  1. No duplicate token: two grants never carry the same token. A process
+     that is handed its own token again is not granted twice when its
+     release of that lease was never confirmed: the library adopts a lease
+     the server still holds for it (one grant at the server); after a
+     confirmed release it is a duplicate.
   2. No falling token: a grant that completed before another was invoked
      has the lower token.
   3. No two overlapping exclusive leases on the server's word: a lease is
@@ -179,9 +183,15 @@ def check_lock(lock: str, steps: list[Step], report: Report) -> None:
     bad = report.violations
 
     # 1. Duplicate tokens.
+    released = {(s.process, s.token): s.complete or 0 for s in steps
+                if s.op == "release" and s.outcome == "ok"}
     for first, again in _repeats(grants, "token"):
-        bad.append(f"{lock}: duplicate token {again.token} granted to "
-                   f"{first.process} and {again.process}")
+        adopted = first.process == again.process and (
+            released.get((first.process, first.token), again.invoke + 1)
+            > again.invoke)
+        if not adopted:
+            bad.append(f"{lock}: duplicate token {again.token} granted to "
+                       f"{first.process} and {again.process}")
 
     # 2. Falling tokens.
     for grant, before in _lower_after(grants, grants, "token"):

@@ -95,6 +95,26 @@ def test_a_duplicate_token_fails() -> None:
     assert any("duplicate token 2" in v for v in report.violations)
 
 
+def test_a_lease_adopted_again_after_an_unconfirmed_release_passes() -> None:
+    # w1's release of token 1 timed out; the server still held the lease,
+    # and w1's next acquire adopted it: one grant at the server.
+    h = HistoryBuilder()
+    h.step("w1", "acquire", 0, 1, token=1)
+    h.step("w1", "release", 2, 3, "info", token=1)
+    h.step("w1", "acquire", 4, 5, "fail")
+    h.step("w1", "acquire", 6, 7, token=1)
+    assert h.check().valid
+
+
+def test_the_same_token_after_a_confirmed_release_fails() -> None:
+    h = HistoryBuilder()
+    h.step("w1", "acquire", 0, 1, token=1)
+    h.step("w1", "release", 2, 3, token=1)
+    h.step("w1", "acquire", 4, 5, token=1)
+    report = h.check()
+    assert any("duplicate token 1" in v for v in report.violations)
+
+
 def test_a_falling_token_fails() -> None:
     h = HistoryBuilder()
     t = h.cycle("w1", 0, token=5, read=0)
