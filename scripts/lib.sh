@@ -15,6 +15,12 @@ LEASEKEEPER_PACKAGES+=(
   python3-grpcio python3-protobuf python3-pytest python3-pytest-asyncio mypy
   python3-pip python3-setuptools python3-wheel
 )
+# Cluster mode: etcd's .proto files for the generated stubs
+# (proto/CMakeLists.txt), and etcd itself for the cluster tests.
+LEASEKEEPER_PACKAGES+=(
+  golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  golang-github-grpc-ecosystem-grpc-gateway-dev etcd-server
+)
 
 install_missing_packages() {
   local missing=()

@@ -49,12 +49,16 @@ struct CoreOwner::Effects {
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
-      state_(CoreConfig{
-          .max_ttl = kMaxTtlMs + kGrantRoundingTicks,
-          .track_idle_clients = config_.forget_idle_clients_after_ms > 0}),
+      state_(CoreConfigOf(config_)),
       retry_cache_(config_.retry_cache) {}
 
 CoreOwner::~CoreOwner() = default;
+
+CoreConfig CoreConfigOf(const ServerConfig& config) {
+  return CoreConfig{
+      .max_ttl = kMaxTtlMs + kGrantRoundingTicks,
+      .track_idle_clients = config.forget_idle_clients_after_ms > 0};
+}
 
 // ---------------------------------------------------------------------------
 // Time and effects.
@@ -334,6 +338,15 @@ void CoreOwner::ReportStorageFailure(const absl::Status& status) {
 absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
   absl::MutexLock lock(&mu_);
   const DurabilityConfig& durability = config_.durability;
+  if (durability.open_log) {
+    // Another log (cluster mode's), opened and recovered by its opener.
+    absl::StatusOr<DurabilityConfig::OpenedLog> opened =
+        durability.open_log(state_, recovered_server_);
+    if (!opened.ok()) return opened.status();
+    store_ = std::move(opened->log);
+    last_tick_ = std::max(last_tick_, state_.table().now());
+    return std::move(opened->recovery);
+  }
   if (durability.data_dir.empty()) return storage::RecoveryReport{};
   storage::DurableStoreOptions options;
   options.fsync = durability.fsync;

@@ -65,6 +65,10 @@ GrpcError ToGrpcStatus(const absl::Status& status) {
       std::string(ReasonName(static_cast<Reason>(detail.reason()))));
   error.trailing_metadata.emplace_back(kErrorDetailMetadataKey,
                                        detail.SerializeAsString());
+  if (std::string leader = LeaderAddressOf(status); !leader.empty()) {
+    error.trailing_metadata.emplace_back(kLeaderMetadataKey,
+                                         std::move(leader));
+  }
   return error;
 }
 

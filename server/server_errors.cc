@@ -15,12 +15,15 @@ namespace {
 namespace pb = ::leasekeeper::v1;
 
 constexpr char kPayloadUrl[] = "type.googleapis.com/leasekeeper.v1.ErrorDetail";
+// NotLeader's leader address (plain text).
+constexpr char kLeaderPayloadUrl[] = "leasekeeper.v1/leader-address";
 
 static_assert(static_cast<int>(Reason::kSupersededByRetry) ==
               pb::SUPERSEDED_BY_RETRY);
 static_assert(static_cast<int>(Reason::kTokenNotIssued) ==
               pb::TOKEN_NOT_ISSUED);
 static_assert(static_cast<int>(Reason::kInvalidTtl) == pb::INVALID_TTL);
+static_assert(static_cast<int>(Reason::kNotLeader) == pb::NOT_LEADER);
 static_assert(static_cast<int>(Reason::kLimitExceeded) == pb::LIMIT_EXCEEDED);
 
 absl::Status WithInfo(absl::Status status, const ErrorInfo& info) {
@@ -133,6 +136,24 @@ absl::Status UndecodableMessage(absl::string_view what) {
   return WithInfo(absl::InvalidArgumentError(absl::StrCat(
                       "invalid arguments: ", what, " cannot be parsed")),
                   info);
+}
+
+absl::Status NotLeader(absl::string_view leader_address) {
+  absl::Status status = WithInfo(
+      absl::UnavailableError(
+          leader_address.empty()
+              ? std::string("not leader; leader unknown")
+              : absl::StrCat("not leader; leader is ", leader_address)),
+      ErrorInfo{.reason = Reason::kNotLeader});
+  if (!leader_address.empty()) {
+    status.SetPayload(kLeaderPayloadUrl, absl::Cord(leader_address));
+  }
+  return status;
+}
+
+std::string LeaderAddressOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kLeaderPayloadUrl);
+  return payload.has_value() ? std::string(*payload) : std::string();
 }
 
 absl::Status SessionOpenTimedOut(int64_t timeout_ms) {

@@ -39,6 +39,7 @@ enum class Reason {
   kRequestIdReused = 11,    // INVALID_ARGUMENT "request id reused"
   kSupersededByRetry = 12,  // CANCELLED "superseded by retry"
   kTokenNotIssued = 13,     // FAILED_PRECONDITION "token not issued"
+  kNotLeader = 15,          // UNAVAILABLE "not leader; leader is <addr>"
 };
 
 // Stable name of a reason, e.g. "CLIENT_BUSY" (the ErrorReason enum name).
@@ -72,6 +73,13 @@ absl::Status UndecodableMessage(absl::string_view what);
 // A Session stream that sent no `open` within --session-open-timeout:
 // DEADLINE_EXCEEDED "no open within --session-open-timeout=<timeout>".
 absl::Status SessionOpenTimedOut(int64_t timeout_ms);
+// A cluster node that is not the leader refusing a lock call: UNAVAILABLE
+// "not leader; leader is <leader_address>", or "not leader; leader unknown"
+// when `leader_address` is empty; reason kNotLeader. ToGrpcStatus adds the
+// leader's address as trailing metadata kLeaderMetadataKey (grpc_status.h).
+absl::Status NotLeader(absl::string_view leader_address);
+// The leader address a NotLeader status carries; empty for any other.
+std::string LeaderAddressOf(const absl::Status& status);
 
 // The ErrorInfo of any status made here or by core/errors.h; reason
 // kUnspecified for OK and for any other status.
