@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace leasekeeper::client {
 namespace {
@@ -53,6 +55,21 @@ std::shared_ptr<grpc::Channel> MakeChannel(absl::string_view target,
     credentials = grpc::InsecureChannelCredentials();
   }
   return grpc::CreateCustomChannel(std::string(target), credentials, args);
+}
+
+absl::StatusOr<std::vector<std::string>> ParseEndpoints(
+    absl::string_view list) {
+  std::vector<std::string> endpoints;
+  for (absl::string_view entry : absl::StrSplit(list, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (entry.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid server list \"", list,
+          "\": expected host:port, or several separated by commas"));
+    }
+    endpoints.emplace_back(entry);
+  }
+  return endpoints;
 }
 
 absl::StatusOr<TlsOptions> LoadTlsFiles(absl::string_view root_certs_path,

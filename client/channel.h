@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -42,6 +43,12 @@ struct ChannelOptions {
 // the first call.
 std::shared_ptr<grpc::Channel> MakeChannel(absl::string_view target,
                                            const ChannelOptions& options = {});
+
+// The endpoints of one leasekeeper service, written "a,b,c" (each a target
+// MakeChannel takes; spaces around entries are ignored). A single entry is
+// a list of one. Outcomes: the endpoints, in order; INVALID_ARGUMENT for an
+// empty list or an empty entry.
+absl::StatusOr<std::vector<std::string>> ParseEndpoints(absl::string_view list);
 
 // Reads PEM files into TlsOptions; an empty path leaves its field empty.
 // Outcomes: the options; NOT_FOUND or PERMISSION_DENIED naming the file that

@@ -7,6 +7,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/internal/channel_set.h"
 #include "client/internal/client_core.h"
 
 namespace leasekeeper::client {
@@ -29,6 +30,21 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
   if (channel == nullptr) {
     return absl::InvalidArgumentError("the channel must not be null");
   }
+  return Start(internal::ChannelSet::Fixed(std::move(channel)),
+               std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    absl::string_view target, const ChannelOptions& channel_options,
+    ClientOptions options) {
+  absl::StatusOr<std::shared_ptr<internal::ChannelSet>> channels =
+      internal::ChannelSet::Connect(target, channel_options);
+  if (!channels.ok()) return channels.status();
+  return Start(*std::move(channels), std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Start(
+    std::shared_ptr<internal::ChannelSet> channels, ClientOptions options) {
   if (options.client_id.empty()) options.client_id = DefaultClientId();
   if (options.client_id.size() > kMaxClientIdBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -45,16 +61,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(
     return absl::InvalidArgumentError(
         "the idle keepalive interval must be positive");
   }
-  auto core = std::make_shared<internal::ClientCore>(std::move(channel),
+  auto core = std::make_shared<internal::ClientCore>(std::move(channels),
                                                      std::move(options));
   core->Start();
   return std::unique_ptr<Client>(new Client(std::move(core)));
-}
-
-absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
-    absl::string_view target, const ChannelOptions& channel_options,
-    ClientOptions options) {
-  return Create(MakeChannel(target, channel_options), std::move(options));
 }
 
 Client::Client(std::shared_ptr<internal::ClientCore> core)

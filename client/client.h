@@ -61,6 +61,30 @@
 // fencing token stays valid. ClientEvent reports kSessionInterrupted and
 // kSessionResumed.
 //
+// Riding over a failover (a cluster: Connect("a:7233,b:7233,c:7233"), or
+// one name that resolves to the nodes' addresses). Only the leader serves
+// lock calls; the other nodes refuse them with UNAVAILABLE NOT_LEADER and
+// the leader's address in trailing metadata (leasekeeper-leader) when they
+// know it. The Client finds the leader and follows it:
+//  5. Every call and the session stream go to the current endpoint. A
+//     NOT_LEADER that names a leader moves them to that address at once;
+//     NOT_LEADER without one, an unreachable node, or one that does not
+//     answer in time (a call or a keepalive's ack within the call timeout,
+//     a session's open within half of it) moves them to the next endpoint
+//     of the list. A whole round of
+//     endpoints that all failed is followed by the backoff above (100 ms
+//     doubling to 1 s, jittered) between moves, so a cluster without a
+//     leader costs a bounded rate of attempts.
+//  6. A leader's death is then what a restart is under rules 1-4: the
+//     session is resumed on the new leader (durable sessions replicate with
+//     the log), renewals and releases keep their request ids, and a waiting
+//     Acquire is re-issued there with its request id, so each applies once
+//     (the retry cache replicates too). A lease survives a failover shorter
+//     than the session's failover grace and its own time left.
+// A Client made with Create(channel) stays on that channel: it cannot make
+// channels to the addresses the nodes name; NOT_LEADER is then a transient
+// failure retried there.
+//
 // The server's rules the caller should know (proto/leasekeeper/v1):
 //  - Waiters are FIFO; every grant takes the lock's next fencing token.
 //  - A client holds any number of locks but waits for at most one at a time:
@@ -113,6 +137,7 @@ class Channel;
 namespace leasekeeper::client {
 
 namespace internal {
+class ChannelSet;
 class ClientCore;
 }  // namespace internal
 
@@ -173,7 +198,13 @@ class Client {
   // client id, or a non-positive call timeout.
   static absl::StatusOr<std::unique_ptr<Client>> Create(
       std::shared_ptr<grpc::Channel> channel, ClientOptions options = {});
-  // Create over MakeChannel(target, channel_options).
+  // A Client of the service at `target`: "host:port", several separated by
+  // commas ("a:7233,b:7233,c:7233", a cluster's nodes, the leader found as
+  // rule 5 says), or one name that resolves to several addresses (each one
+  // an endpoint; TLS then checks the certificate against the name unless
+  // TlsOptions::server_name_override says otherwise). Channels are made by
+  // MakeChannel with `channel_options`, lazily. Outcomes: the client; those
+  // of Create; INVALID_ARGUMENT for an empty list or an empty entry.
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       absl::string_view target, const ChannelOptions& channel_options = {},
       ClientOptions options = {});
@@ -253,6 +284,9 @@ class Client {
 
  private:
   explicit Client(std::shared_ptr<internal::ClientCore> core);
+  // Create and Connect after their own checks.
+  static absl::StatusOr<std::unique_ptr<Client>> Start(
+      std::shared_ptr<internal::ChannelSet> channels, ClientOptions options);
 
   std::shared_ptr<internal::ClientCore> core_;
 };

@@ -16,6 +16,7 @@ namespace pb = ::leasekeeper::v1;
 
 constexpr absl::string_view kReasonKey = "leasekeeper-reason";
 constexpr absl::string_view kDetailKey = "leasekeeper-error-bin";
+constexpr absl::string_view kLeaderKey = "leasekeeper-leader";
 
 std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
   switch (reason) {
@@ -45,6 +46,8 @@ std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
       return ErrorReason::kSupersededByRetry;
     case pb::TOKEN_NOT_ISSUED:
       return ErrorReason::kTokenNotIssued;
+    case pb::NOT_LEADER:
+      return ErrorReason::kNotLeader;
     default:
       return std::nullopt;
   }
@@ -78,6 +81,8 @@ pb::ErrorReason ToProtoReason(ErrorReason reason) {
       return pb::SUPERSEDED_BY_RETRY;
     case ErrorReason::kTokenNotIssued:
       return pb::TOKEN_NOT_ISSUED;
+    case ErrorReason::kNotLeader:
+      return pb::NOT_LEADER;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }
@@ -117,6 +122,7 @@ std::optional<ErrorReason> InferReason(grpc::StatusCode code,
        ErrorReason::kSupersededByRetry},
       {grpc::StatusCode::FAILED_PRECONDITION, "token not issued",
        ErrorReason::kTokenNotIssued},
+      {grpc::StatusCode::UNAVAILABLE, "not leader", ErrorReason::kNotLeader},
   };
   for (const Known& known : kKnown) {
     if (known.code == code && absl::StartsWith(message, known.text)) {
@@ -198,6 +204,8 @@ absl::string_view ErrorReasonName(ErrorReason reason) {
       return "SUPERSEDED_BY_RETRY";
     case ErrorReason::kTokenNotIssued:
       return "TOKEN_NOT_ISSUED";
+    case ErrorReason::kNotLeader:
+      return "NOT_LEADER";
   }
   return "UNKNOWN";
 }
@@ -210,8 +218,16 @@ absl::Status FromGrpcStatus(const grpc::ClientContext& context,
     detail.emplace();
     if (!detail->ParseFromString(*bin)) detail.reset();
   }
-  return ServerError(status.error_code(), status.error_message(), detail,
-                     TrailingValue(context, kReasonKey));
+  absl::Status result =
+      ServerError(status.error_code(), status.error_message(), detail,
+                  TrailingValue(context, kReasonKey));
+  if (HasErrorReason(result, ErrorReason::kNotLeader)) {
+    if (std::optional<std::string> leader = TrailingValue(context, kLeaderKey);
+        leader.has_value() && !leader->empty()) {
+      result.SetPayload(kLeaderPayloadUrl, absl::Cord(*leader));
+    }
+  }
+  return result;
 }
 
 absl::Status FromSessionCallError(const pb::SessionCallError& error) {
@@ -227,6 +243,13 @@ std::optional<ErrorReason> ErrorReasonOf(const absl::Status& status) {
   std::optional<pb::ErrorDetail> detail = DetailOf(status);
   if (!detail.has_value()) return std::nullopt;
   return FromProtoReason(detail->reason());
+}
+
+std::optional<std::string> LeaderAddressOf(const absl::Status& status) {
+  if (!HasErrorReason(status, ErrorReason::kNotLeader)) return std::nullopt;
+  auto leader = status.GetPayload(kLeaderPayloadUrl);
+  if (!leader.has_value()) return std::nullopt;
+  return std::string(*leader);
 }
 
 bool HasErrorReason(const absl::Status& status, ErrorReason reason) {

@@ -56,6 +56,7 @@ enum class ErrorReason {
   kRequestIdReused,    // INVALID_ARGUMENT: same request id, other arguments
   kSupersededByRetry,  // CANCELLED: a retry with the same id took over
   kTokenNotIssued,     // FAILED_PRECONDITION: no such token for the lock
+  kNotLeader,          // UNAVAILABLE: a cluster node that is not the leader
 };
 
 // The proto's name of the reason, e.g. "CLIENT_BUSY".
@@ -64,6 +65,11 @@ absl::string_view ErrorReasonName(ErrorReason reason);
 // The payload type URL under which the serialized ErrorDetail is kept.
 inline constexpr absl::string_view kErrorDetailPayloadUrl =
     "type.googleapis.com/leasekeeper.v1.ErrorDetail";
+
+// The payload type URL under which a NOT_LEADER refusal keeps the leader's
+// address (the trailing metadata `leasekeeper-leader`).
+inline constexpr absl::string_view kLeaderPayloadUrl =
+    "type.googleapis.com/leasekeeper.v1.LeaderAddress";
 
 // The absl::Status for a finished call. `context` is the call's context, read
 // for the trailing metadata; OK maps to OK.
@@ -80,6 +86,11 @@ absl::Status FromSessionCallError(
 // did not come from the server's error mapping (transport failures), and for
 // statuses made by the client itself.
 std::optional<ErrorReason> ErrorReasonOf(const absl::Status& status);
+
+// NOT_LEADER: the leader's advertised host:port as the refusing node named
+// it (trailing metadata `leasekeeper-leader`). nullopt when the node knew no
+// leader, and for every other status.
+std::optional<std::string> LeaderAddressOf(const absl::Status& status);
 
 // True if ErrorReasonOf(status) == reason.
 bool HasErrorReason(const absl::Status& status, ErrorReason reason);

@@ -8,8 +8,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
 #include "client/errors.h"
 #include "client/internal/call_messages.h"
+#include "client/internal/channel_set.h"
 
 namespace leasekeeper::client {
 namespace {
@@ -37,6 +39,21 @@ HolderInfo FromProto(const pb::Holder& holder) {
   return info;
 }
 
+MemberRole FromProto(pb::MemberRole role) {
+  switch (role) {
+    case pb::LEADER:
+      return MemberRole::kLeader;
+    case pb::FOLLOWER:
+      return MemberRole::kFollower;
+    case pb::CATCHING_UP:
+      return MemberRole::kCatchingUp;
+    case pb::DISCONNECTED:
+      return MemberRole::kDisconnected;
+    default:
+      return MemberRole::kUnspecified;
+  }
+}
+
 std::vector<HolderInfo> FromProto(
     const google::protobuf::RepeatedPtrField<pb::Holder>& holders) {
   std::vector<HolderInfo> result;
@@ -45,29 +62,90 @@ std::vector<HolderInfo> FromProto(
   return result;
 }
 
-// Runs one unary call: sets the deadline, wires the stop token to
-// TryCancel, maps the status. `invoke` is (context, response) -> Status.
+// Sleeps for `duration` or until `stop` is requested; false if stopped.
+bool SleepUnlessStopped(absl::Duration duration, std::stop_token stop) {
+  absl::Notification stopped;
+  std::stop_callback on_stop(stop, [&stopped] { stopped.Notify(); });
+  return !stopped.WaitForNotificationWithTimeout(duration);
+}
+
+// A call may go to as many endpoints as a cluster has nodes, and a redirect
+// more; past that the service is not answering.
+constexpr int kMaxAttempts = 8;
+
+// Runs one unary call through `channels`: sets the deadline (for all
+// attempts together), wires the stop token to TryCancel, maps the status,
+// and follows the endpoint choice (see RpcClient's "Several endpoints").
+// `invoke` is (stub, context, response) -> grpc::Status.
 template <typename Response, typename Invoke>
-absl::StatusOr<Response> RunCall(const CallOptions& options, Invoke invoke) {
+absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
+                                 const CallOptions& options, bool repeatable,
+                                 Invoke invoke) {
   if (options.cancel.stop_requested()) {
     return absl::CancelledError("cancelled before the call started");
   }
-  grpc::ClientContext context;
-  if (options.timeout != absl::InfiniteDuration()) {
-    context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoNanoseconds(
-                             std::max(options.timeout, absl::ZeroDuration())));
+  const MonotonicTime deadline =
+      options.timeout == absl::InfiniteDuration()
+          ? absl::InfiniteDuration()
+          : MonotonicNow() + std::max(options.timeout, absl::ZeroDuration());
+  absl::Status status;
+  for (int attempt = 0;; ++attempt) {
+    internal::ChannelSet::Pick pick = channels.Current();
+    if (attempt > 0 && pick.not_before > MonotonicNow()) {
+      if (pick.not_before >= deadline) return status;
+      if (!SleepUnlessStopped(pick.not_before - MonotonicNow(),
+                              options.cancel)) {
+        return absl::CancelledError("cancelled before the call started");
+      }
+    }
+    grpc::ClientContext context;
+    if (deadline != absl::InfiniteDuration()) {
+      context.set_deadline(
+          std::chrono::system_clock::now() +
+          absl::ToChronoNanoseconds(
+              std::max(deadline - MonotonicNow(), absl::ZeroDuration())));
+    }
+    // Waiting for one endpoint to connect would stall a call the service
+    // may answer elsewhere.
+    context.set_wait_for_ready(options.wait_for_ready && !pick.can_move);
+    std::stop_callback cancel_on_stop(options.cancel,
+                                      [&context] { context.TryCancel(); });
+    Response response;
+    grpc::Status grpc_status = invoke(*pick.stub, &context, &response);
+    if (grpc_status.ok()) {
+      channels.Report(pick, absl::OkStatus());
+      return response;
+    }
+    status = FromGrpcStatus(context, grpc_status);
+    const bool moved = channels.Report(pick, status);
+    // A NOT_LEADER refusal applied nothing, so any call may go again; after
+    // another failure only one that may safely be repeated does.
+    const bool again = HasErrorReason(status, ErrorReason::kNotLeader) ||
+                       (repeatable && IsTransient(status));
+    if (!moved || !again || attempt + 1 >= kMaxAttempts ||
+        MonotonicNow() >= deadline || options.cancel.stop_requested()) {
+      return status;
+    }
   }
-  context.set_wait_for_ready(options.wait_for_ready);
-  std::stop_callback cancel_on_stop(options.cancel,
-                                    [&context] { context.TryCancel(); });
-  Response response;
-  grpc::Status status = invoke(&context, &response);
-  if (!status.ok()) return FromGrpcStatus(context, status);
-  return response;
 }
 
 }  // namespace
+
+absl::string_view MemberRoleName(MemberRole role) {
+  switch (role) {
+    case MemberRole::kLeader:
+      return "leader";
+    case MemberRole::kFollower:
+      return "follower";
+    case MemberRole::kCatchingUp:
+      return "catching-up";
+    case MemberRole::kDisconnected:
+      return "disconnected";
+    case MemberRole::kUnspecified:
+      break;
+  }
+  return "unknown";
+}
 
 absl::string_view SessionStateName(SessionState state) {
   switch (state) {
@@ -84,16 +162,69 @@ absl::string_view SessionStateName(SessionState state) {
 }
 
 RpcClient::RpcClient(std::shared_ptr<grpc::Channel> channel)
-    : channel_(std::move(channel)), stub_(pb::LockService::NewStub(channel_)) {}
+    : RpcClient(internal::ChannelSet::Fixed(std::move(channel))) {}
+
+RpcClient::RpcClient(std::shared_ptr<internal::ChannelSet> channels)
+    : channels_(std::move(channels)) {}
+
+absl::StatusOr<std::unique_ptr<RpcClient>> RpcClient::Connect(
+    absl::string_view endpoints, const ChannelOptions& options) {
+  absl::StatusOr<std::shared_ptr<internal::ChannelSet>> channels =
+      internal::ChannelSet::Connect(endpoints, options);
+  if (!channels.ok()) return channels.status();
+  return std::make_unique<RpcClient>(*std::move(channels));
+}
+
+pb::LockService::Stub& RpcClient::stub() const {
+  return *channels_->Current().stub;
+}
+
+absl::Status RpcClient::CallWith(
+    const CallOptions& options, bool repeatable,
+    const std::function<grpc::Status(pb::LockService::Stub&,
+                                     grpc::ClientContext*)>& invoke) const {
+  struct Nothing {};
+  return RunCall<Nothing>(*channels_, options, repeatable,
+                          [&](pb::LockService::Stub& stub,
+                              grpc::ClientContext* context, Nothing*) {
+                            return invoke(stub, context);
+                          })
+      .status();
+}
+
+absl::StatusOr<ClusterInfo> RpcClient::ClusterStatus(
+    const CallOptions& options) const {
+  absl::StatusOr<pb::ClusterStatusResponse> response =
+      RunCall<pb::ClusterStatusResponse>(
+          *channels_, options, /*repeatable=*/true,
+          [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
+              pb::ClusterStatusResponse* out) {
+            return stub.ClusterStatus(context, pb::ClusterStatusRequest(), out);
+          });
+  if (!response.ok()) return response.status();
+  ClusterInfo info;
+  info.cluster = response->cluster();
+  info.node_id = response->node_id();
+  info.role = FromProto(response->role());
+  info.leader_id = response->leader_id();
+  info.leader_address = response->leader_address();
+  info.epoch = response->epoch();
+  info.last_position = response->last_position();
+  for (const pb::ClusterMember& member : response->members()) {
+    info.members.push_back(ClusterMemberInfo{
+        member.node_id(), member.advertise(), FromProto(member.role()),
+        member.applied_position(), member.lag()});
+  }
+  return info;
+}
 
 RpcClient::~RpcClient() = default;
 
 absl::StatusOr<AcquireResult> RpcClient::Acquire(
     const AcquireCall& call, const CallOptions& options) const {
   const pb::AcquireRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::AcquireResponse> response = RunCall<pb::AcquireResponse>(
-      options, [&](grpc::ClientContext* context, pb::AcquireResponse* out) {
-        return stub_->Acquire(context, request, out);
+  absl::StatusOr<pb::AcquireResponse> response = RunCall<pb::AcquireResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::AcquireResponse* out) {
+        return stub.Acquire(context, request, out);
       });
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
@@ -102,9 +233,8 @@ absl::StatusOr<AcquireResult> RpcClient::Acquire(
 absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
                                              const CallOptions& options) const {
   const pb::RenewRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::RenewResponse> response = RunCall<pb::RenewResponse>(
-      options, [&](grpc::ClientContext* context, pb::RenewResponse* out) {
-        return stub_->Renew(context, request, out);
+  absl::StatusOr<pb::RenewResponse> response = RunCall<pb::RenewResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::RenewResponse* out) {
+        return stub.Renew(context, request, out);
       });
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
@@ -113,9 +243,8 @@ absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
 absl::StatusOr<ReleaseOutcome> RpcClient::Release(
     const ReleaseCall& call, const CallOptions& options) const {
   const pb::ReleaseRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::ReleaseResponse> response = RunCall<pb::ReleaseResponse>(
-      options, [&](grpc::ClientContext* context, pb::ReleaseResponse* out) {
-        return stub_->Release(context, request, out);
+  absl::StatusOr<pb::ReleaseResponse> response = RunCall<pb::ReleaseResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::ReleaseResponse* out) {
+        return stub.Release(context, request, out);
       });
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
@@ -130,10 +259,9 @@ absl::Status RpcClient::Write(const WriteCall& call,
   request.set_token(call.token);
   request.set_client_id(call.client_id);
   request.set_require_held(call.require_held);
-  return RunCall<pb::WriteResponse>(
-             options,
-             [&](grpc::ClientContext* context, pb::WriteResponse* out) {
-               return stub_->Write(context, request, out);
+  return RunCall<pb::WriteResponse>(*channels_, options, /*repeatable=*/true,
+             [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::WriteResponse* out) {
+               return stub.Write(context, request, out);
              })
       .status();
 }
@@ -144,9 +272,8 @@ absl::StatusOr<std::optional<std::string>> RpcClient::Read(
   pb::ReadRequest request;
   request.set_lock(std::string(lock));
   request.set_key(std::string(key));
-  absl::StatusOr<pb::ReadResponse> response = RunCall<pb::ReadResponse>(
-      options, [&](grpc::ClientContext* context, pb::ReadResponse* out) {
-        return stub_->Read(context, request, out);
+  absl::StatusOr<pb::ReadResponse> response = RunCall<pb::ReadResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::ReadResponse* out) {
+        return stub.Read(context, request, out);
       });
   if (!response.ok()) return response.status();
   if (!response->found()) return std::optional<std::string>();
@@ -160,10 +287,9 @@ absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
   LockInfo info;
   do {
     absl::StatusOr<pb::InspectResponse> response =
-        RunCall<pb::InspectResponse>(
-            options, [&](grpc::ClientContext* context,
+        RunCall<pb::InspectResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
                          pb::InspectResponse* out) {
-              return stub_->Inspect(context, request, out);
+              return stub.Inspect(context, request, out);
             });
     if (!response.ok()) return response.status();
     std::vector<HolderInfo> holders = FromProto(response->holders());
@@ -188,9 +314,8 @@ absl::StatusOr<ClientStatus> RpcClient::Status(
   request.set_client_id(std::string(client_id));
   ClientStatus status;
   do {
-    absl::StatusOr<pb::StatusResponse> response = RunCall<pb::StatusResponse>(
-        options, [&](grpc::ClientContext* context, pb::StatusResponse* out) {
-          return stub_->Status(context, request, out);
+    absl::StatusOr<pb::StatusResponse> response = RunCall<pb::StatusResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::StatusResponse* out) {
+          return stub.Status(context, request, out);
         });
     if (!response.ok()) return response.status();
     std::vector<HolderInfo> holds = FromProto(response->holds());
@@ -226,9 +351,9 @@ absl::StatusOr<LockPage> RpcClient::ListLocks(
   request.set_page_size(page_size);
   request.set_page_token(std::string(page_token));
   absl::StatusOr<pb::ListLocksResponse> response =
-      RunCall<pb::ListLocksResponse>(options, [&](grpc::ClientContext* context,
+      RunCall<pb::ListLocksResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
                                                   pb::ListLocksResponse* out) {
-        return stub_->ListLocks(context, request, out);
+        return stub.ListLocks(context, request, out);
       });
   if (!response.ok()) return response.status();
   LockPage page;

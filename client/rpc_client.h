@@ -10,19 +10,35 @@
 //
 // Every call:
 //   - runs with the transport deadline `CallOptions::timeout` (none when
-//     infinite) and is cancelled when `CallOptions::cancel` is stopped, in
-//     which case it fails with CANCELLED (a waiting Acquire is withdrawn by
-//     the server);
+//     infinite; with several endpoints, for all its attempts together) and
+//     is cancelled when `CallOptions::cancel` is stopped, in which case it
+//     fails with CANCELLED (a waiting Acquire is withdrawn by the server);
 //   - fails with UNAVAILABLE when the server cannot be reached and
 //     DEADLINE_EXCEEDED when the timeout passes (both IsTransient);
 //   - otherwise returns the server's answer or its error, as listed per call
 //     and in proto/leasekeeper/v1/lock_service.proto.
+//
+// Several endpoints (Connect("a,b,c"), or one name with several addresses):
+// a cluster's nodes, of which only the leader serves lock calls. A call goes
+// where EndpointChoice (client/internal/endpoint_choice.h) says, and
+//   - a refusal NOT_LEADER is followed within the same call: to the leader
+//     it names, else to the next endpoint (the refusal applied nothing);
+//   - after a transport failure (UNAVAILABLE, no answer within the
+//     deadline) the next call goes to the next endpoint; the failed call
+//     itself goes again there only if repeating it is harmless: the reads,
+//     Write (same token, same value) and Acquire, Renew, Release with a
+//     request_id (the server's retry cache answers a repeat);
+//   - at most 8 attempts are made per call; the last failure
+//     is returned (UNAVAILABLE NOT_LEADER when no node knew a leader).
+// These are not retries of the server's answers: the call is made once at
+// the leader. One caller-given channel (the constructor) never moves.
 #ifndef LEASEKEEPER_CLIENT_RPC_CLIENT_H_
 #define LEASEKEEPER_CLIENT_RPC_CLIENT_H_
 
 #include <grpcpp/channel.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -32,6 +48,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/channel.h"
 #include "client/types.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
 
@@ -190,10 +207,49 @@ struct LockPage {
   std::string next_page_token;     // empty on the last page
 };
 
+// A cluster member's role (leasekeeper.v1.MemberRole).
+enum class MemberRole { kUnspecified, kLeader, kFollower, kCatchingUp,
+                        kDisconnected };
+absl::string_view MemberRoleName(MemberRole role);  // "leader", ...
+
+struct ClusterMemberInfo {
+  std::string node_id;
+  std::string advertise;  // host:port clients use
+  MemberRole role = MemberRole::kUnspecified;
+  uint64_t applied_position = 0;
+  uint64_t lag = 0;  // records behind the leader's last appended position
+};
+
+// The answering node's view of its cluster (ClusterStatus). A single node
+// answers cluster "", role leader, itself as leader, epoch 0.
+struct ClusterInfo {
+  std::string cluster;
+  std::string node_id;
+  MemberRole role = MemberRole::kUnspecified;
+  std::string leader_id;       // empty: no leader known
+  std::string leader_address;  // empty: no leader known
+  uint64_t epoch = 0;
+  uint64_t last_position = 0;
+  std::vector<ClusterMemberInfo> members;
+};
+
+namespace internal {
+class ChannelSet;
+}  // namespace internal
+
 class RpcClient {
  public:
-  // REQUIRES: channel != nullptr.
+  // Over one channel, which it never leaves. REQUIRES: channel != nullptr.
   explicit RpcClient(std::shared_ptr<grpc::Channel> channel);
+  // Over a ChannelSet (the client library's own). REQUIRES: not null.
+  explicit RpcClient(std::shared_ptr<internal::ChannelSet> channels);
+  // Over the service at `endpoints`: "host:port", "a,b,c", or one name that
+  // resolves to several addresses (each then an endpoint; with TLS the
+  // certificate is checked against the name). Channels are made with
+  // `options`, lazily. Outcomes: the client; INVALID_ARGUMENT for an empty
+  // list or entry.
+  static absl::StatusOr<std::unique_ptr<RpcClient>> Connect(
+      absl::string_view endpoints, const ChannelOptions& options = {});
   ~RpcClient();
 
   RpcClient(const RpcClient&) = delete;
@@ -260,12 +316,29 @@ class RpcClient {
       absl::string_view prefix, size_t max_locks,
       const CallOptions& options = {}) const;
 
-  // The generated stub, for the session stream. Owned by this RpcClient.
-  leasekeeper::v1::LockService::Stub& stub() const { return *stub_; }
+  // The answering node's view of its cluster. Answered by every node, so
+  // it is never redirected. Outcomes: that; UNIMPLEMENTED (an older daemon).
+  absl::StatusOr<ClusterInfo> ClusterStatus(
+      const CallOptions& options = {}) const;
+
+  // Runs `invoke` (a call on the given stub with the given context) as this
+  // class's own calls run: deadline, cancel, the endpoint choice. For the
+  // RPCs this class leaves to its users (ServerInfo, ForceRelease). With
+  // `repeatable` a transport failure goes again elsewhere (see above).
+  // Outcomes: what `invoke` returned, as FromGrpcStatus maps it.
+  absl::Status CallWith(
+      const CallOptions& options, bool repeatable,
+      const std::function<grpc::Status(leasekeeper::v1::LockService::Stub&,
+                                       grpc::ClientContext*)>& invoke) const;
+
+  // The stub of the endpoint calls go to now. Calls made on it directly do
+  // not follow NOT_LEADER: use CallWith. Valid for this RpcClient's life.
+  leasekeeper::v1::LockService::Stub& stub() const;
+  // The endpoint choice, shared with Sessions on this client.
+  internal::ChannelSet& channels() const { return *channels_; }
 
  private:
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<leasekeeper::v1::LockService::Stub> stub_;
+  std::shared_ptr<internal::ChannelSet> channels_;
 };
 
 }  // namespace leasekeeper::client

@@ -18,6 +18,12 @@ LEASEKEEPER_PACKAGES+=(
 # Packaging and deploy checks: man pages from --help (help2man; groff
 # renders them in the test), the Kubernetes manifests' test (python3-yaml).
 LEASEKEEPER_PACKAGES+=(help2man groff-base python3-yaml)
+# Cluster mode: etcd's .proto files for the generated stubs
+# (proto/CMakeLists.txt), and etcd itself for the cluster tests.
+LEASEKEEPER_PACKAGES+=(
+  golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  golang-github-grpc-ecosystem-grpc-gateway-dev etcd-server
+)
 
 install_missing_packages() {
   local missing=()

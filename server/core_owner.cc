@@ -72,15 +72,19 @@ CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
       retry_cache_(config_.retry_cache),
       // The snapshot source runs inside machine_.Apply and Log, which run
       // under mu_.
-      machine_(CoreConfig{.max_ttl = kMaxTtlMs + kGrantRoundingTicks,
-                          .track_idle_clients =
-                              config_.forget_idle_clients_after_ms > 0},
+      machine_(CoreConfigOf(config_),
                [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                  return ServerStateLocked();
                }),
       durability_(machine_.durability()) {}
 
 CoreOwner::~CoreOwner() = default;
+
+CoreConfig CoreConfigOf(const ServerConfig& config) {
+  return CoreConfig{
+      .max_ttl = kMaxTtlMs + kGrantRoundingTicks,
+      .track_idle_clients = config.forget_idle_clients_after_ms > 0};
+}
 
 // ---------------------------------------------------------------------------
 // Time and effects.

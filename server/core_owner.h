@@ -115,6 +115,10 @@
 
 namespace leasekeeper::server {
 
+// The core's configuration for a server configured so: what every replica
+// of its log (cluster followers) must apply the records with.
+CoreConfig CoreConfigOf(const ServerConfig& config);
+
 class CoreOwner {
  public:
   CoreOwner(ServerConfig config, Clock& clock);
@@ -234,7 +238,8 @@ class CoreOwner {
   Tick RunDueTimers();
 
   // Opens config.durability.data_dir and recovers the core from it (see
-  // storage::DurableStore::Open). Without a data dir: a fresh report.
+  // storage::DurableStore::Open), or, when config.durability.open_log is
+  // set, the log that opens (cluster mode). Without either: a fresh report.
   // REQUIRES: called once, before any other call. Outcomes: the recovery
   // report; the store's error (a locked data dir, corruption before the
   // tail of the log, a version mismatch, I/O).

@@ -16,6 +16,15 @@ absl::StatusOr<storage::RecoveryReport> DurableStateMachine::Open(
   if (log_ != nullptr) {
     return absl::FailedPreconditionError("an operation log is in use already");
   }
+  if (durability.open_log) {
+    // Another log (cluster mode's), opened and recovered by its opener.
+    absl::StatusOr<DurabilityConfig::OpenedLog> opened =
+        durability.open_log(state_, *recovered);
+    if (!opened.ok()) return opened.status();
+    durability_.log_ = opened->log.get();
+    log_ = std::move(opened->log);
+    return std::move(opened->recovery);
+  }
   if (durability.data_dir.empty()) return storage::RecoveryReport{};
   storage::DurableStoreOptions options;
   options.fsync = durability.fsync;

@@ -120,7 +120,9 @@ class DurableStateMachine {
 
   // Opens the local WAL in durability.data_dir and recovers the state from
   // it (storage::DurableStore::Open); the server records it recovered go
-  // to *recovered. Without a data dir: nothing is opened, a fresh report.
+  // to *recovered. When durability.open_log is set, the log it opens is
+  // used instead (cluster mode; it recovers the state itself). Without
+  // either: nothing is opened, a fresh report.
   // REQUIRES: called once, before any other call, and no log in use.
   // Outcomes: the recovery report; the store's error (a locked data dir,
   // corruption before the tail of the log, a version mismatch, I/O).

@@ -162,8 +162,23 @@ constexpr char kLimits[] =
 constexpr char kRetries[] = "Retried requests";
 constexpr char kDurability[] = "Durability";
 constexpr char kSecurity[] = "Security";
-constexpr absl::string_view kGroups[] = {kServing, kSessions,   kLimits,
-                                         kRetries, kDurability, kSecurity};
+constexpr char kCluster[] =
+    "Cluster (the log replicated through etcd; README \"Cluster mode\")";
+constexpr absl::string_view kGroups[] = {kServing,    kSessions, kLimits,
+                                         kRetries,    kDurability, kSecurity,
+                                         kCluster};
+
+// A cluster or node name: it becomes part of etcd keys.
+absl::Status CheckClusterName(absl::string_view value) {
+  if (value.empty() || value.size() > 64 ||
+      !std::all_of(value.begin(), value.end(), [](char c) {
+        return absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.';
+      })) {
+    return absl::InvalidArgumentError(
+        "1 to 64 of letters, digits, '-', '_', '.'");
+  }
+  return absl::OkStatus();
+}
 
 constexpr absl::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
                                             "error", "critical", "off"};
@@ -421,6 +436,78 @@ const std::vector<FlagSpec>& Specs() {
            [](DaemonOptions& o) -> std::string& {
              return o.config.security.policy_file;
            }),
+
+      {kCluster, "cluster", "NAME",
+       "run as a member of this cluster: the operation log lives in etcd, "
+       "one member leads, the others follow and answer NOT_LEADER with the "
+       "leader's address (needs --etcd-endpoints and --node-id; --data-dir "
+       "keeps local snapshots)",
+       [](absl::string_view value, DaemonOptions& options) {
+         if (absl::Status s = CheckClusterName(value); !s.ok()) return s;
+         options.config.cluster.name = std::string(value);
+         return absl::OkStatus();
+       },
+       [](DaemonOptions&) { return std::string("off"); }},
+      {kCluster, "etcd-endpoints", "A,B,C",
+       "host:port of each etcd member",
+       [](absl::string_view value, DaemonOptions& options) {
+         std::vector<std::string> endpoints;
+         for (absl::string_view endpoint : absl::StrSplit(value, ',')) {
+           if (absl::Status s = CheckListenAddress(endpoint); !s.ok()) {
+             return absl::InvalidArgumentError(
+                 absl::StrCat("\"", endpoint, "\": ", s.message()));
+           }
+           endpoints.emplace_back(endpoint);
+         }
+         options.config.cluster.etcd_endpoints = std::move(endpoints);
+         return absl::OkStatus();
+       },
+       [](DaemonOptions&) { return std::string(); }},
+      {kCluster, "node-id", "ID",
+       "this member's name, unique in the cluster",
+       [](absl::string_view value, DaemonOptions& options) {
+         if (absl::Status s = CheckClusterName(value); !s.ok()) return s;
+         options.config.cluster.node_id = std::string(value);
+         return absl::OkStatus();
+       },
+       [](DaemonOptions&) { return std::string(); }},
+      Address(kCluster, "advertise",
+              "host:port clients reach this member at (sent to them with "
+              "NOT_LEADER); empty: the bound --listen address",
+              [](DaemonOptions& o) -> std::string& {
+                return o.config.cluster.advertise;
+              },
+              /*optional=*/true),
+      Path(kCluster, "etcd-ca", "PEM CA of etcd's server certificates: TLS to etcd",
+           [](DaemonOptions& o) -> std::string& {
+             return o.config.cluster.etcd_ca_file;
+           }),
+      Path(kCluster, "etcd-cert",
+           "PEM client certificate for etcd's --client-cert-auth (needs "
+           "--etcd-key and --etcd-ca)",
+           [](DaemonOptions& o) -> std::string& {
+             return o.config.cluster.etcd_cert_file;
+           }),
+      Path(kCluster, "etcd-key", "PEM private key of --etcd-cert",
+           [](DaemonOptions& o) -> std::string& {
+             return o.config.cluster.etcd_key_file;
+           }),
+      {kCluster, "etcd-lease-ttl", "DUR",
+       "the leader's etcd lease (whole seconds, at least 1s): a dead "
+       "leader is replaced about this long plus 0.5 s later; etcd raises a "
+       "TTL below 1.5 x its --election-timeout",
+       [](absl::string_view value, DaemonOptions& options) {
+         absl::StatusOr<int64_t> ms = ParseDurationMs(value, 60'000);
+         if (!ms.ok()) return ms.status();
+         if (*ms < 1000 || *ms % 1000 != 0) {
+           return absl::InvalidArgumentError("must be whole seconds, >= 1s");
+         }
+         options.config.cluster.lease_ttl_ms = *ms;
+         return absl::OkStatus();
+       },
+       [](DaemonOptions& defaults) {
+         return FormatDurationMs(defaults.config.cluster.lease_ttl_ms);
+       }},
   };
   return *specs;
 }
@@ -454,6 +541,36 @@ absl::Status CheckFlagCombinations(const ServerConfig& config) {
     return absl::InvalidArgumentError(
         "--policy needs --client-ca: grants are for client certificate "
         "identities");
+  }
+  const ClusterConfig& cluster = config.cluster;
+  const bool cluster_flags = !cluster.etcd_endpoints.empty() ||
+                             !cluster.node_id.empty() ||
+                             !cluster.advertise.empty() ||
+                             !cluster.etcd_ca_file.empty() ||
+                             !cluster.etcd_cert_file.empty() ||
+                             !cluster.etcd_key_file.empty();
+  if (cluster.name.empty() && cluster_flags) {
+    return absl::InvalidArgumentError(
+        "--etcd-endpoints, --node-id, --advertise and --etcd-* need "
+        "--cluster");
+  }
+  if (!cluster.name.empty()) {
+    if (cluster.etcd_endpoints.empty()) {
+      return absl::InvalidArgumentError("--cluster needs --etcd-endpoints");
+    }
+    if (cluster.node_id.empty()) {
+      return absl::InvalidArgumentError("--cluster needs --node-id");
+    }
+    if (config.durability.data_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--cluster needs a --data-dir (its local snapshots)");
+    }
+    if (cluster.etcd_cert_file.empty() != cluster.etcd_key_file.empty()) {
+      return absl::InvalidArgumentError("--etcd-cert and --etcd-key go together");
+    }
+    if (!cluster.etcd_cert_file.empty() && cluster.etcd_ca_file.empty()) {
+      return absl::InvalidArgumentError("--etcd-cert needs --etcd-ca");
+    }
   }
   const size_t max_request = config.limits.max_request_bytes;
   if (max_request != 0 &&

@@ -64,6 +64,10 @@ GrpcError ToGrpcStatus(const absl::Status& status) {
       kReasonMetadataKey, std::string(ReasonName(detail.reason())));
   error.trailing_metadata.emplace_back(kErrorDetailMetadataKey,
                                        detail.SerializeAsString());
+  if (std::string leader = LeaderAddressOf(status); !leader.empty()) {
+    error.trailing_metadata.emplace_back(kLeaderMetadataKey,
+                                         std::move(leader));
+  }
   return error;
 }
 

@@ -7,7 +7,8 @@
 //                                error text for the core's errors);
 //   ErrorInfoOf(status)       -> trailing metadata
 //        "leasekeeper-reason"    the reason's name, e.g. "CLIENT_BUSY";
-//        "leasekeeper-error-bin" a serialized leasekeeper.v1.ErrorDetail.
+//        "leasekeeper-error-bin" a serialized leasekeeper.v1.ErrorDetail;
+//   NotLeader's address       -> trailing metadata "leasekeeper-leader".
 // OK maps to OK with no metadata. A status the server never makes (no
 // reason) keeps its code and message and gets reason ERROR_REASON_UNSPECIFIED.
 //
@@ -28,6 +29,8 @@ namespace leasekeeper::server {
 
 inline constexpr char kReasonMetadataKey[] = "leasekeeper-reason";
 inline constexpr char kErrorDetailMetadataKey[] = "leasekeeper-error-bin";
+// NOT_LEADER: the leader's advertised host:port, when the node knows it.
+inline constexpr char kLeaderMetadataKey[] = "leasekeeper-leader";
 
 struct GrpcError {
   grpc::Status status;

@@ -152,7 +152,23 @@ const security::Authorizer& OpenAuthorizer() {
   return *open;
 }
 
+// A Session stream this node does not serve (ClusterRole): ended at once
+// with the refusal, before reading anything.
+class RefusedStream final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  RefusedStream(grpc::CallbackServerContext* context,
+                const absl::Status& refusal) {
+    Finish(PrepareFinish(context, refusal));
+  }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
+
+absl::Status LockServiceImpl::CheckRole() const {
+  return role_ == nullptr ? absl::OkStatus() : role_->CheckServing();
+}
 
 LockServiceImpl::LockServiceImpl(CoreOwner& owner, const Limits& limits,
                                  const security::Authorizer* authorizer)
@@ -163,6 +179,9 @@ LockServiceImpl::LockServiceImpl(CoreOwner& owner, const Limits& limits,
 grpc::ServerUnaryReactor* LockServiceImpl::Acquire(
     grpc::CallbackServerContext* context, const pb::AcquireRequest* request,
     pb::AcquireResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   if (absl::Status denied = AuthorizeLockCall(
           authorizer_, context, request->client_id(), request->lock());
       !denied.ok()) {
@@ -174,6 +193,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Acquire(
 grpc::ServerUnaryReactor* LockServiceImpl::Renew(
     grpc::CallbackServerContext* context, const pb::RenewRequest* request,
     pb::RenewResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   if (absl::Status denied = AuthorizeLockCall(
           authorizer_, context, request->client_id(), request->lock());
       !denied.ok()) {
@@ -194,6 +216,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Renew(
 grpc::ServerUnaryReactor* LockServiceImpl::Release(
     grpc::CallbackServerContext* context, const pb::ReleaseRequest* request,
     pb::ReleaseResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   if (absl::Status denied = AuthorizeLockCall(
           authorizer_, context, request->client_id(), request->lock());
       !denied.ok()) {
@@ -214,6 +239,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Release(
 grpc::ServerUnaryReactor* LockServiceImpl::Write(
     grpc::CallbackServerContext* context, const pb::WriteRequest* request,
     pb::WriteResponse* /*response*/) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   // A writer that names its client acts as that client, as for Acquire:
   // under mutual TLS it cannot write under another identity's lease. And
   // there every write is holder-checked, so that an identity granted the
@@ -242,6 +270,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Write(
 grpc::ServerUnaryReactor* LockServiceImpl::Read(
     grpc::CallbackServerContext* context, const pb::ReadRequest* request,
     pb::ReadResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   if (absl::Status denied =
           authorizer_.CheckUseLock(PeerOf(context), request->lock());
       !denied.ok()) {
@@ -266,6 +297,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
 grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
     grpc::CallbackServerContext* context, const pb::InspectRequest* request,
     pb::InspectResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   if (absl::Status denied =
           authorizer_.CheckObserveLock(PeerOf(context), request->lock());
       !denied.ok()) {
@@ -286,6 +320,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
 grpc::ServerUnaryReactor* LockServiceImpl::Status(
     grpc::CallbackServerContext* context, const pb::StatusRequest* request,
     pb::StatusResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   if (absl::Status denied =
           authorizer_.CheckObserveClient(PeerOf(context), request->client_id());
       !denied.ok()) {
@@ -306,6 +343,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Status(
 grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
     grpc::CallbackServerContext* context, const pb::ListLocksRequest* request,
     pb::ListLocksResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   if (absl::Status denied =
           authorizer_.CheckListLocks(PeerOf(context), request->prefix());
       !denied.ok()) {
@@ -326,6 +366,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LockServiceImpl::Session(grpc::CallbackServerContext* context) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return new RefusedStream(context, refused);
+  }
   return SessionReactor::Start(owner_, limits_, authorizer_, unopened_sessions_,
                                context);
 }
@@ -334,6 +377,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
     grpc::CallbackServerContext* context,
     const pb::ForceReleaseRequest* request,
     pb::ForceReleaseResponse* response) {
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return FinishNow(context, refused);
+  }
   const security::PeerIdentity peer = PeerOf(context);
   if (absl::Status denied = authorizer_.CheckAdmin(peer, "ForceRelease");
       !denied.ok()) {
@@ -408,6 +454,18 @@ grpc::ServerUnaryReactor* LockServiceImpl::ServerInfo(
       std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - kProcessStart)
           .count());
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::ClusterStatus(
+    grpc::CallbackServerContext* context,
+    const pb::ClusterStatusRequest* /*request*/,
+    pb::ClusterStatusResponse* response) {
+  if (absl::Status denied = authorizer_.CheckTransportOnly(PeerOf(context));
+      !denied.ok()) {
+    return FinishNow(context, denied);
+  }
+  if (role_ != nullptr) role_->FillStatus(response);
   return FinishNow(context, absl::OkStatus());
 }
 

@@ -26,6 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
 #include "security/authorizer.h"
+#include "server/cluster_role.h"
 #include "server/core_owner.h"
 #include "server/server_config.h"
 
@@ -50,7 +51,9 @@ using LockServiceBase = v1::LockService::WithCallbackMethod_Acquire<
                                             v1::LockService::
                                                 WithCallbackMethod_ServerInfo<
                                                     v1::LockService::
-                                                        Service>>>>>>>>>>>;
+                                                        WithCallbackMethod_ClusterStatus<
+                                                            v1::LockService::
+                                                                Service>>>>>>>>>>>>;
 
 class LockServiceImpl final : public LockServiceBase {
  public:
@@ -104,11 +107,26 @@ class LockServiceImpl final : public LockServiceBase {
       grpc::CallbackServerContext* context,
       const v1::ServerInfoRequest* request,
       v1::ServerInfoResponse* response) override;
+  // Answered by every node, whatever its role (ClusterRole::FillStatus).
+  grpc::ServerUnaryReactor* ClusterStatus(
+      grpc::CallbackServerContext* context,
+      const v1::ClusterStatusRequest* request,
+      v1::ClusterStatusResponse* response) override;
+
+  // Who decides whether lock calls are served (cluster_role.h); null (the
+  // default) serves every call. REQUIRES: set before serving; outlives the
+  // service.
+  void SetClusterRole(const ClusterRole* role) { role_ = role; }
 
  private:
   CoreOwner& owner_;
   const Limits limits_;
   const security::Authorizer& authorizer_;
+  // The refusal of a lock call on a node that does not serve them now, or
+  // OK.
+  absl::Status CheckRole() const;
+
+  const ClusterRole* role_ = nullptr;
   // Session streams that have not opened a session yet.
   std::atomic<size_t> unopened_sessions_{0};
 };

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -56,6 +57,16 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+
+  // A deposed cluster leader cannot follow again in-process (its core may
+  // hold operations the log never took): it exits for its supervisor to
+  // restart it as a follower (server/cluster_node.h).
+  options->config.cluster.deposed_exit = [] {
+    spdlog::error("event=server_exit_deposed exit_code={}",
+                  leasekeeper::server::kDeposedExitCode);
+    std::fflush(stderr);
+    std::_Exit(leasekeeper::server::kDeposedExitCode);
+  };
 
   leasekeeper::server::SteadyClock clock;
   auto server = std::make_unique<leasekeeper::server::LeasekeeperServer>(

@@ -20,8 +20,26 @@ std::string HostPart(const std::string& listen) {
 
 }  // namespace
 
+namespace {
+
+// Cluster mode: the core owner's log is the node's (OpenLeaderLog).
+ServerConfig WithClusterLog(ServerConfig config, ClusterNode* node) {
+  if (node != nullptr) {
+    config.durability.open_log = [node](StateMachine& machine,
+                                        storage::ServerState& server) {
+      return node->OpenLeaderLog(machine, server);
+    };
+  }
+  return config;
+}
+
+}  // namespace
+
 LeasekeeperServer::LeasekeeperServer(ServerConfig config, Clock& clock)
-    : config_(std::move(config)),
+    : cluster_(config.cluster.name.empty()
+                   ? nullptr
+                   : std::make_unique<ClusterNode>(config)),
+      config_(WithClusterLog(std::move(config), cluster_.get())),
       clock_(clock),
       owner_(config_, clock_),
       service_(owner_, config_.limits, &authorizer_),
@@ -38,9 +56,14 @@ absl::Status LeasekeeperServer::Start() {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       PrepareSecurity();
   if (!credentials.ok()) return credentials.status();
-  owner_.SetStorageFailureObserver(
-      [this](const absl::Status&) { MarkStorageFailed(); });
-  if (absl::Status s = RecoverStorage(); !s.ok()) return s;
+  if (cluster_ != nullptr) {
+    owner_.SetStorageFailureObserver(
+        [this](const absl::Status& status) { cluster_->LogFailed(status); });
+  } else {
+    owner_.SetStorageFailureObserver(
+        [this](const absl::Status&) { MarkStorageFailed(); });
+    if (absl::Status s = RecoverStorage(); !s.ok()) return s;
+  }
   if (absl::Status s = PrepareMetrics(); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -48,6 +71,9 @@ absl::Status LeasekeeperServer::Start() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen, *credentials, &port_);
   ConfigureOperatorFeatures(builder);
+  service_.SetClusterRole(cluster_ != nullptr
+                              ? static_cast<const ClusterRole*>(cluster_.get())
+                              : &single_node_);
   builder.RegisterService(&service_);
   // Room for the largest value plus the rest of a WriteRequest, unless
   // --max-request-bytes says otherwise (flags.cc keeps it above that).
@@ -78,16 +104,49 @@ absl::Status LeasekeeperServer::Start() {
                      ": the address is in use or not available here"));
   }
   address_ = absl::StrCat(HostPart(config_.listen), ":", port_);
+  single_node_.SetAddress(address_);
   {
     absl::MutexLock lock(&health_mu_);
     health_ = server_->GetHealthCheckService();
+    const bool serving =
+        !storage_failed_ && (cluster_ == nullptr || cluster_serving_);
     if (health_ != nullptr) {
-      health_->SetServingStatus(kServiceName, !storage_failed_);
-      if (storage_failed_) health_->SetServingStatus(false);
+      health_->SetServingStatus(kServiceName, serving);
+      if (!serving) health_->SetServingStatus(false);
     }
   }
+  if (cluster_ != nullptr) return StartCluster();
   ticker_.Start();
   return absl::OkStatus();
+}
+
+absl::Status LeasekeeperServer::StartCluster() {
+  ClusterNode::Hooks hooks;
+  hooks.take_over = [this]() -> absl::Status {
+    if (absl::Status s = RecoverStorage(); !s.ok()) return s;
+    ticker_.Start();
+    return absl::OkStatus();
+  };
+  hooks.step_down = [this] { owner_.BeginShutdown(); };
+  hooks.set_health = [this](bool serving) { SetClusterHealth(serving); };
+  hooks.deposed_exit = config_.cluster.deposed_exit;
+  const std::string advertise = config_.cluster.advertise.empty()
+                                    ? address_
+                                    : config_.cluster.advertise;
+  absl::Status started = cluster_->Start(advertise, std::move(hooks));
+  if (!started.ok()) {
+    server_->Shutdown();
+    server_.reset();
+  }
+  return started;
+}
+
+void LeasekeeperServer::SetClusterHealth(bool serving) {
+  absl::MutexLock lock(&health_mu_);
+  cluster_serving_ = serving;
+  if (health_ == nullptr) return;
+  health_->SetServingStatus(serving);
+  health_->SetServingStatus(kServiceName, serving);
 }
 
 void LeasekeeperServer::MarkStorageFailed() {
@@ -124,6 +183,9 @@ absl::Status LeasekeeperServer::RecoverStorage() {
 void LeasekeeperServer::Shutdown() {
   if (server_ == nullptr || shut_down_) return;
   shut_down_ = true;
+  // No election or take-over from here on (the node resigns below, once
+  // its log is closed).
+  if (cluster_ != nullptr) cluster_->Stop();
   {
     absl::MutexLock lock(&health_mu_);
     if (health_ != nullptr) {
@@ -139,6 +201,7 @@ void LeasekeeperServer::Shutdown() {
                     std::chrono::milliseconds(config_.shutdown_grace_ms));
   ticker_.Stop();
   owner_.CloseStorage();
+  if (cluster_ != nullptr) cluster_->Resign();
   metrics_http_.reset();  // frees the /metrics port
 }
 

@@ -20,6 +20,19 @@
 // data dir it continues the ticks of the previous process (first tick =
 // the recovery's resume_tick); otherwise the offset is 0.
 //
+// Cluster mode (config.cluster.name set; server/cluster_node.h): Start
+// binds and serves at once, but lock calls are refused with NOT_LEADER
+// (ClusterRole) until this node wins the election; then the core owner opens
+// the etcd-replicated log instead of the local WAL (through
+// DurabilityConfig::open_log), settles the recovered state as after a
+// restart, starts the timer thread and serves. Health follows the node's
+// role (SERVING as leader, or as a follower that knows the leader). A
+// deposed leader stops serving; config.cluster.deposed_exit runs a while
+// later. Shutdown of a leader closes its log, then resigns.
+//
+// ClusterStatus is answered by every node: a single node reports itself as
+// the leader at its listen address, epoch 0.
+//
 // Thread-safety: Start and Shutdown from one controlling thread; owner() may
 // be used from any thread.
 #ifndef LEASEKEEPER_SERVER_SERVER_H_
@@ -40,6 +53,8 @@
 #include "prometheus/registry.h"
 #include "security/authorizer.h"
 #include "server/clock.h"
+#include "server/cluster_node.h"
+#include "server/cluster_role.h"
 #include "server/core_owner.h"
 #include "server/expiry_ticker.h"
 #include "server/lock_service.h"
@@ -93,6 +108,10 @@ class LeasekeeperServer {
   std::string RenderMetrics() const;
 
  private:
+  // Cluster mode's node, or null. Declared first: constructed before
+  // config_ (which refers to it through open_log) and destroyed after the
+  // core owner (whose log refers to its etcd client and lease).
+  std::unique_ptr<ClusterNode> cluster_;
   const ServerConfig config_;
   OffsetClock clock_;
   CoreOwner owner_;
@@ -123,6 +142,8 @@ class LeasekeeperServer {
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) =
       nullptr;
   bool storage_failed_ ABSL_GUARDED_BY(health_mu_) = false;
+  // Cluster mode: what the node's role says (until it says, NOT_SERVING).
+  bool cluster_serving_ ABSL_GUARDED_BY(health_mu_) = false;
   void MarkStorageFailed();
   // server/server_operations.cc. Loads the TLS files and the policy,
   // setting authorizer_; returns the listening port's credentials.
@@ -135,6 +156,11 @@ class LeasekeeperServer {
   // Adds the health-only port and the metrics interceptor.
   void ConfigureOperatorFeatures(grpc::ServerBuilder& builder);
   absl::Status RecoverStorage();
+  // Cluster mode: starts the node (server.cc), and its hooks.
+  absl::Status StartCluster();
+  void SetClusterHealth(bool serving);
+  // Without --cluster: ClusterStatus's answer.
+  SingleNodeRole single_node_;
 
   std::string address_;
   int port_ = 0;

@@ -12,9 +12,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
+#include "core/state_machine.h"
 #include "storage/durable_store.h"
+#include "storage/operation_log.h"
+#include "storage/server_records.h"
 
 namespace leasekeeper::server {
 
@@ -91,7 +98,50 @@ struct DurabilityConfig {
   // --recover-truncate: start even with a corrupt log, cutting it at the
   // first bad record (storage/log.h explains what that risks).
   bool recover_truncate = false;
+
+  // An operation log opened by its opening, with what its recovery found.
+  struct OpenedLog {
+    std::unique_ptr<storage::OperationLog> log;
+    storage::RecoveryReport recovery;
+  };
+  // When set, CoreOwner::OpenStorage opens the log with this instead of the
+  // local WAL in data_dir (cluster mode: server/cluster_node.h). Like
+  // DurableStore::Open it recovers the (empty) machine and the server
+  // state, and reports resume_tick. Not a flag.
+  std::function<absl::StatusOr<OpenedLog>(StateMachine& machine,
+                                          storage::ServerState& server)>
+      open_log;
 };
+
+// Cluster mode (server/cluster_node.h): the operation log is replicated
+// through etcd; one node leads, the others follow and redirect.
+struct ClusterConfig {
+  // --cluster NAME; empty: a single node with its local log.
+  std::string name;
+  // --etcd-endpoints A,B,C (host:port each).
+  std::vector<std::string> etcd_endpoints;
+  // --node-id: this node's name in the cluster (unique per node).
+  std::string node_id;
+  // --advertise HOST:PORT clients reach this node at; empty: the bound
+  // listen address.
+  std::string advertise;
+  // --etcd-ca / --etcd-cert / --etcd-key: TLS to etcd.
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
+  // --etcd-lease-ttl: the leader's etcd lease. A new leader can be elected
+  // at most about ttl + etcd's 500 ms expiry check after the leader dies.
+  int64_t lease_ttl_ms = 1'000;
+  // A deposed leader answers NOT_LEADER this long, then exits
+  // (kDeposedExitCode) so that its supervisor restarts it as a follower.
+  int64_t deposed_exit_after_ms = 2'000;
+  // Runs then (leasekeeperd: exit with kDeposedExitCode); empty: the node
+  // stays deposed. Not a flag.
+  std::function<void()> deposed_exit;
+};
+
+// The exit code of a deposed leader (sysexits' EX_TEMPFAIL: restart me).
+inline constexpr int kDeposedExitCode = 75;
 
 // Transport security and authorization (security/tls_config.h,
 // security/policy.h). All empty: plaintext, every caller may do anything.
@@ -127,6 +177,7 @@ struct ServerConfig {
   // How long SIGTERM waits for in-flight calls before cancelling them.
   int64_t shutdown_grace_ms = 2'000;
   DurabilityConfig durability;
+  ClusterConfig cluster;
 };
 
 }  // namespace leasekeeper::server

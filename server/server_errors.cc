@@ -15,6 +15,8 @@ namespace {
 namespace pb = ::leasekeeper::v1;
 
 constexpr char kPayloadUrl[] = "type.googleapis.com/leasekeeper.v1.ErrorDetail";
+// NotLeader's leader address (plain text).
+constexpr char kLeaderPayloadUrl[] = "leasekeeper.v1/leader-address";
 
 absl::Status WithInfo(absl::Status status, const ErrorInfo& info) {
   status.SetPayload(kPayloadUrl,
@@ -125,6 +127,24 @@ absl::Status UndecodableMessage(absl::string_view what) {
   return WithInfo(absl::InvalidArgumentError(absl::StrCat(
                       "invalid arguments: ", what, " cannot be parsed")),
                   info);
+}
+
+absl::Status NotLeader(absl::string_view leader_address) {
+  absl::Status status = WithInfo(
+      absl::UnavailableError(
+          leader_address.empty()
+              ? std::string("not leader; leader unknown")
+              : absl::StrCat("not leader; leader is ", leader_address)),
+      ErrorInfo{.reason = v1::NOT_LEADER});
+  if (!leader_address.empty()) {
+    status.SetPayload(kLeaderPayloadUrl, absl::Cord(leader_address));
+  }
+  return status;
+}
+
+std::string LeaderAddressOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kLeaderPayloadUrl);
+  return payload.has_value() ? std::string(*payload) : std::string();
 }
 
 absl::Status SessionOpenTimedOut(int64_t timeout_ms) {

@@ -58,6 +58,13 @@ absl::Status UndecodableMessage(absl::string_view what);
 // A Session stream that sent no `open` within --session-open-timeout:
 // DEADLINE_EXCEEDED "no open within --session-open-timeout=<timeout>".
 absl::Status SessionOpenTimedOut(int64_t timeout_ms);
+// A cluster node that is not the leader refusing a lock call: UNAVAILABLE
+// "not leader; leader is <leader_address>", or "not leader; leader unknown"
+// when `leader_address` is empty; reason NOT_LEADER. ToGrpcStatus adds the
+// leader's address as trailing metadata kLeaderMetadataKey (grpc_status.h).
+absl::Status NotLeader(absl::string_view leader_address);
+// The leader address a NotLeader status carries; empty for any other.
+std::string LeaderAddressOf(const absl::Status& status);
 
 // The ErrorInfo of any status made here or by core/errors.h; reason
 // ERROR_REASON_UNSPECIFIED for OK and for any other status.

@@ -136,6 +136,52 @@ void CollectStorage(const std::optional<Store>& stats,
       stats.has_value() && stats->health.ok() ? 1 : 0));
 }
 
+void CollectCluster(const ClusterNode::Stats& cluster,
+                    std::vector<MetricFamily>& out) {
+  out.push_back(metrics::MakeFamily(
+      MetricType::Gauge, "leasekeeper_cluster_role",
+      "1 for this node's role in the cluster (leasekeeper.v1.MemberRole)."));
+  for (v1::MemberRole role : {v1::LEADER, v1::FOLLOWER, v1::CATCHING_UP,
+                              v1::DISCONNECTED}) {
+    metrics::AddValue(out.back(), cluster.role == role ? 1 : 0,
+                      {{"role", v1::MemberRole_Name(role)}});
+  }
+  out.push_back(Single(MetricType::Gauge, "leasekeeper_cluster_epoch",
+                       "The leadership this node knows of (the leader key's "
+                       "etcd create revision); 0 if none.",
+                       static_cast<double>(cluster.epoch)));
+  out.push_back(Single(MetricType::Gauge,
+                       "leasekeeper_cluster_applied_position",
+                       "The last log record this node applied (leader: the "
+                       "last one etcd committed).",
+                       static_cast<double>(cluster.applied)));
+  out.push_back(Single(
+      MetricType::Gauge, "leasekeeper_cluster_replication_lag",
+      "Records this node is behind the leader's last position, as the "
+      "leader last reported it.",
+      static_cast<double>(cluster.leader_position > cluster.applied
+                              ? cluster.leader_position - cluster.applied
+                              : 0)));
+  if (!cluster.log.has_value()) return;
+  const storage::EtcdLogStats& log = *cluster.log;
+  out.push_back(metrics::MakeFamily(
+      MetricType::Histogram, "leasekeeper_etcd_append_duration_seconds",
+      "Latency of each guarded batch transaction to etcd (leader)."));
+  metrics::AddHistogram(
+      out.back(), ScaledBounds(storage::EtcdLogStats::kTxnMicrosBounds, 1e6),
+      log.txn_micros, static_cast<double>(log.txn_micros_sum) / 1e6);
+  out.push_back(Single(MetricType::Counter, "leasekeeper_etcd_transactions_total",
+                       "Batch transactions etcd committed for this leader.",
+                       static_cast<double>(log.transactions)));
+  out.push_back(Single(MetricType::Counter, "leasekeeper_etcd_records_total",
+                       "Log records this leader appended.",
+                       static_cast<double>(log.records)));
+  out.push_back(Single(MetricType::Counter, "leasekeeper_etcd_retries_total",
+                       "Transaction attempts whose answer was lost and that "
+                       "were sent again.",
+                       static_cast<double>(log.retries)));
+}
+
 }  // namespace
 
 std::vector<MetricFamily> ServerMetrics::Collect() const {
@@ -168,7 +214,10 @@ std::vector<MetricFamily> ServerMetrics::Collect() const {
   out.push_back(Single(MetricType::Gauge, "leasekeeper_build_info",
                        "The build: its version and git commit (value 1).", 1,
                        {{"version", BuildVersion()}, {"commit", BuildCommit()}}));
-  if (with_storage_) CollectStorage(owner_.StorageStats(), out);
+  if (with_storage_ && cluster_ == nullptr) {
+    CollectStorage(owner_.StorageStats(), out);
+  }
+  if (cluster_ != nullptr) CollectCluster(cluster_->GetStats(), out);
   return out;
 }
 

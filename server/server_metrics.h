@@ -43,6 +43,18 @@
 //   leasekeeper_fsync_batch_records        histogram of records per write
 //   leasekeeper_storage_healthy            gauge: 1, or 0 once a write or
 //                                          fsync failed
+// In cluster mode (server/cluster_node.h):
+//   leasekeeper_cluster_role{role="LEADER|FOLLOWER|CATCHING_UP|DISCONNECTED"}
+//                                          gauge: 1 for this node's role
+//   leasekeeper_cluster_epoch              gauge: the leadership it knows
+//   leasekeeper_cluster_applied_position   gauge: its last applied record
+//   leasekeeper_cluster_replication_lag    gauge: records behind the
+//                                          leader's last position
+//   leasekeeper_etcd_append_duration_seconds histogram: each batch
+//                                          transaction (leader)
+//   leasekeeper_etcd_transactions_total, leasekeeper_etcd_records_total,
+//   leasekeeper_etcd_retries_total         counters (leader): the batching
+//                                          factor is records / transactions
 //
 // Thread-safety: Collect may run on several /metrics threads at once; it
 // takes CoreOwner's mutex (and the store's) briefly, never while holding
@@ -54,6 +66,7 @@
 
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
+#include "server/cluster_node.h"
 #include "server/core_owner.h"
 
 namespace leasekeeper::server {
@@ -62,8 +75,10 @@ class ServerMetrics final : public prometheus::Collectable {
  public:
   // REQUIRES: `owner` outlives every Collect. `with_storage`: the owner has
   // a data dir (the storage series are collected only then).
-  ServerMetrics(CoreOwner& owner, bool with_storage)
-      : owner_(owner), with_storage_(with_storage) {}
+  // `cluster`: the node in cluster mode (outlives every Collect), or null.
+  ServerMetrics(CoreOwner& owner, bool with_storage,
+                const ClusterNode* cluster = nullptr)
+      : owner_(owner), with_storage_(with_storage), cluster_(cluster) {}
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
@@ -72,6 +87,7 @@ class ServerMetrics final : public prometheus::Collectable {
  private:
   CoreOwner& owner_;
   const bool with_storage_;
+  const ClusterNode* const cluster_;
 };
 
 }  // namespace leasekeeper::server

@@ -64,7 +64,7 @@ absl::Status LeasekeeperServer::PrepareMetrics() {
   if (!rpc.ok()) return rpc.status();
   rpc_metrics_ = *std::move(rpc);
   server_metrics_ = std::make_shared<ServerMetrics>(
-      owner_, !config_.durability.data_dir.empty());
+      owner_, !config_.durability.data_dir.empty(), cluster_.get());
   if (config_.metrics_listen.empty()) return absl::OkStatus();
   metrics::ExposerOptions options;
   options.error_log = [](absl::string_view message) {

@@ -34,23 +34,6 @@ void Count(std::array<uint64_t, N + 1>& buckets,
   ++buckets[i];
 }
 
-// Snapshot files in `names`, as (covered position, name), newest first.
-std::vector<std::pair<LogPosition, std::string>> SnapshotFiles(
-    const std::vector<std::string>& names) {
-  std::vector<std::pair<LogPosition, std::string>> found;
-  for (const std::string& name : names) {
-    absl::string_view digits = name;
-    LogPosition covered = 0;
-    if (absl::ConsumePrefix(&digits, "snap-") &&
-        absl::ConsumeSuffix(&digits, ".snap") && digits.size() == 20 &&
-        absl::SimpleAtoi(digits, &covered)) {
-      found.emplace_back(covered, name);
-    }
-  }
-  std::sort(found.rbegin(), found.rend());
-  return found;
-}
-
 size_t CountHolders(const CoreSnapshot& snapshot) {
   size_t n = 0;
   for (const CoreSnapshot::Lock& lock : snapshot.locks) n += lock.holders.size();
@@ -156,7 +139,7 @@ absl::Status DurableStore::Recover(StateMachine& machine,
   bool have_snapshot = false;
   LogPosition snapshot_position = 0;
   std::string damaged;
-  const auto snapshots = SnapshotFiles(*names);
+  const auto snapshots = SnapshotFilesIn(*names);
   for (size_t i = 0; i < snapshots.size(); ++i) {
     const std::string path = dir_ + "/" + snapshots[i].second;
     absl::StatusOr<SnapshotFileInfo> info =
@@ -676,7 +659,7 @@ absl::Status DurableStore::WriteSnapshot(SnapshotJob& job) {
   absl::Status cleanup;
   absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir_);
   if (!names.ok()) return names.status();
-  for (const auto& [covered, name] : SnapshotFiles(*names)) {
+  for (const auto& [covered, name] : SnapshotFilesIn(*names)) {
     if (covered != job.covered && covered != older) {
       cleanup.Update(RemoveFile(dir_ + "/" + name));
     }

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <limits>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "storage/coding.h"
 #include "storage/crc32c.h"
 #include "storage/file.h"
@@ -238,6 +240,22 @@ void EncodeServerState(const ServerState& s, std::string& out) {
 }
 
 }  // namespace
+
+std::vector<std::pair<LogPosition, std::string>> SnapshotFilesIn(
+    const std::vector<std::string>& names) {
+  std::vector<std::pair<LogPosition, std::string>> found;
+  for (const std::string& name : names) {
+    absl::string_view digits = name;
+    LogPosition covered = 0;
+    if (absl::ConsumePrefix(&digits, "snap-") &&
+        absl::ConsumeSuffix(&digits, ".snap") && digits.size() == 20 &&
+        absl::SimpleAtoi(digits, &covered)) {
+      found.emplace_back(covered, name);
+    }
+  }
+  std::sort(found.rbegin(), found.rend());
+  return found;
+}
 
 std::string SnapshotFileName(LogPosition covered) {
   char name[64];

@@ -49,6 +49,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -78,6 +80,11 @@ absl::Status DecodeSnapshotPayload(absl::string_view payload,
 
 // "snap-00000000000000000042.snap".
 std::string SnapshotFileName(LogPosition covered);
+
+// The snapshot files among the names of a directory's entries, as
+// (covered position, name), newest first. O(n log n).
+std::vector<std::pair<LogPosition, std::string>> SnapshotFilesIn(
+    const std::vector<std::string>& names);
 
 // Writes `snapshot` and `server`, covering log positions 1..covered, into
 // `dir` under SnapshotFileName(covered), atomically (see above).

@@ -100,6 +100,7 @@ class CommandTree {
     AddForceRelease();
     AddVersion();
     AddHealth();
+    AddCluster();
     completion_ = app_.add_subcommand("completion", "Shell completion script");
     completion_->group("Commands");
     completion_->description(
@@ -175,7 +176,8 @@ class CommandTree {
   }
 
   void AddGlobalFlags() {
-    app_.add_option("--server", in_->server, "host:port of leasekeeperd")
+    app_.add_option("--server", in_->server,
+                    "host:port of leasekeeperd; a cluster: a,b,c")
         ->envname("LEASEKEEPER_SERVER")
         ->type_name("ADDR")
         ->default_str(kDefaultServer)
@@ -458,6 +460,17 @@ class CommandTree {
     sub->add_option("--service", in_->service,
                     "The service to ask about (default \"\": the server)")
         ->type_name("NAME");
+  void AddCluster() {
+    CLI::App* sub = AddCommand(
+        Command::kClusterStatus, "cluster", "A cluster's members and leader",
+        "`cluster status`: asks the node --server names first (any member\n"
+        "answers) for its cluster: the members with their roles, applied log\n"
+        "positions and lag behind the leader, the leader and its epoch. A\n"
+        "single daemon shows itself as the leader, epoch 0.");
+    sub->add_option("ACTION", cluster_action_, "status")
+        ->type_name("")
+        ->required()
+        ->check(CLI::IsMember({"status"}));
   }
 
   CLI::App* Selected() const {
@@ -527,6 +540,7 @@ class CommandTree {
   }
 
   Invocation* in_;
+  std::string cluster_action_;
   CLI::App app_;
   struct CommandEntry {
     CLI::App* app;

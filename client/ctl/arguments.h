@@ -61,6 +61,7 @@ enum class Command {
   kForceRelease,
   kVersion,
   kHealth,
+  kClusterStatus,  // cluster status
 };
 
 enum class OutputFormat { kTable, kJson };
@@ -69,7 +70,9 @@ struct Invocation {
   Command command = Command::kInspect;
 
   // Global flags.
-  std::string server = kDefaultServer;         // --server
+  // --server: host:port, several separated by commas (a cluster's nodes;
+  // the leader is found and followed), or a name with several addresses.
+  std::string server = kDefaultServer;
   OutputFormat output = OutputFormat::kTable;  // -o / --output table|json
   absl::Duration timeout = absl::Seconds(10);  // --timeout: per call
   bool tls = false;             // --tls, or implied by the next four

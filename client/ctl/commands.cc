@@ -294,8 +294,7 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
   // ExplainClientBusy), and a session the server refused, which the
   // library sees only as a broken stream.
   auto refused = [&](const absl::Status& status) {
-    const client::RpcClient rpc(
-        client::MakeChannel(in.server, channel_options));
+    const client::RpcClient& rpc = locks.rpc();
     return report.Fail(
         what, ExplainClientBusy(rpc, locks.client_id(), in.lock,
                                 ExplainRefusedClient(rpc, locks.client_id(),
@@ -391,9 +390,10 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
   if (in.command == Command::kRun) {
     return Run(in, report, relay, *channel_options);
   }
-  const std::shared_ptr<grpc::Channel> channel =
-      client::MakeChannel(in.server, *channel_options);
-  const client::RpcClient rpc(channel);
+  absl::StatusOr<std::unique_ptr<client::RpcClient>> connected =
+      client::RpcClient::Connect(in.server, *channel_options);
+  if (!connected.ok()) return report.Fail("--server", connected.status());
+  const client::RpcClient& rpc = **connected;
   const CallOptions call = Within(in.timeout);
   switch (in.command) {
     case Command::kAcquire:
@@ -503,14 +503,25 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
     case Command::kVersion:
       return Version(in, rpc, out, report);
     case Command::kHealth: {
-      absl::StatusOr<HealthStatus> health =
-          CheckHealth(channel, in.service, in.timeout);
+      // Health is a question about one node: the first --server endpoint.
+      absl::StatusOr<std::vector<std::string>> endpoints =
+          client::ParseEndpoints(in.server);
+      if (!endpoints.ok()) return report.Fail("--server", endpoints.status());
+      absl::StatusOr<HealthStatus> health = CheckHealth(
+          client::MakeChannel(endpoints->front(), *channel_options),
+          in.service, in.timeout);
       if (!health.ok()) {
         return report.Fail(absl::StrCat("health of ", in.server),
                            health.status());
       }
       out << FormatHealth(in.server, in.service, *health, in.output);
       return *health == HealthStatus::kServing ? kExitOk : kExitError;
+    }
+    case Command::kClusterStatus: {
+      absl::StatusOr<client::ClusterInfo> info = rpc.ClusterStatus(call);
+      if (!info.ok()) return report.Fail("cluster status", info.status());
+      out << FormatClusterStatus(*info, in.output);
+      return kExitOk;
     }
     case Command::kRun:
       break;

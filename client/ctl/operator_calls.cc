@@ -1,7 +1,5 @@
 #include "client/ctl/operator_calls.h"
 
-#include <chrono>
-
 #include "client/errors.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/channel.h"
@@ -12,15 +10,21 @@ namespace {
 
 namespace pb = ::leasekeeper::v1;
 
-// Runs one unary call with `timeout` as its deadline.
+// Runs one unary call with `timeout` as its deadline, through the
+// RpcClient's endpoint choice (NOT_LEADER is followed).
 template <typename Response, typename Invoke>
-absl::StatusOr<Response> Call(absl::Duration timeout, Invoke invoke) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoNanoseconds(timeout));
+absl::StatusOr<Response> Call(const client::RpcClient& rpc,
+                              absl::Duration timeout, bool repeatable,
+                              Invoke invoke) {
+  client::CallOptions options;
+  options.timeout = timeout;
   Response response;
-  grpc::Status status = invoke(&context, &response);
-  if (!status.ok()) return client::FromGrpcStatus(context, status);
+  absl::Status status = rpc.CallWith(
+      options, repeatable,
+      [&](pb::LockService::Stub& stub, grpc::ClientContext* context) {
+        return invoke(stub, context, &response);
+      });
+  if (!status.ok()) return status;
   return response;
 }
 
@@ -29,10 +33,12 @@ absl::StatusOr<Response> Call(absl::Duration timeout, Invoke invoke) {
 absl::StatusOr<ServerInfo> GetServerInfo(const client::RpcClient& rpc,
                                          absl::Duration timeout) {
   absl::StatusOr<pb::ServerInfoResponse> response =
-      Call<pb::ServerInfoResponse>(timeout, [&](grpc::ClientContext* context,
-                                                pb::ServerInfoResponse* out) {
-        return rpc.stub().ServerInfo(context, pb::ServerInfoRequest(), out);
-      });
+      Call<pb::ServerInfoResponse>(
+          rpc, timeout, /*repeatable=*/true,
+          [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
+              pb::ServerInfoResponse* out) {
+            return stub.ServerInfo(context, pb::ServerInfoRequest(), out);
+          });
   if (!response.ok()) return response.status();
   return ServerInfo{response->version(), response->commit(),
                     response->grpc_version(),
@@ -49,9 +55,10 @@ absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
   request.set_reason(reason);
   absl::StatusOr<pb::ForceReleaseResponse> response =
       Call<pb::ForceReleaseResponse>(
-          timeout,
-          [&](grpc::ClientContext* context, pb::ForceReleaseResponse* out) {
-            return rpc.stub().ForceRelease(context, request, out);
+          rpc, timeout, /*repeatable=*/false,
+          [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
+              pb::ForceReleaseResponse* out) {
+            return stub.ForceRelease(context, request, out);
           });
   if (!response.ok()) return response.status();
   std::vector<ForcedRelease> released;

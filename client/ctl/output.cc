@@ -359,6 +359,52 @@ std::string FormatHealth(const std::string& server, const std::string& service,
   return absl::StrCat(HealthStatusName(status), "\n");
 }
 
+std::string FormatClusterStatus(const client::ClusterInfo& info,
+                                OutputFormat format) {
+  const bool leader_known = !info.leader_address.empty();
+  if (format == OutputFormat::kJson) {
+    json members = json::array();
+    for (const client::ClusterMemberInfo& member : info.members) {
+      members.push_back(json{{"node", member.node_id},
+                             {"address", member.advertise},
+                             {"role", client::MemberRoleName(member.role)},
+                             {"applied_position", member.applied_position},
+                             {"lag", member.lag}});
+    }
+    json out{{"cluster", info.cluster},
+             {"node", info.node_id},
+             {"role", client::MemberRoleName(info.role)},
+             {"leader", nullptr},
+             {"epoch", info.epoch},
+             {"last_position", info.last_position},
+             {"members", members}};
+    if (leader_known) {
+      out["leader"] =
+          json{{"id", info.leader_id}, {"address", info.leader_address}};
+    }
+    return Dump(out);
+  }
+  std::string out = absl::StrCat(
+      "cluster ", info.cluster.empty() ? "(single node)" : info.cluster,
+      ", leader ",
+      leader_known ? absl::StrCat(OrDash(info.leader_id), " at ",
+                                  info.leader_address)
+                   : std::string("unknown"),
+      ", epoch ", info.epoch, ", last position ", info.last_position,
+      "; answered by ", OrDash(info.node_id), " (",
+      client::MemberRoleName(info.role), ")\n");
+  if (info.members.empty()) return out;
+  std::vector<std::vector<std::string>> rows = {
+      {"NODE", "ADDRESS", "ROLE", "APPLIED", "LAG"}};
+  for (const client::ClusterMemberInfo& member : info.members) {
+    rows.push_back({OrDash(member.node_id), OrDash(member.advertise),
+                    std::string(client::MemberRoleName(member.role)),
+                    absl::StrCat(member.applied_position),
+                    absl::StrCat(member.lag)});
+  }
+  return out + RenderTable(rows);
+}
+
 std::string FormatError(const std::string& what, const absl::Status& status,
                         OutputFormat format) {
   if (format == OutputFormat::kJson) {

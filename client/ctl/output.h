@@ -23,6 +23,9 @@
 //             "uptime_ms"}}   server null when not reached
 //   health:  {"server","service","status"}  status: "SERVING",
 //             "NOT_SERVING" or "UNKNOWN"
+//   cluster status: {"cluster","node","role","leader":{"id","address"} or
+//             null,"epoch","last_position","members":[{"node","address",
+//             "role","applied_position","lag"}]}
 //   error:   {"error":{"code","reason","message"}}  code: the gRPC code's
 //             name ("FAILED_PRECONDITION"); reason: the server's ErrorReason
 //             name ("CLIENT_BUSY") or null; on stderr, stdout stays empty
@@ -92,6 +95,10 @@ std::string FormatHealth(const std::string& server, const std::string& service,
 // "leasekeeper-ctl: WHAT: CODE: MESSAGE"; the JSON form is the error
 // object (without `what`: the caller knows what it ran).
 // REQUIRES: !status.ok().
+// `cluster status` as the node at `server` answered it.
+std::string FormatClusterStatus(const client::ClusterInfo& info,
+                                OutputFormat format);
+
 std::string FormatError(const std::string& what, const absl::Status& status,
                         OutputFormat format);
 

@@ -65,11 +65,15 @@ class ClientCore::AsyncCall : public grpc::ClientUnaryReactor {
   explicit AsyncCall(ClientCore& core) : core_(core) {}
 
   grpc::ClientContext context;
+  // The endpoint it went to, told how it went.
+  ChannelSet::Pick pick;
   // Runs with core.mu_ held, once, when the call has finished.
   std::function<void(const grpc::Status&)> finish_locked;
 
   void OnDone(const grpc::Status& status) override {
     absl::MutexLock guard(&core_.mu_);
+    // The ChannelSet's mutex is a leaf: fine under mu_.
+    core_.rpc_.channels().Report(pick, FromGrpcStatus(context, status));
     finish_locked(status);
     core_.RetireCallLocked(*this);
     core_.changed_.SignalAll();
@@ -87,16 +91,20 @@ class ClientCore::UnaryCall final : public ClientCore::AsyncCall {
   Response response;
 };
 
-ClientCore::ClientCore(std::shared_ptr<grpc::Channel> channel,
+ClientCore::ClientCore(std::shared_ptr<ChannelSet> channels,
                        ClientOptions options)
     : options_(std::move(options)),
-      rpc_(std::move(channel)),
+      rpc_(std::move(channels)),
       request_id_prefix_(RandomHex(12)) {
   next_idle_keepalive_at_ = MonotonicNow() + options_.idle_keepalive_interval;
   if (options_.use_session) {
     SessionListener& listener = *this;
     session_ =
-        std::make_unique<Session>(rpc_.stub(), options_.client_id, listener);
+        // Half a call timeout: a hung node is left while the Acquire that
+        // wanted the session still has time to open it on the next one.
+        std::make_unique<Session>(
+            rpc_.channels(), options_.client_id, listener,
+            std::max(options_.call_timeout / 2, absl::Milliseconds(1)));
   }
 }
 
@@ -770,7 +778,10 @@ absl::Duration ClientCore::PlanLocked(MonotonicTime now, Actions& actions) {
 
 void ClientCore::Perform(Actions& actions) {
   Deliver();
-  if (actions.interrupt_session && session_ != nullptr) session_->Interrupt();
+  if (actions.interrupt_session && session_ != nullptr) {
+    session_->Interrupt(
+        absl::DeadlineExceededError("a keepalive was not acknowledged in time"));
+  }
   if (actions.keepalive_sequence.has_value()) {
     if (!session_->SendKeepalive(*actions.keepalive_sequence)) {
       absl::MutexLock guard(&mu_);
@@ -788,6 +799,7 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
   auto owned =
       std::make_unique<UnaryCall<pb::RenewRequest, pb::RenewResponse>>(*this);
   auto* call = owned.get();
+  call->pick = rpc_.channels().Current();
   {
     absl::MutexLock guard(&mu_);
     if (shutting_down_) {
@@ -798,7 +810,7 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
     if (lease->renew_request_id.empty()) {
       lease->renew_request_id = NewRequestId();
       lease->renew_first_sent_at = now;
-    } else {
+    } else if (!call->pick.can_move) {
       call->context.set_wait_for_ready(true);  // a retry (CallOptions)
     }
     call->request =
@@ -823,8 +835,8 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
                    options_.call_timeout)));
     calls_.emplace(call, std::move(owned));
   }
-  rpc_.stub().async()->Renew(&call->context, &call->request, &call->response,
-                             call);
+  call->pick.stub->async()->Renew(&call->context, &call->request,
+                                  &call->response, call);
   call->StartCall();
 }
 
@@ -867,6 +879,7 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
       std::make_unique<UnaryCall<pb::ReleaseRequest, pb::ReleaseResponse>>(
           *this);
   auto* call = owned.get();
+  call->pick = rpc_.channels().Current();
   call->finish_locked = [this, call, lock](const grpc::Status& grpc_status) {
     mu_.AssertHeld();  // finish_locked runs under mu_ (AsyncCall::OnDone)
     const absl::Status status = FromGrpcStatus(call->context, grpc_status);
@@ -896,12 +909,13 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
                               it->second.session_id});
     call->context.set_deadline(TransportDeadline(options_.call_timeout));
     // Every background release follows a failure or an outage: wait for
-    // the channel within the deadline (CallOptions::wait_for_ready).
-    call->context.set_wait_for_ready(true);
+    // the channel within the deadline (CallOptions::wait_for_ready), unless
+    // the service may answer elsewhere.
+    call->context.set_wait_for_ready(!call->pick.can_move);
     calls_.emplace(call, std::move(owned));
   }
-  rpc_.stub().async()->Release(&call->context, &call->request,
-                               &call->response, call);
+  call->pick.stub->async()->Release(&call->context, &call->request,
+                                    &call->response, call);
   call->StartCall();
 }
 

@@ -72,6 +72,7 @@
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "client/internal/backoff.h"
+#include "client/internal/channel_set.h"
 #include "client/internal/session.h"
 #include "client/lease_timer.h"
 #include "client/rpc_client.h"
@@ -126,7 +127,7 @@ struct LeaseState {
 
 class ClientCore : private SessionListener {
  public:
-  ClientCore(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+  ClientCore(std::shared_ptr<ChannelSet> channels, ClientOptions options);
   ~ClientCore() override;
 
   ClientCore(const ClientCore&) = delete;

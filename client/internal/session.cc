@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "client/errors.h"
 
 namespace leasekeeper::client::internal {
@@ -15,9 +17,10 @@ constexpr absl::Duration kMaxRetryDelay = absl::Seconds(1);
 
 }  // namespace
 
-Session::Session(pb::LockService::Stub& stub, std::string client_id,
-                 SessionListener& listener)
-    : stub_(stub),
+Session::Session(ChannelSet& channels, std::string client_id,
+                 SessionListener& listener, absl::Duration open_timeout)
+    : channels_(channels),
+      open_timeout_(open_timeout),
       client_id_(std::move(client_id)),
       listener_(listener),
       backoff_(kFirstRetryDelay, kMaxRetryDelay),
@@ -188,9 +191,11 @@ bool Session::Close(absl::Duration timeout) {
   return last_close_ok_;
 }
 
-void Session::Interrupt() {
+void Session::Interrupt(absl::Status why) {
   absl::MutexLock lock(&mu_);
-  if (context_ != nullptr) context_->TryCancel();
+  if (context_ == nullptr) return;
+  cut_reason_ = std::move(why);
+  context_->TryCancel();
 }
 
 void Session::Abandon(const std::string& session_id) {
@@ -231,7 +236,8 @@ void Session::Run() {
           continue;
         }
         const MonotonicTime start_at =
-            std::max(next_attempt_at_, suspended_until_);
+            std::max({next_attempt_at_, suspended_until_,
+                      channels_.Current().not_before});
         const absl::Duration until_start = start_at - MonotonicNow();
         if (until_start <= absl::ZeroDuration()) break;
         changed_.WaitWithTimeout(&mu_, until_start);
@@ -255,19 +261,42 @@ void Session::RunOneStream(const std::string& resume_id) {
     // Abandoned between the decision to resume and now.
     if (!resume_id.empty() && resume_id == abandoned_id_) return;
     context_ = context;
+    cut_reason_ = absl::OkStatus();
     epoch = ++epoch_;
   }
+  const ChannelSet::Pick pick = channels_.Current();
   // A resume waits for the channel to connect (gRPC's reconnect backoff is
   // bounded by MakeChannel) instead of failing at once while the server is
-  // away; a waiting stream also drives the connection attempt.
-  if (!resume_id.empty()) context->set_wait_for_ready(true);
-  std::unique_ptr<Stream> stream = stub_.Session(context.get());
+  // away; a waiting stream also drives the connection attempt. Not when the
+  // service may be served elsewhere: there the stream fails fast and the
+  // next attempt goes to the next endpoint.
+  if (!resume_id.empty() && !pick.can_move) context->set_wait_for_ready(true);
+  std::unique_ptr<Stream> stream = pick.stub->Session(context.get());
 
   pb::SessionRequest open;
   open.mutable_open()->set_client_id(client_id_);
   open.mutable_open()->set_resume_session_id(resume_id);
   pb::SessionResponse first;
-  const bool answered = stream->Write(open) && stream->Read(&first);
+  bool open_timed_out = false;
+  bool answered = false;
+  {
+    // A node that accepts the connection but never answers (paused, hung)
+    // must not hold the session: give up after open_timeout_ where another
+    // node may serve.
+    absl::Notification first_read;
+    std::thread watchdog;
+    if (pick.can_move) {
+      watchdog = std::thread([&] {
+        if (!first_read.WaitForNotificationWithTimeout(open_timeout_)) {
+          open_timed_out = true;
+          context->TryCancel();
+        }
+      });
+    }
+    answered = stream->Write(open) && stream->Read(&first);
+    first_read.Notify();
+    if (watchdog.joinable()) watchdog.join();
+  }
   const bool opened = answered && first.has_opened();
 
   if (opened) {
@@ -332,14 +361,23 @@ void Session::RunOneStream(const std::string& resume_id) {
   FailCallsOf(epoch);
   const grpc::Status finish = stream->Finish();
   absl::Status status = FromGrpcStatus(*context, finish);
-  if (!opened && (status.ok() || answered)) {
+  if (open_timed_out) {
+    status = absl::DeadlineExceededError(absl::StrCat(
+        pick.target, " did not answer the session's open within ",
+        absl::FormatDuration(open_timeout_)));
+  } else if (!opened && (status.ok() || answered)) {
     status = absl::InternalError("the session stream did not open");
   }
+  absl::Status cut_reason;
   {
     absl::MutexLock lock(&mu_);
     context_.reset();
+    cut_reason = cut_reason_;
   }
-  HandleStreamEnd(resume_id, opened, status);
+  // How the stream ended says whether its node serves: a failure (gone,
+  // NOT_LEADER, no answer) moves the choice.
+  const bool moved = channels_.Report(pick, cut_reason.ok() ? status : cut_reason);
+  HandleStreamEnd(resume_id, opened, status, moved);
 }
 
 void Session::Answer(pb::SessionCallResult result) {
@@ -363,7 +401,7 @@ void Session::FailCallsOf(uint64_t epoch) {
 }
 
 void Session::HandleStreamEnd(const std::string& resume_id, bool opened,
-                              const absl::Status& status) {
+                              const absl::Status& status, bool moved) {
   enum class Tell { kNothing, kInterrupted, kLost } tell = Tell::kNothing;
   std::string lost_id;
   {
@@ -396,7 +434,7 @@ void Session::HandleStreamEnd(const std::string& resume_id, bool opened,
       last_open_error_ = status;
       state_ = State::kIdle;
       if (IsTransient(status)) {
-        next_attempt_at_ = now + backoff_.Next();
+        next_attempt_at_ = moved ? now : now + backoff_.Next();
       } else {
         want_open_ = false;  // EnsureOpen reports it; retrying will not help
       }
@@ -417,7 +455,7 @@ void Session::HandleStreamEnd(const std::string& resume_id, bool opened,
         backoff_.Reset();
         next_attempt_at_ = now;
       } else {
-        next_attempt_at_ = now + backoff_.Next();
+        next_attempt_at_ = moved ? now : now + backoff_.Next();
       }
     }
     changed_.SignalAll();

@@ -30,6 +30,17 @@
 // client's own cuts never end it: the leases then end by their own
 // deadlines (ClientCore), not with the session.
 //
+// Which node: every stream goes to the ChannelSet's current endpoint, and
+// its end is reported there. A stream the node ends at once with NOT_LEADER
+// (a follower) or that cannot reach it moves the choice, and the next
+// attempt (the resume of the same session, or the first open) follows at
+// once; the ChannelSet's own backoff paces a round of endpoints that all
+// failed. When the choice may move (several endpoints) a stream does not
+// wait for its endpoint to connect, and one whose node has not answered the
+// open within `open_timeout` (a hung or paused node) is cut and reported,
+// so that a session resumes on the new leader after a failover exactly as
+// it resumes on a restarted server.
+//
 // Invariants:
 //   1. At most one stream exists at a time; its id is id() while the state is
 //      open or resuming, and empty otherwise.
@@ -70,6 +81,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/internal/backoff.h"
+#include "client/internal/channel_set.h"
 #include "client/lease_timer.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
 
@@ -97,9 +109,10 @@ class SessionListener {
 
 class Session {
  public:
-  // REQUIRES: `stub` and `listener` outlive the Session.
-  Session(leasekeeper::v1::LockService::Stub& stub, std::string client_id,
-          SessionListener& listener);
+  // REQUIRES: `channels` and `listener` outlive the Session;
+  // open_timeout > 0.
+  Session(ChannelSet& channels, std::string client_id,
+          SessionListener& listener, absl::Duration open_timeout);
   // Stop().
   ~Session();
 
@@ -147,7 +160,10 @@ class Session {
       absl::Duration timeout, std::stop_token stop);
 
   // Cuts the stream as a dropped connection would; the session is resumed.
-  void Interrupt();
+  // `why` non-OK: the node failed to answer in time, and the stream's end
+  // is reported to the ChannelSet as that failure (the next attempt may go
+  // elsewhere); OK: a cut of the client's own, which says nothing about it.
+  void Interrupt(absl::Status why = absl::OkStatus());
 
   // The server said `session_id` has ended (a call naming it was refused
   // with SESSION_ENDED) before the stream told us. If it is the current
@@ -180,10 +196,12 @@ class Session {
   // The stream `epoch` ended: the calls still waiting get UNAVAILABLE.
   void FailCallsOf(uint64_t epoch);
   // The stream ended with `status` after `opened` was (or was not) seen.
+  // `moved`: the ChannelSet moved because of this end (try there at once).
   void HandleStreamEnd(const std::string& resume_id, bool opened,
-                       const absl::Status& status);
+                       const absl::Status& status, bool moved);
 
-  leasekeeper::v1::LockService::Stub& stub_;
+  ChannelSet& channels_;
+  const absl::Duration open_timeout_;
   const std::string client_id_;
   SessionListener& listener_;
   std::thread thread_;
@@ -203,6 +221,8 @@ class Session {
   bool last_close_ok_ ABSL_GUARDED_BY(mu_) = false;
   // The id Abandon was told has ended; never handed out again.
   std::string abandoned_id_ ABSL_GUARDED_BY(mu_);
+  // Why the current stream was cut by Interrupt; OK if it was not.
+  absl::Status cut_reason_ ABSL_GUARDED_BY(mu_);
   // SuspendForTesting: no attempt before this.
   MonotonicTime suspended_until_ ABSL_GUARDED_BY(mu_);
   // Numbers the streams, so a call is written only on its own (invariant 4).

@@ -17,13 +17,13 @@ from leasekeeper._common import (ClientStatus, Holder, LockInfo,
 from leasekeeper.client import Client, Lease
 from leasekeeper.errors import (ClientBusy, DeadlockVictim, LeasekeeperError,
                                 LeaseLost, LimitExceeded, LockBusy, NotHolder,
-                                StaleToken, Unavailable)
+                                NotLeader, StaleToken, Unavailable)
 from leasekeeper.leader import TermEnd, run_as_leader
 
 __all__ = [
     "Client", "Lease", "EndReason", "TlsFiles", "run_as_leader", "TermEnd",
     "LeasekeeperError", "StaleToken", "NotHolder", "ClientBusy", "LockBusy",
-    "DeadlockVictim", "LimitExceeded", "Unavailable", "LeaseLost",
+    "DeadlockVictim", "LimitExceeded", "Unavailable", "NotLeader", "LeaseLost",
     "LockInfo", "Holder", "Waiter", "ClientStatus", "LockSummary",
     "ReleasedLease", "default_client_id",
 ]

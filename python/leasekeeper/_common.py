@@ -146,8 +146,9 @@ class TlsFiles:
 
 
 def check_endpoints(endpoints: object) -> list[str]:
+    """A list of "host:port" from a list, or from "a,b,c"."""
     if isinstance(endpoints, str):
-        endpoints = [endpoints]
+        endpoints = [e.strip() for e in endpoints.split(",")]
     if not isinstance(endpoints, (list, tuple)):
         raise TypeError("endpoints must be a str or a sequence of str")
     checked = [check_str("endpoint", e) for e in endpoints]
@@ -166,34 +167,55 @@ class Connection:
 
 
 class Endpoints:
-    """The servers a Client may talk to, one at a time: calls go to the
-    current one; a call that found it unreachable moves on to the next (the
-    failed call is retried there by its caller). Channels are made lazily
-    and kept until close()."""
+    """The servers a Client may talk to, one at a time (a cluster's nodes,
+    of which only the leader serves lock calls). Calls go to the current
+    one. A call that found it failing reports `failed` with the generation
+    `current` gave it: a NOT_LEADER refusal naming a leader moves to that
+    address (it may lie outside the list: the cluster's own advertised
+    address); any other failure (unreachable, NOT_LEADER without a leader)
+    moves to the next endpoint of the list, wrapping. A report about an
+    older generation changes nothing (a concurrent call moved on already).
+    The failed call is retried there by its caller, with its request id.
+    Channels are made lazily, one per address, and kept until close()."""
 
     def __init__(self, targets: Sequence[str],
                  make_channel: Callable[[str], Any]) -> None:
         self._targets = list(targets)
         self._make = make_channel
         self._mutex = threading.Lock()
-        self._index = 0
-        self._connections: dict[int, Connection] = {}
+        self._list_index = 0
+        self._current = self._targets[0]
+        self._generation = 0
+        self._connections: dict[str, Connection] = {}
+
+    @property
+    def target(self) -> str:
+        with self._mutex:
+            return self._current
 
     def current(self) -> tuple[int, Connection]:
+        """(generation, connection) of the endpoint calls go to now."""
         with self._mutex:
-            connection = self._connections.get(self._index)
+            connection = self._connections.get(self._current)
             if connection is None:
-                channel = self._make(self._targets[self._index])
+                channel = self._make(self._current)
                 connection = Connection(channel,
                                         pb_grpc.LockServiceStub(channel))
-                self._connections[self._index] = connection
-            return self._index, connection
+                self._connections[self._current] = connection
+            return self._generation, connection
 
-    def failed(self, index: int) -> None:
-        """The endpoint `index` did not answer: later calls use the next."""
+    def failed(self, generation: int, leader: Optional[str] = None) -> None:
+        """The endpoint of `generation` did not serve: later calls go to
+        `leader` if given (and not that endpoint), else to the next."""
         with self._mutex:
-            if index == self._index:
-                self._index = (self._index + 1) % len(self._targets)
+            if generation != self._generation:
+                return
+            if leader and leader != self._current:
+                self._current = leader
+            else:
+                self._list_index = (self._list_index + 1) % len(self._targets)
+                self._current = self._targets[self._list_index]
+            self._generation += 1
 
     def take_channels(self) -> list[Any]:
         """Every channel made, for the caller to close; forgets them."""

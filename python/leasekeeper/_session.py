@@ -266,7 +266,7 @@ class Session:
         finally:
             requests.put(_END)
         if error is not None and error.code == grpc.StatusCode.UNAVAILABLE:
-            self._endpoints.failed(index)
+            self._endpoints.failed(index, error.leader)
         self._stream_ended(resume_id, opened, error)
         return opened
 

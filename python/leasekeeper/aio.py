@@ -296,7 +296,7 @@ class _Session:
         self.connected = False
         now = monotonic()
         if error is not None and error.code == grpc.StatusCode.UNAVAILABLE:
-            self._client._endpoints.failed(index)
+            self._client._endpoints.failed(index, error.leader)
         if self._closing:
             self.id = ""
             self._last_error = error
@@ -502,7 +502,7 @@ class Client:
         except grpc.RpcError as rpc_error:
             error = from_rpc_error(rpc_error)
             if error.code == grpc.StatusCode.UNAVAILABLE:
-                self._endpoints.failed(index)
+                self._endpoints.failed(index, error.leader)
             raise error from None
 
     async def _release_with_retries(self, request: pb.ReleaseRequest) -> None:

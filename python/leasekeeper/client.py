@@ -142,8 +142,11 @@ class Lease(LeaseBase):
 class Client:
     """A leasekeeper client (one client id).
 
-    endpoints: "host:port", or several to try in turn when one is
-      unreachable.
+    endpoints: "host:port", or several (a list, or "a,b,c"): a cluster's
+      nodes. Calls go to one at a time; a NOT_LEADER refusal moves them to
+      the leader the node names, an unreachable node or one that knows no
+      leader to the next endpoint, and the call is retried there with its
+      request id, so a lease rides over a failover as over a restart.
     client_id: default "<hostname>/<pid>/<8 random hex digits>". Two
       Clients with the same id share their leases and wait slot: do not.
     holder_label: shown next to every lease and wait (Inspect, Status).
@@ -413,7 +416,7 @@ class Client:
         except grpc.RpcError as rpc_error:
             error = from_rpc_error(rpc_error)
             if error.code == grpc.StatusCode.UNAVAILABLE:
-                self._endpoints.failed(index)
+                self._endpoints.failed(index, error.leader)
             raise error from None
         except grpc.FutureCancelledError:
             raise LeasekeeperError(f"{method} cancelled",
@@ -722,7 +725,7 @@ class Client:
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error)
                 if error.code == grpc.StatusCode.UNAVAILABLE:
-                    self._endpoints.failed(index)
+                    self._endpoints.failed(index, error.leader)
             except grpc.FutureCancelledError:
                 error = Unavailable("cancelled at close",
                                     code=grpc.StatusCode.CANCELLED)

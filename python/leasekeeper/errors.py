@@ -26,6 +26,7 @@ from leasekeeper.v1 import lock_service_pb2 as pb
 
 REASON_METADATA_KEY = "leasekeeper-reason"
 DETAIL_METADATA_KEY = "leasekeeper-error-bin"
+LEADER_METADATA_KEY = "leasekeeper-leader"
 
 
 class LeasekeeperError(Exception):
@@ -37,16 +38,20 @@ class LeasekeeperError(Exception):
       the failure did not come from the server's error mapping.
     message: the server's (or the client's) text.
     detail: the server's ErrorDetail (field, limit, victims), or None.
+    leader: NOT_LEADER only: the leader's address as the refusing node named
+      it (trailing metadata leasekeeper-leader), or None when it knew none.
     """
 
     def __init__(self, message: str, *, code: Optional[grpc.StatusCode] = None,
                  reason: Optional[str] = None,
-                 detail: Optional[pb.ErrorDetail] = None) -> None:
+                 detail: Optional[pb.ErrorDetail] = None,
+                 leader: Optional[str] = None) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.reason = reason
         self.detail = detail
+        self.leader = leader
 
     def __str__(self) -> str:
         parts = [self.message]
@@ -102,6 +107,12 @@ class Unavailable(LeasekeeperError):
     or the session ended while the call waited. Worth retrying later."""
 
 
+class NotLeader(Unavailable):
+    """A cluster node that is not the leader refused the call (nothing was
+    applied); `leader` names the leader when the node knows it. The client
+    follows it by itself; callers see this only when no node served."""
+
+
 class LeaseLost(LeasekeeperError):
     """The lease has ended; `end_reason` says why."""
 
@@ -118,6 +129,7 @@ _BY_REASON: dict[str, type[LeasekeeperError]] = {
     "DEADLOCK_VICTIM": DeadlockVictim,
     "LIMIT_EXCEEDED": LimitExceeded,
     "SHUTTING_DOWN": Unavailable,
+    "NOT_LEADER": NotLeader,
 }
 
 _BY_CODE: dict[grpc.StatusCode, type[LeasekeeperError]] = {
@@ -130,12 +142,14 @@ _BY_CODE: dict[grpc.StatusCode, type[LeasekeeperError]] = {
 
 
 def make_error(code: grpc.StatusCode, message: str, reason: Optional[str],
-               detail: Optional[pb.ErrorDetail]) -> LeasekeeperError:
+               detail: Optional[pb.ErrorDetail],
+               leader: Optional[str] = None) -> LeasekeeperError:
     """The exception for a failure with this code, reason and detail."""
     cls = _BY_REASON.get(reason or "")
     if cls is None:
         cls = _BY_CODE.get(code, LeasekeeperError)
-    return cls(message, code=code, reason=reason, detail=detail)
+    return cls(message, code=code, reason=reason, detail=detail,
+               leader=leader if reason == "NOT_LEADER" else None)
 
 
 def from_rpc_error(error: grpc.RpcError) -> LeasekeeperError:
@@ -145,9 +159,12 @@ def from_rpc_error(error: grpc.RpcError) -> LeasekeeperError:
     message: str = error.details() or ""
     reason: Optional[str] = None
     detail: Optional[pb.ErrorDetail] = None
+    leader: Optional[str] = None
     for key, value in error.trailing_metadata() or ():
         if key == REASON_METADATA_KEY:
             reason = value if isinstance(value, str) else value.decode()
+        elif key == LEADER_METADATA_KEY and value:
+            leader = value if isinstance(value, str) else value.decode()
         elif key == DETAIL_METADATA_KEY and isinstance(value, bytes):
             parsed = pb.ErrorDetail()
             try:
@@ -157,7 +174,7 @@ def from_rpc_error(error: grpc.RpcError) -> LeasekeeperError:
             detail = parsed
     if reason == "ERROR_REASON_UNSPECIFIED":
         reason = None
-    return make_error(code, message, reason, detail)
+    return make_error(code, message, reason, detail, leader)
 
 
 def is_transient(error: LeasekeeperError) -> bool:

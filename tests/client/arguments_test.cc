@@ -49,6 +49,25 @@ TEST(ArgumentsTest, AcquireTakesLockClientTtlSharedWaitAndLabel) {
   EXPECT_EQ(in.label, "pod-7");
 }
 
+TEST(ArgumentsTest, ClusterStatusIsACommandAndOtherActionsAreUsageErrors) {
+  Invocation in = Accepted({"cluster", "status", "-o", "json"});
+  EXPECT_EQ(in.command, Command::kClusterStatus);
+  EXPECT_EQ(in.output, OutputFormat::kJson);
+  ParsedArguments bad = ParseArguments({"cluster", "elect"});
+  EXPECT_EQ(bad.action, ParsedArguments::Action::kUsageError);
+  EXPECT_NE(bad.text.find("leasekeeper-ctl cluster:"), std::string::npos)
+      << bad.text;
+  EXPECT_EQ(ParseArguments({"cluster"}).action,
+            ParsedArguments::Action::kUsageError);
+}
+
+TEST(ArgumentsTest, ServerTakesAListOfEndpointsFromTheFlagOrTheEnvironment) {
+  EXPECT_EQ(Accepted({"--server", "a:1,b:1,c:1", "inspect", "L"}).server,
+            "a:1,b:1,c:1");
+  ScopedEnv env("LEASEKEEPER_SERVER", "x:1,y:1");
+  EXPECT_EQ(Accepted({"inspect", "L"}).server, "x:1,y:1");
+}
+
 TEST(ArgumentsTest, GlobalFlagsMayComeBeforeOrAfterTheCommand) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--server", "locks:7233", "-o", "json",

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "security/testing/test_pki.h"
+#include "tests/client/fake_follower.h"
 #include "tests/client/live_server.h"
 #include "tests/client/subprocess.h"
 
@@ -70,6 +71,52 @@ class CtlTest : public LiveServerTest {
     return info.ok() ? info->holders : std::vector<HolderInfo>{};
   }
 };
+
+TEST_F(CtlTest, AServerListIsFollowedToTheLeaderAFollowerNames) {
+  absl::StatusOr<std::unique_ptr<FakeFollower>> follower =
+      FakeFollower::Start(server().address());
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  const std::string lock = LockName();
+  const std::string servers = absl::StrCat(
+      "127.0.0.1:1,", (*follower)->address());  // the first one is down
+  ProcessResult acquired = RunProcess(
+      {Ctl(), "acquire", lock, "--client", "listed", "--ttl", "1m"},
+      {{"LEASEKEEPER_SERVER", servers}}, absl::Seconds(20));
+  ASSERT_EQ(acquired.exit_code, 0) << acquired.err;
+  EXPECT_GE((*follower)->Calls("Acquire"), 1);
+  std::vector<HolderInfo> holders = Holders(lock);
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].client_id, "listed");
+  ProcessResult released = RunProcess(
+      {Ctl(), "--server", (*follower)->address(), "release", lock, "--client",
+       "listed"},
+      {}, absl::Seconds(20));
+  EXPECT_EQ(released.exit_code, 0) << released.err;
+  EXPECT_TRUE(Holders(lock).empty());
+}
+
+TEST_F(CtlTest, RunHoldsItsLockThroughAFollowersRedirect) {
+  absl::StatusOr<std::unique_ptr<FakeFollower>> follower =
+      FakeFollower::Start(server().address());
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  const std::string lock = LockName();
+  ProcessResult run = RunProcess(
+      {Ctl(), "--server", (*follower)->address(), "run", lock, "--ttl", "5s",
+       "--", "sh", "-c", "echo token=$LEASEKEEPER_FENCING_TOKEN"},
+      {}, absl::Seconds(20));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(absl::StartsWith(run.out, "token=")) << run.out;
+  EXPECT_GE((*follower)->Calls("Session"), 1);
+}
+
+TEST_F(CtlTest, AnEmptyEntryInTheServerListIsAnError) {
+  ProcessResult result =
+      RunProcess({Ctl(), "--server", "a:1,,b:1", "inspect", "L"}, {},
+                 absl::Seconds(20));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("invalid server list"), std::string::npos)
+      << result.err;
+}
 
 TEST_F(CtlTest, OneShotCommandsRoundTripInJson) {
   const std::string lock = LockName();

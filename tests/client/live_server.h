@@ -9,12 +9,16 @@
 #include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/support/client_interceptor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/lease_timer.h"
@@ -53,6 +57,26 @@ inline std::shared_ptr<grpc::Channel> InterceptedChannel(
       address, grpc::InsecureChannelCredentials(), args,
       std::move(interceptors));
 }
+
+// Counts the ClientEvents of one client.
+class EventLog {
+ public:
+  std::function<void(const ClientEvent&)> Sink() {
+    return [this](const ClientEvent& event) {
+      absl::MutexLock lock(&mu_);
+      ++counts_[static_cast<int>(event.kind)];
+    };
+  }
+  int Count(ClientEvent::Kind kind) const {
+    absl::MutexLock lock(&mu_);
+    auto it = counts_.find(static_cast<int>(kind));
+    return it == counts_.end() ? 0 : it->second;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<int, int> counts_ ABSL_GUARDED_BY(mu_);
+};
 
 // The server's session grace in these tests.
 inline constexpr absl::Duration kGrace = absl::Milliseconds(500);

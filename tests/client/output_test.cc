@@ -175,5 +175,62 @@ TEST(OutputTest, HealthPrintsTheProtoStatusName) {
   EXPECT_EQ(json["status"], "UNKNOWN");
 }
 
+client::ClusterInfo ThreeNodes() {
+  client::ClusterInfo info;
+  info.cluster = "prod";
+  info.node_id = "n2";
+  info.role = client::MemberRole::kFollower;
+  info.leader_id = "n1";
+  info.leader_address = "10.0.0.1:7233";
+  info.epoch = 41;
+  info.last_position = 1200;
+  info.members = {
+      {"n1", "10.0.0.1:7233", client::MemberRole::kLeader, 1200, 0},
+      {"n2", "10.0.0.2:7233", client::MemberRole::kFollower, 1190, 10},
+      {"n3", "10.0.0.3:7233", client::MemberRole::kCatchingUp, 900, 300}};
+  return info;
+}
+
+TEST(OutputTest, ClusterStatusTableShowsLeaderEpochAndEachMembersLag) {
+  EXPECT_EQ(FormatClusterStatus(ThreeNodes(), OutputFormat::kTable),
+            "cluster prod, leader n1 at 10.0.0.1:7233, epoch 41, last "
+            "position 1200; answered by n2 (follower)\n"
+            "NODE  ADDRESS        ROLE         APPLIED  LAG\n"
+            "n1    10.0.0.1:7233  leader       1200     0\n"
+            "n2    10.0.0.2:7233  follower     1190     10\n"
+            "n3    10.0.0.3:7233  catching-up  900      300\n");
+}
+
+TEST(OutputTest, ClusterStatusJsonHasTheDocumentedShape) {
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatClusterStatus(ThreeNodes(), OutputFormat::kJson));
+  EXPECT_EQ(json["cluster"], "prod");
+  EXPECT_EQ(json["node"], "n2");
+  EXPECT_EQ(json["role"], "follower");
+  EXPECT_EQ(json["leader"]["id"], "n1");
+  EXPECT_EQ(json["leader"]["address"], "10.0.0.1:7233");
+  EXPECT_EQ(json["epoch"], 41);
+  EXPECT_EQ(json["last_position"], 1200);
+  ASSERT_EQ(json["members"].size(), 3u);
+  EXPECT_EQ(json["members"][2]["node"], "n3");
+  EXPECT_EQ(json["members"][2]["address"], "10.0.0.3:7233");
+  EXPECT_EQ(json["members"][2]["role"], "catching-up");
+  EXPECT_EQ(json["members"][2]["applied_position"], 900);
+  EXPECT_EQ(json["members"][2]["lag"], 300);
+}
+
+TEST(OutputTest, ClusterStatusWithoutALeaderSaysUnknown) {
+  client::ClusterInfo info = ThreeNodes();
+  info.leader_id.clear();
+  info.leader_address.clear();
+  info.members.clear();
+  EXPECT_EQ(FormatClusterStatus(info, OutputFormat::kTable),
+            "cluster prod, leader unknown, epoch 41, last position 1200; "
+            "answered by n2 (follower)\n");
+  EXPECT_TRUE(nlohmann::json::parse(
+                  FormatClusterStatus(info, OutputFormat::kJson))["leader"]
+                  .is_null());
+}
+
 }  // namespace
 }  // namespace leasekeeper::ctl

@@ -53,26 +53,6 @@ constexpr absl::Duration kRideGrace = absl::Seconds(4);
 constexpr absl::Duration kTtl = absl::Seconds(4);
 constexpr absl::Duration kOutage = absl::Milliseconds(1500);
 
-// Counts the ClientEvents of one client.
-class EventLog {
- public:
-  std::function<void(const ClientEvent&)> Sink() {
-    return [this](const ClientEvent& event) {
-      absl::MutexLock lock(&mu_);
-      ++counts_[static_cast<int>(event.kind)];
-    };
-  }
-  int Count(ClientEvent::Kind kind) const {
-    absl::MutexLock lock(&mu_);
-    auto it = counts_.find(static_cast<int>(kind));
-    return it == counts_.end() ? 0 : it->second;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  std::map<int, int> counts_ ABSL_GUARDED_BY(mu_);
-};
-
 // Records the request id of every unary Renew call sent over the channels
 // it makes, in order.
 class RenewRecorder {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "server/flags.h"
@@ -192,6 +193,34 @@ TEST(FlagsTest, HelpShowsTheDefaultsTheParserUses) {
             defaults->config.limits.session_open_timeout_ms);
   EXPECT_EQ(again->config.retry_cache.ttl_ms,
             defaults->config.retry_cache.ttl_ms);
+}
+
+
+TEST(FlagsTest, ClusterFlagsNeedEachOther) {
+  absl::StatusOr<DaemonOptions> ok =
+      Parse({"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379,127.0.0.1:2380",
+             "--node-id=n1", "--advertise=10.0.0.1:7233"});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->config.cluster.name, "c1");
+  EXPECT_EQ(ok->config.cluster.etcd_endpoints.size(), 2u);
+  EXPECT_EQ(ok->config.cluster.advertise, "10.0.0.1:7233");
+  EXPECT_EQ(ok->config.cluster.lease_ttl_ms, 1000);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--cluster=c1", "--node-id=n1"},
+           {"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379"},
+           {"--etcd-endpoints=127.0.0.1:2379", "--node-id=n1"},
+           {"--cluster=c/1", "--etcd-endpoints=127.0.0.1:2379", "--node-id=n1"},
+           {"--cluster=c1", "--etcd-endpoints=127.0.0.1:99999", "--node-id=n1"},
+           {"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379", "--node-id=n1",
+            "--data-dir="},
+           {"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379", "--node-id=n1",
+            "--etcd-cert=c.pem"},
+           {"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379", "--node-id=n1",
+            "--etcd-lease-ttl=500ms"}}) {
+    absl::StatusOr<DaemonOptions> parsed = Parse(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status()))
+        << absl::StrJoin(bad, " ");
+  }
 }
 
 }  // namespace

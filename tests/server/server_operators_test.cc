@@ -139,7 +139,8 @@ TEST_F(OperatorsTest, ReflectionDescribesTheLockService) {
   EXPECT_EQ(methods, (std::vector<std::string>{
                          "Acquire", "Renew", "Release", "Write", "Read",
                          "Inspect", "Status", "ListLocks", "Session",
-                         "ForceRelease", "ServerInfo"}));
+                         "ForceRelease", "ServerInfo",
+                         "ClusterStatus"}));
 }
 
 TEST_F(OperatorsTest, HealthAnswersServing) {
@@ -160,6 +161,18 @@ TEST_F(OperatorsTest, HealthAnswersServing) {
   grpc::health::v1::HealthCheckResponse response;
   EXPECT_EQ(health->Check(&context, request, &response).error_code(),
             grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(OperatorsTest, ClusterStatusOnASingleNodeNamesItselfLeaderAtEpochZero) {
+  auto stub = pb::LockService::NewStub(NewChannel(address_));
+  grpc::ClientContext context;
+  pb::ClusterStatusResponse response;
+  ASSERT_TRUE(
+      stub->ClusterStatus(&context, pb::ClusterStatusRequest(), &response).ok());
+  EXPECT_EQ(response.cluster(), "");
+  EXPECT_EQ(response.role(), pb::LEADER);
+  EXPECT_EQ(response.leader_address(), address_);
+  EXPECT_EQ(response.epoch(), 0u);
 }
 
 TEST_F(OperatorsTest, ErrorsCarryTheContractTextAndAMachineReadableReason) {

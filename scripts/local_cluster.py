@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""Local processes for trying and testing leasekeeper: leasekeeperd daemons
+on fixed loopback ports and data dirs (which survive a restart), and a
+leasekeeper cluster on one machine: three etcd members and three
+leasekeeperd nodes (--cluster, --etcd-endpoints, --node-id, --advertise).
+
+As a program (what `scripts/run --cluster` runs):
+  local_cluster.py --bin-dir build/bin [--dir DIR] [--nodes 3] [--etcd 3]
+starts the cluster, prints the endpoints and a leasekeeper-ctl line to try,
+and stops everything (by PID) on SIGINT or SIGTERM.
+
+As a module (tests/fault/run_fault.py): Daemon, EtcdMember, LocalCluster.
+Everything listens on 127.0.0.1 only; ports are picked free by the kernel.
+
+Thread-safety: one owner thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from typing import Optional
+
+LISTENING_PREFIX = b"leasekeeperd listening on "
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def pdeathsig(args: list[str]) -> list[str]:
+    """util-linux's setpriv --pdeathsig: a crashed owner leaves nothing."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", *args] if setpriv else args
+
+
+class Process:
+    """A child process that can be killed, paused and started again with
+    the same arguments."""
+
+    def __init__(self, name: str, args: list[str], log: str) -> None:
+        self.name = name
+        self.args = args
+        self.log_path = log
+        self.process: Optional[subprocess.Popen[bytes]] = None
+        self.paused = False
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None
+
+    def spawn(self, stdout: int = subprocess.DEVNULL) -> None:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(pdeathsig(self.args),
+                                            stdout=stdout, stderr=log,
+                                            stdin=subprocess.DEVNULL)
+
+    def kill(self) -> None:
+        if self.process is None:
+            return
+        self.resume()
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.process = None
+
+    def pause(self) -> None:
+        if self.process is not None and not self.paused:
+            os.kill(self.process.pid, signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.process is not None and self.paused:
+            os.kill(self.process.pid, signal.SIGCONT)
+            self.paused = False
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.process is None:
+            return
+        self.resume()
+        os.kill(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self.process = None
+
+
+class Daemon(Process):
+    """One leasekeeperd on a fixed loopback port and data dir."""
+
+    def __init__(self, binary: str, data_dir: str, log: str,
+                 extra_flags: list[str], port: Optional[int] = None,
+                 name: str = "leasekeeperd") -> None:
+        self.port = port or free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.data_dir = data_dir
+        os.makedirs(data_dir, exist_ok=True)
+        super().__init__(name, [binary, f"--listen={self.address}",
+                                f"--data-dir={data_dir}", "--log-level=warn",
+                                *extra_flags], log)
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Starts it and returns once it prints that it listens."""
+        self.spawn(stdout=subprocess.PIPE)
+        assert self.process is not None and self.process.stdout is not None
+        line = b""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in line:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise RuntimeError(f"{self.name} on {self.address} did not "
+                                   f"serve within {timeout} s")
+            ready, _, _ = select.select([self.process.stdout], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.process.stdout.fileno(), 256)
+            if not chunk:
+                code = self.process.wait()
+                self.process = None
+                raise RuntimeError(f"{self.name} exited ({code}); see "
+                                   f"{self.log_path}")
+            line += chunk
+        if not line.startswith(LISTENING_PREFIX):
+            raise RuntimeError(f"{self.name}: unexpected first line {line!r}")
+
+
+class EtcdMember(Process):
+    """One member of a local etcd cluster, with fast heartbeats (50 ms) and
+    elections (500 ms), so a lost member is replaced quickly."""
+
+    def __init__(self, binary: str, name: str, data_dir: str, log: str,
+                 client_port: int, peer_port: int, initial_cluster: str,
+                 token: str) -> None:
+        self.client_address = f"127.0.0.1:{client_port}"
+        client_url = f"http://{self.client_address}"
+        peer_url = f"http://127.0.0.1:{peer_port}"
+        super().__init__(name, [
+            binary, "--name", name, "--data-dir", data_dir,
+            "--listen-client-urls", client_url,
+            "--advertise-client-urls", client_url,
+            "--listen-peer-urls", peer_url,
+            "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", initial_cluster,
+            "--initial-cluster-state", "new",
+            "--initial-cluster-token", token,
+            "--heartbeat-interval", "50", "--election-timeout", "500",
+            "--log-level", "warn"], log)
+
+    def start(self) -> None:
+        self.spawn()
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                    f"http://{self.client_address}/health", timeout=1) as r:
+                return bool(json.loads(r.read()).get("health") == "true")
+        except (OSError, ValueError):
+            return False
+
+
+class LocalCluster:
+    """Three (or `etcd`) etcd members and `nodes` leasekeeperd nodes of one
+    cluster on loopback, under `root` (a data dir and a log per process)."""
+
+    def __init__(self, bin_dir: str, root: str, nodes: int = 3,
+                 etcd: int = 3, name: str = "local",
+                 node_flags: Optional[list[str]] = None,
+                 etcd_binary: str = "") -> None:
+        self.bin_dir = bin_dir
+        self.ctl = os.path.join(bin_dir, "leasekeeper-ctl")
+        etcd_binary = etcd_binary or shutil.which("etcd") or "/usr/bin/etcd"
+        ports = [(free_port(), free_port()) for _ in range(etcd)]
+        initial = ",".join(f"e{i}=http://127.0.0.1:{peer}"
+                           for i, (_, peer) in enumerate(ports))
+        token = f"leasekeeper-{name}-{os.getpid()}"
+        self.etcd = [EtcdMember(etcd_binary, f"e{i}",
+                                os.path.join(root, f"etcd{i}"),
+                                os.path.join(root, f"etcd{i}.log"),
+                                client, peer, initial, token)
+                     for i, (client, peer) in enumerate(ports)]
+        self.etcd_endpoints = ",".join(m.client_address for m in self.etcd)
+        self.nodes: list[Daemon] = []
+        for i in range(nodes):
+            port = free_port()
+            self.nodes.append(Daemon(
+                os.path.join(bin_dir, "leasekeeperd"),
+                os.path.join(root, f"node{i}"),
+                os.path.join(root, f"node{i}.log"),
+                ["--cluster", name, "--etcd-endpoints", self.etcd_endpoints,
+                 "--node-id", f"n{i}", "--advertise", f"127.0.0.1:{port}",
+                 *(node_flags or [])],
+                port=port, name=f"n{i}"))
+        self.endpoints = ",".join(n.address for n in self.nodes)
+
+    def start(self, timeout: float = 60.0) -> None:
+        for member in self.etcd:
+            member.start()
+        deadline = time.monotonic() + timeout
+        while not all(m.healthy() for m in self.etcd):
+            if time.monotonic() > deadline:
+                raise RuntimeError("etcd did not become healthy; see the "
+                                   "etcd*.log files")
+            time.sleep(0.2)
+        for node in self.nodes:
+            node.start()
+        if self.leader(timeout=deadline - time.monotonic()) is None:
+            raise RuntimeError("no leasekeeper leader was elected")
+
+    def status(self, node: Daemon) -> Optional[dict[str, object]]:
+        """The node's `cluster status -o json`, or None."""
+        if not node.running or node.paused:
+            return None
+        try:
+            result = subprocess.run(
+                [self.ctl, "--server", node.address, "--timeout", "2s",
+                 "-o", "json", "cluster", "status"],
+                capture_output=True, text=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+        if result.returncode != 0 or not result.stdout.strip():
+            return None
+        answer: dict[str, object] = json.loads(result.stdout)
+        return answer
+
+    def leader(self, timeout: float = 10.0) -> Optional[Daemon]:
+        """The node that says it leads (asked of every running node), once
+        one does within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for node in self.nodes:
+                status = self.status(node)
+                if status is not None and status.get("role") == "leader":
+                    return node
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        for process in [*self.nodes, *self.etcd]:
+            process.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description="A leasekeeper cluster on loopback: 3 etcd members and "
+                    "3 leasekeeperd nodes; Ctrl-C stops it.")
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--dir", default=None,
+                        help="data dirs and logs (default: a temp dir, "
+                             "removed at the end)")
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--etcd", type=int, default=3)
+    parser.add_argument("--name", default="local")
+    args, node_flags = parser.parse_known_args()
+    root = args.dir or tempfile.mkdtemp(prefix="leasekeeper_cluster_")
+    os.makedirs(root, exist_ok=True)
+    cluster = LocalCluster(args.bin_dir, root, args.nodes, args.etcd,
+                           args.name, node_flags)
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        cluster.start()
+        leader = cluster.leader()
+        print(f"etcd:        {cluster.etcd_endpoints}")
+        print(f"leasekeeper: {cluster.endpoints} (leader "
+              f"{leader.name if leader else 'unknown'})")
+        for process in [*cluster.etcd, *cluster.nodes]:
+            assert process.process is not None
+            where = (process.address if isinstance(process, Daemon)
+                     else process.client_address)  # type: ignore[attr-defined]
+            print(f"  {process.name:4} pid {process.process.pid:<8} {where}")
+        print(f"data, logs:  {root}")
+        print(f"try:         LEASEKEEPER_SERVER={cluster.endpoints} "
+              f"{cluster.ctl} cluster status")
+        print("Ctrl-C stops everything.", flush=True)
+        while not stopping:
+            time.sleep(0.2)
+    except RuntimeError as error:
+        print(f"local cluster: {error}", file=sys.stderr)
+        return 1
+    finally:
+        cluster.stop()
+        if args.dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

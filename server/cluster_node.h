@@ -1,0 +1,182 @@
+// ClusterNode: one leasekeeperd in a cluster (--cluster): its etcd lease,
+// its part in the leader election, its replica of the log while it
+// follows, and the hand-over to the core owner when it wins.
+//
+// Roles (leasekeeper.v1.MemberRole) and what the node does in each:
+//  - FOLLOWER: its EtcdLogFollower applies the log to its LogReplica
+//    (storage/log_replica.h) and writes local snapshots; every lock call is
+//    refused with NOT_LEADER and the leader's advertised address
+//    (ClusterRole). Every 50 ms it campaigns: creating the leader key on its
+//    lease if there is none (storage/etcd_election.h).
+//  - CATCHING_UP: it won. The follower is stopped, the log read to its end
+//    (nobody else can append now: every append compares the leader key's
+//    create revision, and the key is this node's), the replica copied into
+//    the core owner's state machine, and the failover grace appended and
+//    applied (storage/restart_grace.h: every held lease lasts at least
+//    --restart-grace past the last logged tick; the clock continues from
+//    that tick + 1, so the failover's own duration does not count against
+//    any lease). Sessions come back in grace and waits are withdrawn,
+//    exactly as after a restart (CoreOwner::SettleRecoveredState). Then it
+//    serves. Lock calls are refused (leader unknown) meanwhile.
+//  - LEADER: the core owner appends to the EtcdLog (storage/etcd_log.h),
+//    every transaction guarded by this leadership's epoch. The node reports
+//    its position, and every second trims the log batches that every
+//    live member's snapshot covers.
+//  - DISCONNECTED: etcd cannot be reached (no lease): refuses lock calls,
+//    leader unknown, health NOT_SERVING.
+//
+// Deposed. A leader whose lease may have expired (storage/etcd_lease.h:
+// valid_until on its own monotonic clock, before etcd can expire it), or
+// whose append failed the etcd compare, stops at once: its log refuses
+// every append and answer, parked calls and session streams end
+// (UNAVAILABLE), and every lock call is refused with NOT_LEADER and the new
+// leader's address once known. Its core may hold operations the log never
+// took, so it cannot become a follower again in-process: after
+// deposed_exit_after_ms the deposed_exit hook runs (leasekeeperd exits with
+// kDeposedExitCode so that its supervisor restarts it as a follower from
+// its local snapshot).
+//
+// Failover time, leader SIGKILLed: etcd expires its lease at most
+// ttl + 500 ms (etcd's expiry check) after the last keepalive, plus the
+// losers' 50 ms poll, the winner's catch-up (the records since its last
+// applied: usually none) and one transaction for the grace. With
+// --etcd-lease-ttl 1s about 1 to 1.6 s (bench/README.md measures it).
+//
+// Health: SERVING as LEADER and as a FOLLOWER that knows the leader (it can
+// redirect); NOT_SERVING otherwise (set_health hook).
+//
+// Thread-safety: Start/Stop from the controlling thread; CheckServing,
+// FillStatus and GetStats from any thread. The control loop runs on the
+// node's own thread; the hooks run on it.
+#ifndef LEASEKEEPER_SERVER_CLUSTER_NODE_H_
+#define LEASEKEEPER_SERVER_CLUSTER_NODE_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/cluster_role.h"
+#include "server/server_config.h"
+#include "storage/etcd_client.h"
+#include "storage/etcd_election.h"
+#include "storage/etcd_keys.h"
+#include "storage/etcd_lease.h"
+#include "storage/etcd_log.h"
+#include "storage/etcd_log_follower.h"
+#include "storage/log_replica.h"
+
+namespace leasekeeper::server {
+
+class ClusterNode final : public ClusterRole {
+ public:
+  struct Hooks {
+    // Won the election: open the core owner's storage (it calls
+    // OpenLeaderLog through DurabilityConfig::open_log), settle the
+    // recovered state and start serving. Non-OK: the node steps down.
+    std::function<absl::Status()> take_over;
+    // Deposed: end parked calls and session streams.
+    std::function<void()> step_down;
+    std::function<void(bool serving)> set_health;
+    // deposed_exit_after_ms after being deposed; may be empty.
+    std::function<void()> deposed_exit;
+  };
+
+  struct Stats {
+    v1::MemberRole role = v1::MEMBER_ROLE_UNSPECIFIED;
+    int64_t epoch = 0;            // the leadership this node knows of
+    storage::LogPosition applied = 0;
+    storage::LogPosition leader_position = 0;  // the leader's last position
+    std::optional<storage::EtcdLogStats> log;  // while leading
+  };
+
+  // REQUIRES: config.cluster.name non-empty, config.durability.data_dir
+  // non-empty (the replica's local snapshots).
+  explicit ClusterNode(const ServerConfig& config);
+  ~ClusterNode() override;  // Stop()
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // Connects to etcd, opens the replica (its newest local snapshot), starts
+  // following and the control loop. `advertise`: the address clients
+  // reach this node at. Outcomes: OK; InvalidArgument (endpoints, TLS
+  // files); the data dir's error (locked, damaged snapshot). etcd being
+  // unreachable is not an error: the node is DISCONNECTED until it is.
+  absl::Status Start(std::string advertise, Hooks hooks);
+
+  // Stops the control loop and the follower: no election, take-over or
+  // step-down from here on. Idempotent.
+  void Stop();
+  // After Stop and once the core owner's log is closed (everything
+  // appended is committed or failed): a leader deletes its leader key so
+  // that another node takes over at once instead of a lease's time later.
+  void Resign();
+
+  // DurabilityConfig::open_log while this node takes over (see
+  // CATCHING_UP). Outcomes: the log and its report; etcd's error; the
+  // replica's DataLoss.
+  absl::StatusOr<DurabilityConfig::OpenedLog> OpenLeaderLog(
+      StateMachine& machine, storage::ServerState& server);
+
+  // The core owner found the log failed (logged here; the control loop,
+  // which watches the same log, steps down within one step).
+  void LogFailed(const absl::Status& status);
+
+  absl::Status CheckServing() const override;
+  void FillStatus(v1::ClusterStatusResponse* status) const override;
+  Stats GetStats() const;
+
+ private:
+  using SteadyClock = std::chrono::steady_clock;
+
+  void Run();
+  void Step();
+  void StepAsLeader(SteadyClock::time_point now);
+  void StepAsCandidate(SteadyClock::time_point now);
+  void TakeOver(const storage::LeaderView& view);
+  void Depose(const absl::Status& why);
+  void Report(SteadyClock::time_point now);
+  void RefreshMembers();
+  void Trim();
+  void SetHealth(bool serving);
+  bool stopping() const;
+
+  const ServerConfig config_;
+  const storage::ClusterKeys keys_;
+  std::unique_ptr<storage::EtcdClient> client_;
+  std::unique_ptr<storage::LogReplica> replica_;
+  std::unique_ptr<storage::EtcdLogFollower> follower_;
+  std::string advertise_;
+  Hooks hooks_;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  v1::MemberRole role_ ABSL_GUARDED_BY(mu_) = v1::DISCONNECTED;
+  bool deposed_ ABSL_GUARDED_BY(mu_) = false;
+  SteadyClock::time_point exit_at_ ABSL_GUARDED_BY(mu_);
+  bool exit_called_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<storage::LeaderView> leader_ ABSL_GUARDED_BY(mu_);
+  // This node's lease; kept (never replaced) once it led, since the log
+  // refers to it.
+  std::shared_ptr<storage::EtcdLease> lease_ ABSL_GUARDED_BY(mu_);
+  // The leader's log (owned by the core owner, which closes it before
+  // Stop); null unless this node leads or led.
+  storage::EtcdLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<storage::MemberReport> members_ ABSL_GUARDED_BY(mu_);
+  std::optional<bool> health_ ABSL_GUARDED_BY(mu_);
+
+  SteadyClock::time_point next_report_{};
+  SteadyClock::time_point next_members_{};
+  std::thread thread_;
+};
+
+}  // namespace leasekeeper::server
+
+#endif  // LEASEKEEPER_SERVER_CLUSTER_NODE_H_

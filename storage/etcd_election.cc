@@ -1,0 +1,70 @@
+#include "storage/etcd_election.h"
+
+namespace leasekeeper::storage {
+namespace {
+
+LeaderView ViewOf(const mvccpb::KeyValue& kv) {
+  return LeaderView{.leader = DecodeLeader(kv.value()),
+                    .epoch = kv.create_revision(),
+                    .lease = kv.lease()};
+}
+
+}  // namespace
+
+absl::StatusOr<CampaignResult> Campaign(EtcdClient& client,
+                                        const ClusterKeys& keys,
+                                        int64_t lease_id,
+                                        const LeaderRecord& me) {
+  const std::string key = keys.leader();
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::Compare* absent = txn.add_compare();
+  absent->set_key(key);
+  absent->set_target(etcdserverpb::Compare::CREATE);
+  absent->set_result(etcdserverpb::Compare::EQUAL);
+  absent->set_create_revision(0);
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(EncodeLeader(me));
+  put->set_lease(lease_id);
+  txn.add_failure()->mutable_request_range()->set_key(key);
+  absl::StatusOr<etcdserverpb::TxnResponse> response = client.Txn(txn);
+  if (!response.ok()) return response.status();
+  CampaignResult result;
+  if (response->succeeded()) {
+    result.won = true;
+    // The put is the transaction's only write: its revision is the key's
+    // create revision.
+    result.view = LeaderView{.leader = me,
+                             .epoch = response->header().revision(),
+                             .lease = lease_id};
+    return result;
+  }
+  const etcdserverpb::RangeResponse& current =
+      response->responses(0).response_range();
+  if (current.kvs_size() == 1) result.view = ViewOf(current.kvs(0));
+  return result;
+}
+
+absl::StatusOr<std::optional<LeaderView>> ReadLeader(EtcdClient& client,
+                                                     const ClusterKeys& keys) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(keys.leader());
+  absl::StatusOr<etcdserverpb::RangeResponse> response = client.Range(request);
+  if (!response.ok()) return response.status();
+  if (response->kvs_size() == 0) return std::optional<LeaderView>();
+  return std::optional<LeaderView>(ViewOf(response->kvs(0)));
+}
+
+absl::Status Resign(EtcdClient& client, const ClusterKeys& keys,
+                    int64_t epoch) {
+  etcdserverpb::TxnRequest txn;
+  etcdserverpb::Compare* ours = txn.add_compare();
+  ours->set_key(keys.leader());
+  ours->set_target(etcdserverpb::Compare::CREATE);
+  ours->set_result(etcdserverpb::Compare::EQUAL);
+  ours->set_create_revision(epoch);
+  txn.add_success()->mutable_request_delete_range()->set_key(keys.leader());
+  return client.Txn(txn).status();
+}
+
+}  // namespace leasekeeper::storage

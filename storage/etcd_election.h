@@ -1,0 +1,63 @@
+// Leader election on etcd: the leader key (etcd_keys.h), created on the
+// candidate's lease only if it does not exist, in one transaction.
+//
+// Whoever creates the key leads until its lease ends (the node stops
+// renewing, or is too slow to: etcd_lease.h) or it resigns; then etcd
+// deletes the key and the next Campaign of any node can win. The key's
+// create revision is the leadership's epoch: etcd revisions only grow, so
+// every later leadership has a larger epoch, and a transaction that
+// compares the leader key's create revision with an epoch succeeds only
+// during that leadership (etcd_log.h guards every append so).
+//
+// The shape follows etcd's own client/v3/concurrency/election.go
+// (campaign = create-if-absent on a lease; observe = read the key), without
+// its queue of candidates: a loser polls (ClusterNode, every 50 ms) and
+// campaigns again once the key is gone.
+//
+// Thread-safety: pure functions over a thread-safe client.
+#ifndef LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
+#define LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/etcd_client.h"
+#include "storage/etcd_keys.h"
+
+namespace leasekeeper::storage {
+
+// The leader key as it stands.
+struct LeaderView {
+  LeaderRecord leader;
+  int64_t epoch = 0;  // the key's create revision
+  int64_t lease = 0;  // the lease it lives on
+};
+
+struct CampaignResult {
+  bool won = false;
+  // Won: this node's leadership. Lost: the current leader's.
+  LeaderView view;
+};
+
+// Creates the leader key with `me` on `lease_id` if no key exists.
+// Outcomes: won (view.epoch: the new epoch) or lost (the current leader);
+// etcd's error.
+absl::StatusOr<CampaignResult> Campaign(EtcdClient& client,
+                                        const ClusterKeys& keys,
+                                        int64_t lease_id,
+                                        const LeaderRecord& me);
+
+// The current leader, or nullopt when there is none. Outcomes: etcd's error.
+absl::StatusOr<std::optional<LeaderView>> ReadLeader(EtcdClient& client,
+                                                     const ClusterKeys& keys);
+
+// Deletes the leader key if it still has `epoch` (a leader shutting down
+// hands over at once instead of a lease's time later). Best effort.
+absl::Status Resign(EtcdClient& client, const ClusterKeys& keys,
+                    int64_t epoch);
+
+}  // namespace leasekeeper::storage
+
+#endif  // LEASEKEEPER_STORAGE_ETCD_ELECTION_H_

@@ -1,0 +1,83 @@
+// ClusterKeys: where a leasekeeper cluster keeps its state in etcd, and the
+// encodings of the values stored there.
+//
+//   /leasekeeper/<cluster>/leader           the leader key: "<node id>\n<advertise>",
+//                                           on the leader's lease. Its
+//                                           create revision is the epoch.
+//   /leasekeeper/<cluster>/log/<20 digits>  one batch of log records; the
+//                                           digits are the position of its
+//                                           first record (zero-padded, so
+//                                           key order is log order).
+//   /leasekeeper/<cluster>/members/<id>     a member's report (MemberReport),
+//                                           on that member's lease.
+//
+// A batch value: varint count, then each record length-prefixed (the
+// operation codec's bytes, operation_codec.h). A batch holds the records a
+// leader appended in one etcd transaction (group commit), so its records
+// are positions first .. first + count - 1 and the next batch starts right
+// after.
+//
+// Thread-safety: values and pure functions.
+#ifndef LEASEKEEPER_STORAGE_ETCD_KEYS_H_
+#define LEASEKEEPER_STORAGE_ETCD_KEYS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "storage/log.h"
+
+namespace leasekeeper::storage {
+
+class ClusterKeys {
+ public:
+  // REQUIRES: `cluster` is non-empty and has no '/'.
+  explicit ClusterKeys(absl::string_view cluster);
+
+  const std::string& root() const { return root_; }
+  std::string leader() const { return root_ + "leader"; }
+  std::string log_prefix() const { return root_ + "log/"; }
+  std::string log(LogPosition first) const;
+  std::string members_prefix() const { return root_ + "members/"; }
+  std::string member(absl::string_view node_id) const;
+
+  // The first position of the batch under `key`; nullopt for a key that is
+  // not a log key of this cluster.
+  std::optional<LogPosition> LogPositionOf(absl::string_view key) const;
+
+ private:
+  std::string root_;
+};
+
+// Encodes records (each one encoded entry) as one batch value.
+std::string EncodeBatch(const std::vector<std::string>& records);
+// Decodes a batch value: its records as views into `value`. DataLoss if it
+// does not decode exactly.
+absl::StatusOr<std::vector<absl::string_view>> DecodeBatch(
+    absl::string_view value);
+
+// Who leads, as the leader key's value says.
+struct LeaderRecord {
+  std::string node_id;
+  std::string advertise;
+};
+std::string EncodeLeader(const LeaderRecord& leader);
+LeaderRecord DecodeLeader(absl::string_view value);
+
+// What a member reports about itself, every few hundred milliseconds.
+struct MemberReport {
+  std::string node_id;
+  std::string advertise;
+  int role = 0;                    // leasekeeper.v1.MemberRole
+  LogPosition applied = 0;         // the last record it applied
+  LogPosition snapshot = 0;        // its newest local snapshot covers 1..this
+};
+std::string EncodeMember(const MemberReport& member);
+// nullopt if `value` is not a report.
+std::optional<MemberReport> DecodeMember(absl::string_view value);
+
+}  // namespace leasekeeper::storage
+
+#endif  // LEASEKEEPER_STORAGE_ETCD_KEYS_H_

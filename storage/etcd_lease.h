@@ -1,0 +1,107 @@
+// EtcdLease: an etcd lease kept alive by this process, and the part of its
+// life this process can be sure of.
+//
+// A cluster node holds one lease: its member key (etcd_keys.h) and, while
+// it leads, the leader key live on it, so etcd deletes both when the node
+// stops renewing. Keepalives go out every ttl / 4 on one LeaseKeepAlive
+// stream (a broken stream is reopened at once).
+//
+// What the node may believe. etcd restarts a lease's TTL when it handles a
+// keepalive, which is after this process sent it. So a keepalive sent at
+// local monotonic time s and answered with TTL t proves that the lease
+// lives at least until s + t on etcd's clock; with clocks that run at the
+// same rate (the margin absorbs drift), this process may act as the lease's
+// owner until
+//     valid_until = s + t - margin
+// of the newest answered keepalive, on its own steady clock (as the client
+// library times its leases from the request it sent). Network delay and a
+// paused process only shorten what it believes, never lengthen it.
+// Once valid_until passes, or etcd answers TTL 0 (the lease is gone), the
+// lease is lost for good: Valid() stays false, and the node grants a new
+// lease to take part again.
+//
+// Thread-safety: every method is thread-safe; the keepalive runs on the
+// lease's own threads. The loss observer runs on one of them, once.
+#ifndef LEASEKEEPER_STORAGE_ETCD_LEASE_H_
+#define LEASEKEEPER_STORAGE_ETCD_LEASE_H_
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "storage/etcd_client.h"
+
+namespace leasekeeper::storage {
+
+struct EtcdLeaseOptions {
+  // The lease's TTL. etcd rounds a TTL below 1.5 x its --election-timeout
+  // up to that; leasekeeper's tests run etcd with --election-timeout 500.
+  std::chrono::seconds ttl{1};
+  // valid_until = send time of the newest answered keepalive + ttl - margin.
+  std::chrono::milliseconds margin{250};
+};
+
+class EtcdLease {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Grants a lease and starts keeping it alive. Outcomes: the lease;
+  // etcd's error (Unavailable without quorum).
+  static absl::StatusOr<std::unique_ptr<EtcdLease>> Grant(
+      EtcdClient& client, EtcdLeaseOptions options);
+
+  // Stops the keepalive; revokes the lease if it still may be valid (so
+  // the keys on it go at once, not a TTL later). Best effort.
+  ~EtcdLease();
+  EtcdLease(const EtcdLease&) = delete;
+  EtcdLease& operator=(const EtcdLease&) = delete;
+
+  int64_t id() const { return id_; }
+
+  // True until the lease is lost (see above); never true again after.
+  bool Valid() const;
+  // The instant the process stops believing in the lease (only grows, while
+  // valid).
+  Clock::time_point valid_until() const;
+
+  // Called once, on a lease thread, when the lease is found lost (by the
+  // keepalive thread; Valid() may turn false earlier, as time passes).
+  // REQUIRES: set before the loss can matter; replaces any earlier one.
+  void SetLossObserver(std::function<void()> observer);
+
+ private:
+  EtcdLease(EtcdClient& client, EtcdLeaseOptions options, int64_t id,
+            Clock::time_point valid_until);
+  void SendLoop();
+  void ReadLoop(grpc::ClientContext* context,
+                grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
+                                         etcdserverpb::LeaseKeepAliveResponse>*
+                    stream);
+  void MarkLost();
+
+  EtcdClient& client_;
+  const EtcdLeaseOptions options_;
+  const int64_t id_;
+
+  mutable absl::Mutex mu_;
+  Clock::time_point valid_until_ ABSL_GUARDED_BY(mu_);
+  bool lost_ ABSL_GUARDED_BY(mu_) = false;
+  bool loss_reported_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Send times of the keepalives not answered yet, oldest first (etcd
+  // answers a stream's keepalives in order).
+  std::deque<Clock::time_point> sent_ ABSL_GUARDED_BY(mu_);
+  grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::function<void()> loss_observer_ ABSL_GUARDED_BY(mu_);
+  std::thread sender_;
+};
+
+}  // namespace leasekeeper::storage
+
+#endif  // LEASEKEEPER_STORAGE_ETCD_LEASE_H_

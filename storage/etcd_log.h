@@ -1,0 +1,203 @@
+// EtcdLog: the replicated implementation of OperationLog
+// (operation_log.h), for a cluster node while it leads. The records are
+// kept in etcd, in batches under /leasekeeper/<cluster>/log/ (etcd_keys.h);
+// every other node follows them (etcd_log_follower.h) and keeps a replica.
+//
+// Guarded group commit. Append only enqueues (encode, O(size)). One
+// appender thread takes every record pending when it wakes (at most
+// max_batch_bytes; a larger single record goes alone) and writes them as
+// one batch in one etcd transaction:
+//     compare  create_revision(leader key)      == epoch
+//     compare  create_revision(log/<first pos>) == 0   (the key is new)
+//     success  put log/<first pos> = batch
+//     failure  range leader key; range log/<first pos>
+// The leader key lives on this node's lease and its create revision is the
+// epoch of this leadership, so the transaction succeeds only while this
+// leadership lasts: a deposed leader (its lease expired, a new leader key
+// created) can never append, however late its transaction arrives. Only
+// after etcd answered "succeeded" (the batch is committed by a quorum of
+// etcd members) are the records durable and their OnDurable callbacks run;
+// nothing is acknowledged before that.
+//
+// Fate of a transaction whose answer was lost (a member died mid-call, a
+// deadline): the appender retries the same transaction while the lease is
+// valid. If a retry fails the compare, the failure branch says why: the
+// leader key still has our epoch and log/<first> exists, so the earlier
+// attempt committed (only this leadership can write that key: this node
+// read the log to its end after its leader key was created) and the batch
+// is durable; anything else means this node was deposed.
+//
+// Losing leadership. When the lease can no longer be trusted
+// (etcd_lease.h: measured on this process's monotonic clock from the send
+// time of the last answered keepalive, with a margin, so before etcd can
+// have expired it), or a transaction fails its compare, the log fails for
+// good: health() is Unavailable "not leader: ...", every pending and later
+// callback gets it, Append refuses. The owner of the core then answers
+// nothing more; the node steps down (server/cluster_node.h).
+//
+// Snapshots: SubmitSnapshot writes a local snapshot file (snapshot_file.h)
+// into the node's data dir on a snapshot thread, once the records it covers
+// are durable; the newest two are kept. The node reports the newest one's
+// position in its member key; the leader deletes log batches once every
+// member's snapshot is past them (ClusterNode).
+//
+// Thread-safety: every method is thread-safe. Callbacks run on the
+// appender thread (or inline in OnDurable when already durable), never
+// under the log's mutex; they must not call WaitDurable or Close.
+//
+// Invariants: those of OperationLog, and
+//  1. A record is durable only if a transaction guarded by this epoch put
+//     the batch holding it into etcd.
+//  2. Batches are contiguous: the batch at first position f with n records
+//     is followed by the batch at f + n.
+#ifndef LEASEKEEPER_STORAGE_ETCD_LOG_H_
+#define LEASEKEEPER_STORAGE_ETCD_LOG_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "storage/etcd_client.h"
+#include "storage/etcd_keys.h"
+#include "storage/etcd_lease.h"
+#include "storage/operation_log.h"
+#include "storage/restart_grace.h"
+
+namespace leasekeeper::storage {
+
+struct EtcdLogOptions {
+  std::string cluster;
+  // The leader key's create revision (the epoch of this leadership).
+  int64_t epoch = 0;
+  // The first position this leadership appends: the log's end + 1.
+  LogPosition next_position = 1;
+  // A batch is cut at this size (etcd refuses requests over its
+  // --max-request-bytes, 1.5 MiB by default).
+  size_t max_batch_bytes = size_t{1} << 20;
+  // Deadline of one transaction attempt.
+  std::chrono::milliseconds txn_timeout{500};
+  // Local snapshots (see above); 0: never due.
+  uint64_t snapshot_every_records = 200'000;
+  std::string snapshot_dir;
+  // The newest local snapshot when the leadership began.
+  LogPosition snapshot_position = 0;
+};
+
+struct EtcdLogStats {
+  static constexpr std::array<uint64_t, 12> kTxnMicrosBounds = {
+      250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000,
+      1000000};
+  uint64_t records = 0;       // appended since Open
+  uint64_t transactions = 0;  // successful batch transactions
+  uint64_t retries = 0;       // attempts whose answer was lost
+  LogPosition last_position = 0;
+  LogPosition durable_position = 0;
+  LogPosition snapshot_position = 0;
+  // Per-bucket counts of transaction latencies (not cumulative).
+  std::array<uint64_t, kTxnMicrosBounds.size() + 1> txn_micros{};
+  uint64_t txn_micros_sum = 0;
+};
+
+class EtcdLog final : public OperationLog {
+ public:
+  // Starts the appender and snapshot threads. `client` and `lease` must
+  // outlive the log. Outcomes: the log; InvalidArgument for an empty
+  // cluster or epoch 0.
+  static absl::StatusOr<std::unique_ptr<EtcdLog>> Open(EtcdClient& client,
+                                                       EtcdLease& lease,
+                                                       EtcdLogOptions options);
+  ~EtcdLog() override;  // Close()
+  EtcdLog(const EtcdLog&) = delete;
+  EtcdLog& operator=(const EtcdLog&) = delete;
+
+  absl::StatusOr<LogPosition> Append(const Operation& operation) override;
+  absl::StatusOr<LogPosition> Append(const ServerRecord& record) override;
+  // The failover grace of a new leadership (restart_grace.h), appended
+  // like any record.
+  absl::StatusOr<LogPosition> Append(const RestartGrace& grace);
+
+  void OnDurable(LogPosition position, DurableCallback done) override;
+  absl::Status WaitDurable(LogPosition position) override;
+  LogPosition last_position() const override;
+  LogPosition durable_position() const override;
+  absl::Status health() const override;
+  // Reads etcd (ReadLogFrom below).
+  absl::Status ReadFrom(LogPosition from,
+                        const EntryVisitor& visit) const override;
+  bool SnapshotDue() const override;
+  bool SubmitSnapshot(CoreSnapshot core, LogPosition covered,
+                      ServerState server) override;
+  // Appends what is pending (while the lease is valid), stops the threads.
+  absl::Status Close() override;
+
+  EtcdLogStats stats() const;
+  int64_t epoch() const { return options_.epoch; }
+
+ private:
+  struct SnapshotJob {
+    CoreSnapshot core;
+    LogPosition covered = 0;
+    ServerState server;
+  };
+
+  EtcdLog(EtcdClient& client, EtcdLease& lease, EtcdLogOptions options);
+  absl::StatusOr<LogPosition> AppendEncoded(std::string record);
+  void AppendLoop();
+  void SnapshotLoop();
+  // One batch, retried while the lease is valid. OK once durable.
+  absl::Status CommitBatch(LogPosition first, const std::string& value);
+  void Fail(absl::Status status);
+  absl::Status HealthLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  EtcdClient& client_;
+  EtcdLease& lease_;
+  const EtcdLogOptions options_;
+  const ClusterKeys keys_;
+
+  mutable absl::Mutex mu_;
+  LogPosition next_position_ ABSL_GUARDED_BY(mu_);
+  LogPosition durable_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> pending_ ABSL_GUARDED_BY(mu_);  // from durable_+1
+  std::map<LogPosition, std::vector<DurableCallback>> waiting_
+      ABSL_GUARDED_BY(mu_);
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool appender_done_ ABSL_GUARDED_BY(mu_) = false;
+  LogPosition snapshot_position_ ABSL_GUARDED_BY(mu_);
+  std::optional<SnapshotJob> snapshot_job_ ABSL_GUARDED_BY(mu_);
+  bool snapshot_busy_ ABSL_GUARDED_BY(mu_) = false;
+  EtcdLogStats stats_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex close_mu_;
+  bool closed_ ABSL_GUARDED_BY(close_mu_) = false;
+  std::thread appender_;
+  std::thread snapshotter_;
+};
+
+// Reads the log in etcd from position `from` on, in order, calling
+// visit(position, encoded entry) for each record, at one consistent
+// revision per page. Sets *revision (unless null) to the etcd revision of
+// the last page read (a watch from revision + 1 misses nothing).
+// Outcomes: OK (the end of the log was reached); OutOfRange if records at
+// or after `from` were trimmed away (a snapshot is needed); DataLoss for a
+// batch that does not decode or a gap between batches; etcd's error; the
+// first non-OK of visit. REQUIRES: from >= 1.
+absl::Status ReadLogFrom(
+    EtcdClient& client, const ClusterKeys& keys, LogPosition from,
+    const std::function<absl::Status(LogPosition, absl::string_view)>& visit,
+    int64_t* revision = nullptr);
+
+}  // namespace leasekeeper::storage
+
+#endif  // LEASEKEEPER_STORAGE_ETCD_LOG_H_

@@ -1,0 +1,505 @@
+// Cluster mode end to end: three etcd members, three leasekeeperd nodes,
+// real processes on loopback ports (cluster_harness.h). Each test builds
+// its own cluster and takes a few seconds; the waits are for the etcd
+// lease of a dead leader (1 s TTL + etcd's 500 ms expiry check), never a
+// lock's ttl.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "leasekeeper/v1/lock_service.grpc.pb.h"
+#include "storage/etcd_client.h"
+#include "storage/etcd_keys.h"
+#include "tests/cluster/cluster_harness.h"
+
+namespace leasekeeper::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// One finished unary call, with what a cluster node adds to refusals.
+struct Call {
+  grpc::Status status;
+  std::string reason;
+  std::string leader;  // leasekeeper-leader
+  bool ok() const { return status.ok(); }
+};
+
+class Nodes {
+ public:
+  pb::LockService::Stub& Stub(const std::string& address) {
+    auto& stub = stubs_[address];
+    if (stub == nullptr) stub = pb::LockService::NewStub(NewChannel(address));
+    return *stub;
+  }
+
+  template <typename Request, typename Response, typename Method>
+  Call Invoke(const std::string& address, Method method,
+              const Request& request, Response* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + milliseconds(2000));
+    Call call;
+    call.status = (Stub(address).*method)(&context, request, response);
+    const auto& trailers = context.GetServerTrailingMetadata();
+    if (auto it = trailers.find("leasekeeper-reason"); it != trailers.end()) {
+      call.reason.assign(it->second.data(), it->second.size());
+    }
+    call.leader = LeaderMetadata(context);
+    return call;
+  }
+
+  Call Acquire(const std::string& address, const std::string& client,
+               const std::string& lock, int64_t ttl_ms,
+               pb::AcquireResponse* response,
+               const std::string& request_id = "") {
+    pb::AcquireRequest request = AcquireRequest(client, lock, ttl_ms);
+    request.set_request_id(request_id);
+    return Invoke(address, &pb::LockService::Stub::Acquire, request, response);
+  }
+  Call Renew(const std::string& address, const std::string& client,
+             const std::string& lock, int64_t ttl_ms,
+             pb::RenewResponse* response) {
+    pb::RenewRequest request;
+    request.set_client_id(client);
+    request.set_lock(lock);
+    request.set_ttl_ms(ttl_ms);
+    return Invoke(address, &pb::LockService::Stub::Renew, request, response);
+  }
+  Call Write(const std::string& address, const std::string& lock,
+             const std::string& key, const std::string& value,
+             uint64_t token) {
+    pb::WriteRequest request;
+    request.set_lock(lock);
+    request.set_key(key);
+    request.set_value(value);
+    request.set_token(token);
+    pb::WriteResponse response;
+    return Invoke(address, &pb::LockService::Stub::Write, request, &response);
+  }
+  Call Read(const std::string& address, const std::string& lock,
+            const std::string& key, pb::ReadResponse* response) {
+    pb::ReadRequest request;
+    request.set_lock(lock);
+    request.set_key(key);
+    return Invoke(address, &pb::LockService::Stub::Read, request, response);
+  }
+  Call Release(const std::string& address, const std::string& client,
+               const std::string& lock) {
+    pb::ReleaseRequest request;
+    request.set_client_id(client);
+    request.set_lock(lock);
+    pb::ReleaseResponse response;
+    return Invoke(address, &pb::LockService::Stub::Release, request,
+                  &response);
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<pb::LockService::Stub>> stubs_;
+};
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void StartCluster(std::vector<std::string> extra_args = {}) {
+    etcd_ = EtcdCluster::Start(dir_.path());
+    ASSERT_NE(etcd_, nullptr);
+    cluster_ = LeasekeeperCluster::Start(dir_.path(), etcd_->endpoints(), 3,
+                                         std::move(extra_args));
+    ASSERT_NE(cluster_, nullptr);
+    leader_ = cluster_->WaitForLeader(milliseconds(15'000));
+    ASSERT_GE(leader_, 0) << "no leader elected";
+  }
+  std::string LeaderAddress() const { return cluster_->address(leader_); }
+
+  // Retries `attempt` on every running node, following NOT_LEADER's
+  // leader address, until it succeeds or `timeout` passes; returns the
+  // address that answered OK (empty on timeout).
+  std::string UntilServed(const std::function<Call(const std::string&)>& attempt,
+                          milliseconds timeout) {
+    const auto deadline = steady_clock::now() + timeout;
+    int next = 0;
+    std::string address;
+    while (steady_clock::now() < deadline) {
+      if (address.empty()) {
+        for (int tries = 0; tries < cluster_->size(); ++tries) {
+          next = (next + 1) % cluster_->size();
+          if (cluster_->running(next)) break;
+        }
+        address = cluster_->address(next);
+      }
+      const Call call = attempt(address);
+      if (call.ok()) return address;
+      address = call.leader;  // empty: try the next node
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return "";
+  }
+
+  TempDir dir_;
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::unique_ptr<LeasekeeperCluster> cluster_;
+  int leader_ = -1;
+  Nodes nodes_;
+};
+
+TEST_F(ClusterTest, FollowersRefuseLockCallsWithTheLeadersAddress) {
+  StartCluster();
+  const int follower = (leader_ + 1) % 3;
+  pb::AcquireResponse response;
+  const Call refused = nodes_.Acquire(cluster_->address(follower), "a", "L",
+                                      5000, &response);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(refused.reason, "NOT_LEADER");
+  EXPECT_EQ(refused.leader, LeaderAddress());
+  EXPECT_EQ(refused.status.error_message(),
+            absl::StrCat("not leader; leader is ", LeaderAddress()));
+  ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "a", "L", 5000, &response).ok());
+  // Every node knows the leader and the epoch.
+  for (int i = 0; i < 3; ++i) {
+    std::optional<pb::ClusterStatusResponse> status = cluster_->Status(i);
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(status->leader_address(), LeaderAddress());
+    EXPECT_EQ(status->cluster(), "test");
+    EXPECT_GT(status->epoch(), 0u);
+    EXPECT_EQ(status->role(), i == leader_ ? pb::LEADER : pb::FOLLOWER);
+  }
+}
+
+TEST(ClusterNodeTest, NodeThatCannotReachEtcdIsNotServingAndKnowsNoLeader) {
+  TempDir dir;
+  // A port nobody listens on: no etcd.
+  const std::string nowhere = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+  std::unique_ptr<LeasekeeperCluster> lonely =
+      LeasekeeperCluster::Start(dir.path(), nowhere, 1);
+  ASSERT_NE(lonely, nullptr);
+  const std::string address = lonely->address(0);
+  auto health = grpc::health::v1::Health::NewStub(NewChannel(address));
+  grpc::ClientContext health_context;
+  grpc::health::v1::HealthCheckResponse answer;
+  ASSERT_TRUE(health
+                  ->Check(&health_context, grpc::health::v1::HealthCheckRequest(),
+                          &answer)
+                  .ok());
+  EXPECT_EQ(answer.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  std::optional<pb::ClusterStatusResponse> status = lonely->Status(0);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->role(), pb::DISCONNECTED);
+  EXPECT_EQ(status->leader_address(), "");
+  Nodes nodes;
+  pb::AcquireResponse response;
+  const Call refused = nodes.Acquire(address, "a", "L", 1000, &response);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(refused.reason, "NOT_LEADER");
+  EXPECT_EQ(refused.status.error_message(), "not leader; leader unknown");
+  EXPECT_EQ(refused.leader, "");
+}
+
+TEST_F(ClusterTest, KilledLeaderIsReplacedWithTokensRisingWritesKeptAndHoldersKept) {
+  StartCluster();
+  const std::string old_leader = LeaderAddress();
+  // A holder that keeps renewing, a fenced write under it, and a lock
+  // whose token climbs.
+  pb::AcquireResponse held;
+  ASSERT_TRUE(nodes_.Acquire(old_leader, "holder", "job", 4000, &held).ok());
+  ASSERT_TRUE(held.has_granted());
+  const uint64_t job_token = held.granted().token();
+  ASSERT_TRUE(nodes_.Write(old_leader, "job", "k", "v1", job_token).ok());
+  uint64_t last_counter_token = 0;
+  for (int i = 0; i < 5; ++i) {
+    pb::AcquireResponse got;
+    const std::string client = absl::StrCat("c", i);
+    ASSERT_TRUE(nodes_.Acquire(old_leader, client, "counter", 4000, &got).ok());
+    ASSERT_GT(got.granted().token(), last_counter_token);
+    last_counter_token = got.granted().token();
+    ASSERT_TRUE(nodes_.Release(old_leader, client, "counter").ok());
+  }
+
+  const auto killed = steady_clock::now();
+  cluster_->Kill(leader_);
+  // The holder renews as its client library would: on any node, following
+  // the leader's address.
+  pb::RenewResponse renewed;
+  const std::string new_leader = UntilServed(
+      [&](const std::string& address) {
+        return nodes_.Renew(address, "holder", "job", 4000, &renewed);
+      },
+      milliseconds(10'000));
+  const auto failover = steady_clock::now() - killed;
+  ASSERT_FALSE(new_leader.empty()) << "no node renewed the lease";
+  EXPECT_NE(new_leader, old_leader);
+  EXPECT_EQ(renewed.token(), job_token);
+  EXPECT_LT(failover, milliseconds(5000));
+
+  pb::ReadResponse read;
+  ASSERT_TRUE(nodes_.Read(new_leader, "job", "k", &read).ok());
+  EXPECT_TRUE(read.found());
+  EXPECT_EQ(read.value(), "v1");
+  pb::AcquireResponse busy;
+  ASSERT_TRUE(nodes_.Acquire(new_leader, "intruder", "job", 4000, &busy).ok());
+  EXPECT_FALSE(busy.has_granted()) << "the held lock was granted again";
+  pb::AcquireResponse after;
+  ASSERT_TRUE(nodes_.Acquire(new_leader, "c9", "counter", 4000, &after).ok());
+  EXPECT_GT(after.granted().token(), last_counter_token);
+  // The holder's fenced write still goes through.
+  EXPECT_TRUE(nodes_.Write(new_leader, "job", "k", "v2", job_token).ok());
+}
+
+TEST_F(ClusterTest, SessionResumesOnTheNewLeaderWithItsLease) {
+  StartCluster();
+  grpc::ClientContext context;
+  auto stream = nodes_.Stub(LeaderAddress()).Session(&context);
+  pb::SessionRequest open;
+  open.mutable_open()->set_client_id("worker");
+  ASSERT_TRUE(stream->Write(open));
+  pb::SessionResponse opened;
+  ASSERT_TRUE(stream->Read(&opened));
+  ASSERT_TRUE(opened.has_opened());
+  const std::string session_id = opened.opened().session_id();
+  pb::AcquireResponse held;
+  ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "worker", "S", 3000, &held).ok());
+  const uint64_t token = held.granted().token();
+
+  cluster_->Kill(leader_);
+  context.TryCancel();
+  const int next = cluster_->WaitForLeader(milliseconds(10'000), leader_);
+  ASSERT_GE(next, 0);
+  grpc::ClientContext resumed_context;
+  auto resumed = nodes_.Stub(cluster_->address(next)).Session(&resumed_context);
+  pb::SessionRequest resume;
+  resume.mutable_open()->set_client_id("worker");
+  resume.mutable_open()->set_resume_session_id(session_id);
+  ASSERT_TRUE(resumed->Write(resume));
+  pb::SessionResponse answer;
+  ASSERT_TRUE(resumed->Read(&answer));
+  ASSERT_TRUE(answer.has_opened());
+  EXPECT_TRUE(answer.opened().resumed());
+  EXPECT_EQ(answer.opened().session_id(), session_id);
+  pb::SessionRequest keepalive;
+  keepalive.mutable_keepalive()->set_sequence(1);
+  ASSERT_TRUE(resumed->Write(keepalive));
+  pb::SessionResponse ack;
+  ASSERT_TRUE(resumed->Read(&ack));
+  ASSERT_TRUE(ack.has_keepalive_ack());
+  EXPECT_EQ(ack.keepalive_ack().renewed_leases(), 1);
+  pb::RenewResponse renewed;
+  ASSERT_TRUE(
+      nodes_.Renew(cluster_->address(next), "worker", "S", 3000, &renewed).ok());
+  EXPECT_EQ(renewed.token(), token);
+  resumed_context.TryCancel();
+}
+
+TEST_F(ClusterTest, PausedLeaderPastItsLeaseIsDeposedAndRedirects) {
+  StartCluster();
+  const int old = leader_;
+  pb::AcquireResponse held;
+  ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "a", "L", 10'000, &held).ok());
+  cluster_->Pause(old);
+  const int next = cluster_->WaitForLeader(milliseconds(10'000), old);
+  ASSERT_GE(next, 0) << "no new leader while the old one was paused";
+  cluster_->Resume(old);
+  // Woken up, it must not act as leader: refused with the new address.
+  pb::AcquireResponse response;
+  const Call late =
+      nodes_.Acquire(cluster_->address(old), "b", "M", 5000, &response);
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(late.reason, "NOT_LEADER");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const Call again =
+            nodes_.Acquire(cluster_->address(old), "b", "M", 5000, &response);
+        return again.reason == "NOT_LEADER" &&
+               again.leader == cluster_->address(next);
+      },
+      milliseconds(3000)));
+  // Nothing it was asked after waking reached the log.
+  pb::AcquireResponse free_lock;
+  ASSERT_TRUE(
+      nodes_.Acquire(cluster_->address(next), "c", "M", 5000, &free_lock).ok());
+  EXPECT_TRUE(free_lock.has_granted());
+  EXPECT_EQ(free_lock.granted().token(), 1u);
+  // It exits for its supervisor to restart it as a follower.
+  std::optional<int> exit = cluster_->process(old)->WaitExit(milliseconds(5000));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit));
+  EXPECT_EQ(WEXITSTATUS(*exit), 75);
+  ASSERT_TRUE(cluster_->Restart(old));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::optional<pb::ClusterStatusResponse> status = cluster_->Status(old);
+        return status.has_value() && status->role() == pb::FOLLOWER &&
+               status->leader_address() == cluster_->address(next);
+      },
+      milliseconds(5000)));
+}
+
+TEST_F(ClusterTest, OneEtcdMemberDownTheServiceGoesOn) {
+  StartCluster();
+  pb::AcquireResponse held;
+  ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "a", "L", 10'000, &held).ok());
+  etcd_->Kill(0);
+  // Writes go on (through a leader change if the lost member took one
+  // with it).
+  for (int i = 0; i < 20; ++i) {
+    const std::string value = absl::StrCat("v", i);
+    ASSERT_FALSE(UntilServed(
+                     [&](const std::string& address) {
+                       return nodes_.Write(address, "L", "k", value,
+                                           held.granted().token());
+                     },
+                     milliseconds(8000))
+                     .empty())
+        << "write " << i;
+  }
+  pb::ReadResponse read;
+  ASSERT_FALSE(UntilServed(
+                   [&](const std::string& address) {
+                     return nodes_.Read(address, "L", "k", &read);
+                   },
+                   milliseconds(5000))
+                   .empty());
+  EXPECT_EQ(read.value(), "v19");
+}
+
+TEST_F(ClusterTest, TwoEtcdMembersDownMutationsFailAndResumeWithNothingLost) {
+  StartCluster();
+  pb::AcquireResponse held;
+  ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "a", "L", 60'000, &held).ok());
+  const uint64_t token = held.granted().token();
+  ASSERT_TRUE(nodes_.Write(LeaderAddress(), "L", "k", "acked", token).ok());
+  etcd_->Kill(1);
+  etcd_->Kill(2);
+  // Without quorum nothing can be acknowledged: every attempt fails.
+  bool refused = false;
+  for (int i = 0; i < 3; ++i) {
+    for (int node = 0; node < 3; ++node) {
+      if (!cluster_->running(node)) continue;
+      // (An UNAVAILABLE write has an unknown outcome, as after a timeout:
+      // its transaction may still commit when the quorum is back. So it
+      // goes to another key than the acknowledged one.)
+      const Call call = nodes_.Write(cluster_->address(node), "L", "unknown",
+                                     "maybe", token);
+      EXPECT_FALSE(call.ok()) << "acknowledged without an etcd quorum";
+      if (call.status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        refused = true;
+      }
+    }
+  }
+  EXPECT_TRUE(refused);
+  ASSERT_TRUE(etcd_->Restart(1));
+  ASSERT_TRUE(etcd_->Restart(2));
+  pb::ReadResponse read;
+  const std::string served = UntilServed(
+      [&](const std::string& address) {
+        return nodes_.Read(address, "L", "k", &read);
+      },
+      milliseconds(20'000));
+  ASSERT_FALSE(served.empty()) << "the service did not resume";
+  EXPECT_EQ(read.value(), "acked");
+  pb::RenewResponse renewed;
+  ASSERT_TRUE(nodes_.Renew(served, "a", "L", 60'000, &renewed).ok());
+  EXPECT_EQ(renewed.token(), token);
+  EXPECT_TRUE(nodes_.Write(served, "L", "k", "after", token).ok());
+}
+
+TEST_F(ClusterTest, FollowerRestartedEmptyCatchesUpFromTheLog) {
+  StartCluster();
+  for (int i = 0; i < 30; ++i) {
+    pb::AcquireResponse got;
+    ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), absl::StrCat("c", i),
+                               absl::StrCat("L", i % 5), 60'000, &got)
+                    .ok());
+  }
+  const int follower = (leader_ + 1) % 3;
+  const int other = (leader_ + 2) % 3;
+  ASSERT_TRUE(cluster_->Restart(follower, /*wipe=*/true));
+  std::optional<pb::ClusterStatusResponse> leader_status =
+      cluster_->Status(leader_);
+  ASSERT_TRUE(leader_status.has_value());
+  const uint64_t end = leader_status->last_position();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::optional<pb::ClusterStatusResponse> status =
+            cluster_->Status(leader_);
+        if (!status.has_value()) return false;
+        for (const pb::ClusterMember& member : status->members()) {
+          if (member.node_id() == cluster_->node_id(follower)) {
+            return member.applied_position() >= end;
+          }
+        }
+        return false;
+      },
+      milliseconds(10'000)));
+  // Its state is the leader's: make it the only candidate and ask it.
+  cluster_->Kill(other);
+  cluster_->Kill(leader_);
+  ASSERT_EQ(cluster_->WaitForLeader(milliseconds(10'000)), follower);
+  pb::AcquireResponse busy;
+  ASSERT_TRUE(
+      nodes_.Acquire(cluster_->address(follower), "x", "L0", 1000, &busy).ok());
+  EXPECT_FALSE(busy.has_granted());
+  pb::RenewResponse renewed;
+  ASSERT_TRUE(
+      nodes_.Renew(cluster_->address(follower), "c0", "L0", 60'000, &renewed)
+          .ok());
+  EXPECT_EQ(renewed.token(), 1u);
+}
+
+TEST_F(ClusterTest, LogIsTrimmedOnceEveryMemberSnapshotsPastIt) {
+  StartCluster({"--snapshot-every=50"});
+  for (int i = 0; i < 300; ++i) {
+    pb::AcquireResponse got;
+    ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "c", absl::StrCat("L", i),
+                               60'000, &got)
+                    .ok());
+    ASSERT_TRUE(nodes_.Release(LeaderAddress(), "c", absl::StrCat("L", i)).ok());
+  }
+  storage::EtcdClientOptions options;
+  options.endpoints = etcd_->endpoint_list();
+  std::unique_ptr<storage::EtcdClient> client =
+      *storage::EtcdClient::Connect(options);
+  const storage::ClusterKeys keys("test");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        etcdserverpb::RangeRequest first;
+        first.set_key(keys.log_prefix());
+        first.set_range_end(storage::PrefixRangeEnd(keys.log_prefix()));
+        first.set_limit(1);
+        first.set_keys_only(true);
+        absl::StatusOr<etcdserverpb::RangeResponse> got = client->Range(first);
+        return got.ok() && got->kvs_size() == 1 &&
+               *keys.LogPositionOf(got->kvs(0).key()) > 1;
+      },
+      milliseconds(10'000)))
+      << "the log in etcd was never trimmed";
+  // A follower restarted on its own snapshot still catches up.
+  const int follower = (leader_ + 1) % 3;
+  ASSERT_TRUE(cluster_->Restart(follower));
+  pb::AcquireResponse got;
+  ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "d", "last", 60'000, &got).ok());
+  const uint64_t end = cluster_->Status(leader_)->last_position();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::optional<pb::ClusterStatusResponse> status =
+            cluster_->Status(leader_);
+        if (!status.has_value()) return false;
+        for (const pb::ClusterMember& member : status->members()) {
+          if (member.node_id() == cluster_->node_id(follower)) {
+            return member.applied_position() >= end;
+          }
+        }
+        return false;
+      },
+      milliseconds(10'000)));
+}
+
+}  // namespace
+}  // namespace leasekeeper::testing
