@@ -620,7 +620,8 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
     const Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
                                   .lock = args.lock,
                                   .ttl_ms = args.ttl_ms,
-                                  .mode = args.mode};
+                                  .mode = args.mode,
+                                  .capacity = args.capacity};
     const ParkedCalls::Call* parked = parked_.Find(key);
     const Admitted admitted = retry_cache_.Admit(
         args.client, args.request_id, fingerprint, now,
@@ -686,12 +687,14 @@ std::optional<AcquireReply> CoreOwner::AcquireLocked(const AcquireArgs& args,
                         Fingerprint{.method = Fingerprint::Method::kAcquire,
                                     .lock = args.lock,
                                     .ttl_ms = args.ttl_ms,
-                                    .mode = args.mode});
+                                    .mode = args.mode,
+                                    .capacity = args.capacity});
   }
 
   absl::StatusOr<Reply> applied = ApplyLocked(
       Operation{now, op::Acquire{args.client, args.lock,
-                                 CoreTtlLocked(args.ttl_ms), args.mode}});
+                                 CoreTtlLocked(args.ttl_ms), args.mode,
+                                 args.capacity}});
   AcquireResult result = absl::InternalError("acquire: no outcome");
   if (!applied.ok()) result = applied.status();
   if (applied.ok()) {
@@ -1032,6 +1035,7 @@ absl::StatusOr<InspectAnswer> CoreOwner::Inspect(
                                         .position = position++,
                                         .label = std::move(label)});
     }
+    answer.capacity = page.capacity;
     answer.next = page.next;
     return answer;
   }, barrier);
@@ -1075,6 +1079,7 @@ ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
         summary.holders.push_back(HolderInfoLocked(holder, now));
       }
       summary.queue_length = static_cast<int64_t>(view.queue.size());
+      summary.capacity = view.capacity;
       answer.locks.push_back(std::move(summary));
     }
     if (names.size() > limit) answer.next_after = names[limit - 1];

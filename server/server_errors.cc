@@ -21,6 +21,9 @@ static_assert(static_cast<int>(Reason::kSupersededByRetry) ==
 static_assert(static_cast<int>(Reason::kTokenNotIssued) ==
               pb::TOKEN_NOT_ISSUED);
 static_assert(static_cast<int>(Reason::kInvalidTtl) == pb::INVALID_TTL);
+static_assert(static_cast<int>(Reason::kCapacityMismatch) ==
+              pb::CAPACITY_MISMATCH);
+static_assert(static_cast<int>(Reason::kModeMismatch) == pb::MODE_MISMATCH);
 static_assert(static_cast<int>(Reason::kLimitExceeded) == pb::LIMIT_EXCEEDED);
 
 absl::Status WithInfo(absl::Status status, const ErrorInfo& info) {
@@ -43,6 +46,10 @@ Reason ReasonOfCoreError(ErrorCode code) {
       return Reason::kStaleToken;
     case ErrorCode::kTokenNotIssued:
       return Reason::kTokenNotIssued;
+    case ErrorCode::kCapacityMismatch:
+      return Reason::kCapacityMismatch;
+    case ErrorCode::kModeMismatch:
+      return Reason::kModeMismatch;
   }
   return Reason::kUnspecified;
 }

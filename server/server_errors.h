@@ -39,6 +39,8 @@ enum class Reason {
   kRequestIdReused = 11,    // INVALID_ARGUMENT "request id reused"
   kSupersededByRetry = 12,  // CANCELLED "superseded by retry"
   kTokenNotIssued = 13,     // FAILED_PRECONDITION "token not issued"
+  kCapacityMismatch = 14,   // FAILED_PRECONDITION "capacity mismatch"
+  kModeMismatch = 17,       // FAILED_PRECONDITION "mode mismatch"
 };
 
 // Stable name of a reason, e.g. "CLIENT_BUSY" (the ErrorReason enum name).
