@@ -102,6 +102,16 @@ class Unavailable(LeasekeeperError):
     or the session ended while the call waited. Worth retrying later."""
 
 
+class CapacityMismatch(LeasekeeperError):
+    """The semaphore is held or awaited with another capacity
+    (FAILED_PRECONDITION CAPACITY_MISMATCH)."""
+
+
+class ModeMismatch(LeasekeeperError):
+    """A semaphore request on a lock held or awaited as exclusive/shared, or
+    the reverse (FAILED_PRECONDITION MODE_MISMATCH)."""
+
+
 class LeaseLost(LeasekeeperError):
     """The lease has ended; `end_reason` says why."""
 
@@ -118,6 +128,8 @@ _BY_REASON: dict[str, type[LeasekeeperError]] = {
     "DEADLOCK_VICTIM": DeadlockVictim,
     "LIMIT_EXCEEDED": LimitExceeded,
     "SHUTTING_DOWN": Unavailable,
+    "CAPACITY_MISMATCH": CapacityMismatch,
+    "MODE_MISMATCH": ModeMismatch,
 }
 
 _BY_CODE: dict[grpc.StatusCode, type[LeasekeeperError]] = {
