@@ -45,6 +45,10 @@ std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
       return ErrorReason::kSupersededByRetry;
     case pb::TOKEN_NOT_ISSUED:
       return ErrorReason::kTokenNotIssued;
+    case pb::CAPACITY_MISMATCH:
+      return ErrorReason::kCapacityMismatch;
+    case pb::MODE_MISMATCH:
+      return ErrorReason::kModeMismatch;
     default:
       return std::nullopt;
   }
@@ -78,6 +82,10 @@ pb::ErrorReason ToProtoReason(ErrorReason reason) {
       return pb::SUPERSEDED_BY_RETRY;
     case ErrorReason::kTokenNotIssued:
       return pb::TOKEN_NOT_ISSUED;
+    case ErrorReason::kCapacityMismatch:
+      return pb::CAPACITY_MISMATCH;
+    case ErrorReason::kModeMismatch:
+      return pb::MODE_MISMATCH;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }
@@ -117,6 +125,10 @@ std::optional<ErrorReason> InferReason(grpc::StatusCode code,
        ErrorReason::kSupersededByRetry},
       {grpc::StatusCode::FAILED_PRECONDITION, "token not issued",
        ErrorReason::kTokenNotIssued},
+      {grpc::StatusCode::FAILED_PRECONDITION, "capacity mismatch",
+       ErrorReason::kCapacityMismatch},
+      {grpc::StatusCode::FAILED_PRECONDITION, "mode mismatch",
+       ErrorReason::kModeMismatch},
   };
   for (const Known& known : kKnown) {
     if (known.code == code && absl::StartsWith(message, known.text)) {
@@ -198,6 +210,10 @@ absl::string_view ErrorReasonName(ErrorReason reason) {
       return "SUPERSEDED_BY_RETRY";
     case ErrorReason::kTokenNotIssued:
       return "TOKEN_NOT_ISSUED";
+    case ErrorReason::kCapacityMismatch:
+      return "CAPACITY_MISMATCH";
+    case ErrorReason::kModeMismatch:
+      return "MODE_MISMATCH";
   }
   return "UNKNOWN";
 }

@@ -56,6 +56,8 @@ enum class ErrorReason {
   kRequestIdReused,    // INVALID_ARGUMENT: same request id, other arguments
   kSupersededByRetry,  // CANCELLED: a retry with the same id took over
   kTokenNotIssued,     // FAILED_PRECONDITION: no such token for the lock
+  kCapacityMismatch,   // FAILED_PRECONDITION: the semaphore has another N
+  kModeMismatch,       // FAILED_PRECONDITION: semaphore vs exclusive/shared
 };
 
 // The proto's name of the reason, e.g. "CLIENT_BUSY".

@@ -36,7 +36,14 @@ std::vector<std::pair<Fingerprint, CachedAnswer>> OneOfEachAnswer() {
                           .ttl_ms = -1};
   const Fingerprint release{.method = Fingerprint::Method::kRelease,
                             .lock = ""};
+  const Fingerprint permit{.method = Fingerprint::Method::kAcquire,
+                           .lock = "pool",
+                           .ttl_ms = 1'000,
+                           .mode = LockMode::kSemaphore,
+                           .capacity = 65'535};
   return {
+      {permit, AcquireResult(granted)},
+      {permit, AcquireResult(MakeError(ErrorCode::kCapacityMismatch))},
       {AcquireFingerprint(), AcquireResult(granted)},
       {AcquireFingerprint(), AcquireResult(withdrawn)},
       {AcquireFingerprint(), AcquireResult(queued)},
@@ -93,6 +100,19 @@ TEST(RetryEntryCodec, EveryAnswerKindRoundTripsWithItsFingerprint) {
 
 // The client reads the reason (and the victims) from the ErrorDetail
 // payload: a replayed error must carry it.
+// Entries logged before semaphores (mode byte 0 or 1, no capacity) read
+// unchanged: the capacity follows only a semaphore's mode byte.
+TEST(RetryEntryCodec, APlainModeEntryHasNoCapacityBytes) {
+  AcquireAnswer queued;
+  queued.kind = AcquireAnswer::Kind::kQueued;
+  Fingerprint semaphore = AcquireFingerprint();
+  semaphore.mode = LockMode::kSemaphore;
+  semaphore.capacity = 300;  // two varint bytes
+  EXPECT_EQ(EncodeRetryEntry(semaphore, AcquireResult(queued)).size(),
+            EncodeRetryEntry(AcquireFingerprint(), AcquireResult(queued)).size() +
+                2);
+}
+
 TEST(RetryEntryCodec, AnErrorAnswerKeepsItsReasonAndDetails) {
   const CachedAnswer answer = AcquireResult(DeadlockVictim({"a", "b"}));
   absl::StatusOr<DecodedRetryEntry> decoded =
