@@ -379,8 +379,9 @@ class LockTable {
   // in its LockState, its other holders and its queue in a Crowd allocated
   // only while they exist, and locks and clients are single allocations that
   // carry their own name (every other index points at it). A held lock costs
-  // a 96-byte LockState, its hash slot, a 16-byte entry in its client's
-  // holds, 8 in the active-locks index and 32 in the expiry index.
+  // a 96-byte LockState (88 before it carried a semaphore's capacity), its
+  // hash slot, a 16-byte entry in its client's holds, 8 in the active-locks
+  // index and 32 in the expiry index.
 
   struct Holder {
     ClientState* client = nullptr;
