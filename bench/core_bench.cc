@@ -13,7 +13,8 @@
 //    (1,000,000 locks "h/<i>" held by 1,000 clients, 1 h leases in ms, as
 //    leasekeeper-bench's mem_held fills leasekeeperd) and per waiting
 //    client (100,000 clients queued 1,000 per lock on 100 held locks, as
-//    mem_waiters). Counters: malloc's bytes in use (glibc mallinfo2, chunk
+//    mem_waiters), and per semaphore permit holder (1,000,000 permits of
+//    1,000 semaphores of capacity 1,000). Counters: malloc's bytes in use (glibc mallinfo2, chunk
 //    headers included) and RSS growth, each divided by the count. Run them
 //    alone (--benchmark_filter=BM_Memory) for an RSS figure unspoilt by
 //    memory the other benchmarks freed.
@@ -272,6 +273,36 @@ void BM_MemoryHeld(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_MemoryHeld)
+    ->Arg(1'000'000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// `count` semaphore permits held: 1,000 semaphores of capacity 1,000, each
+// permit of each held by one of 1,000 clients (client k holds one permit of
+// every semaphore), as BM_MemoryHeld's 1,000 clients hold its locks.
+void BM_MemorySemaphoreHolders(benchmark::State& state) {
+  const int64_t count = state.range(0);
+  constexpr int64_t kCapacity = 1000;
+  const int64_t semaphores = std::max<int64_t>(1, count / kCapacity);
+  for (auto _ : state) {
+    const MemoryNow before = ReadMemory();
+    auto table = std::make_unique<LockTable>(CoreConfig{.max_ttl = kDayMs});
+    for (int64_t i = 0; i < count; ++i) {
+      absl::StatusOr<AcquireOutcome> acquired = table->Acquire(
+          i, absl::StrCat("p-c", i / semaphores), absl::StrCat("p/", i % semaphores),
+          kHourMs, LockMode::kSemaphore, kCapacity);
+      if (!acquired.ok() || acquired->kind != AcquireOutcome::Kind::kGranted) {
+        state.SkipWithError("a permit within the capacity was not granted");
+        return;
+      }
+    }
+    ReportPerItem(state, before, count);
+    state.PauseTiming();
+    table.reset();
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_MemorySemaphoreHolders)
     ->Arg(1'000'000)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);

@@ -83,6 +83,20 @@ absl::StatusOr<Lease> Client::Acquire(absl::string_view lock,
   return Lease(core_, *std::move(state));
 }
 
+absl::StatusOr<Lease> Client::AcquireSemaphore(absl::string_view lock,
+                                               uint32_t n, absl::Duration ttl,
+                                               absl::Duration wait,
+                                               AcquireOptions options) {
+  if (n < 1 || n > kMaxSemaphoreCapacity) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("semaphore capacity ", n, " outside 1..",
+                     kMaxSemaphoreCapacity));
+  }
+  options.mode = LockMode::kSemaphore;
+  options.capacity = n;
+  return Acquire(lock, ttl, wait, options);
+}
+
 absl::StatusOr<std::optional<Lease>> Client::TryAcquire(
     absl::string_view lock, absl::Duration ttl, const AcquireOptions& options) {
   absl::StatusOr<std::shared_ptr<internal::LeaseState>> state =

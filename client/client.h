@@ -184,6 +184,9 @@ struct ClientOptions {
 
 struct AcquireOptions {
   LockMode mode = LockMode::kExclusive;
+  // kSemaphore: the semaphore's capacity, 1..kMaxSemaphoreCapacity (use
+  // AcquireSemaphore); 0 for the other modes.
+  uint32_t capacity = 0;
   // Replaces ClientOptions::holder_label for this lease.
   std::optional<std::string> holder_label;
   // Stopping it abandons the Acquire: the server withdraws the waiting
@@ -242,6 +245,21 @@ class Client {
   absl::StatusOr<Lease> Acquire(absl::string_view lock, absl::Duration ttl,
                                 absl::Duration wait,
                                 const AcquireOptions& options = {});
+
+  // Takes one of the `n` permits of the semaphore `lock` with a lease of
+  // `ttl`, waiting up to `wait`: Acquire with options.mode = kSemaphore and
+  // options.capacity = n (other options as given). The Lease is a lease
+  // like any other, with its own fencing token.
+  // Outcomes: those of Acquire, and
+  //  - INVALID_ARGUMENT: n outside [1, kMaxSemaphoreCapacity] (refused
+  //    locally);
+  //  - FAILED_PRECONDITION CAPACITY_MISMATCH: the semaphore is held or
+  //    awaited with another capacity; MODE_MISMATCH: `lock` is held or
+  //    awaited as an exclusive/shared lock.
+  absl::StatusOr<Lease> AcquireSemaphore(absl::string_view lock, uint32_t n,
+                                         absl::Duration ttl,
+                                         absl::Duration wait,
+                                         AcquireOptions options = {});
 
   // Takes `lock` if it can be granted now, without waiting.
   // Outcomes: a Lease; nullopt if the lock is busy (held incompatibly or

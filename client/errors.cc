@@ -48,6 +48,10 @@ std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
       return ErrorReason::kTokenNotIssued;
     case pb::NOT_LEADER:
       return ErrorReason::kNotLeader;
+    case pb::CAPACITY_MISMATCH:
+      return ErrorReason::kCapacityMismatch;
+    case pb::MODE_MISMATCH:
+      return ErrorReason::kModeMismatch;
     default:
       return std::nullopt;
   }
@@ -83,6 +87,10 @@ pb::ErrorReason ToProtoReason(ErrorReason reason) {
       return pb::TOKEN_NOT_ISSUED;
     case ErrorReason::kNotLeader:
       return pb::NOT_LEADER;
+    case ErrorReason::kCapacityMismatch:
+      return pb::CAPACITY_MISMATCH;
+    case ErrorReason::kModeMismatch:
+      return pb::MODE_MISMATCH;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }
@@ -123,6 +131,10 @@ std::optional<ErrorReason> InferReason(grpc::StatusCode code,
       {grpc::StatusCode::FAILED_PRECONDITION, "token not issued",
        ErrorReason::kTokenNotIssued},
       {grpc::StatusCode::UNAVAILABLE, "not leader", ErrorReason::kNotLeader},
+      {grpc::StatusCode::FAILED_PRECONDITION, "capacity mismatch",
+       ErrorReason::kCapacityMismatch},
+      {grpc::StatusCode::FAILED_PRECONDITION, "mode mismatch",
+       ErrorReason::kModeMismatch},
   };
   for (const Known& known : kKnown) {
     if (known.code == code && absl::StartsWith(message, known.text)) {
@@ -206,6 +218,10 @@ absl::string_view ErrorReasonName(ErrorReason reason) {
       return "TOKEN_NOT_ISSUED";
     case ErrorReason::kNotLeader:
       return "NOT_LEADER";
+    case ErrorReason::kCapacityMismatch:
+      return "CAPACITY_MISMATCH";
+    case ErrorReason::kModeMismatch:
+      return "MODE_MISMATCH";
   }
   return "UNKNOWN";
 }

@@ -57,6 +57,8 @@ enum class ErrorReason {
   kSupersededByRetry,  // CANCELLED: a retry with the same id took over
   kTokenNotIssued,     // FAILED_PRECONDITION: no such token for the lock
   kNotLeader,          // UNAVAILABLE: a cluster node that is not the leader
+  kCapacityMismatch,   // FAILED_PRECONDITION: the semaphore has another N
+  kModeMismatch,       // FAILED_PRECONDITION: semaphore vs exclusive/shared
 };
 
 // The proto's name of the reason, e.g. "CLIENT_BUSY".

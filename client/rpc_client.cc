@@ -19,8 +19,14 @@ namespace {
 namespace pb = ::leasekeeper::v1;
 
 LockMode FromProto(pb::LockMode mode) {
-  return mode == pb::LOCK_MODE_SHARED ? LockMode::kShared
-                                      : LockMode::kExclusive;
+  switch (mode) {
+    case pb::LOCK_MODE_SHARED:
+      return LockMode::kShared;
+    case pb::LOCK_MODE_SEMAPHORE:
+      return LockMode::kSemaphore;
+    default:
+      return LockMode::kExclusive;
+  }
 }
 
 HolderInfo FromProto(const pb::Holder& holder) {
@@ -303,6 +309,7 @@ absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
       w.holder_label = waiter.holder_label();
       info.queue.push_back(std::move(w));
     }
+    info.capacity = response->capacity();
     request.set_page_token(response->next_page_token());
   } while (!request.page_token().empty());
   return info;
@@ -362,6 +369,7 @@ absl::StatusOr<LockPage> RpcClient::ListLocks(
     s.lock = summary.lock();
     s.holders = FromProto(summary.holders());
     s.queue_length = summary.queue_length();
+    s.capacity = summary.capacity();
     page.locks.push_back(std::move(s));
   }
   page.next_page_token = response->next_page_token();

@@ -71,6 +71,9 @@ struct AcquireCall {
   std::string lock;
   absl::Duration ttl;
   LockMode mode = LockMode::kExclusive;
+  // kSemaphore: the semaphore's capacity (1..kMaxSemaphoreCapacity); 0 for
+  // the other modes.
+  uint32_t capacity = 0;
   // Zero: answer at once, granted or queued (a queued request STAYS queued;
   // Release withdraws it). Positive: wait up to this long for a grant (at
   // most kMaxServerWait; rounded down to whole milliseconds, at least 1 ms).
@@ -178,6 +181,7 @@ struct WaiterInfo {
 struct LockInfo {
   std::vector<HolderInfo> holders;  // by token, lowest first
   std::vector<WaiterInfo> queue;    // oldest first
+  uint32_t capacity = 0;  // a semaphore's, while held or awaited; else 0
 };
 
 enum class SessionState {
@@ -200,6 +204,7 @@ struct LockSummary {
   std::string lock;
   std::vector<HolderInfo> holders;  // by token, lowest first
   int64_t queue_length = 0;
+  uint32_t capacity = 0;  // as LockInfo::capacity
 };
 
 struct LockPage {

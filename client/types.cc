@@ -8,6 +8,8 @@ absl::string_view LockModeName(LockMode mode) {
       return "exclusive";
     case LockMode::kShared:
       return "shared";
+    case LockMode::kSemaphore:
+      return "semaphore";
   }
   return "exclusive";
 }
@@ -15,6 +17,7 @@ absl::string_view LockModeName(LockMode mode) {
 std::optional<LockMode> ParseLockMode(absl::string_view name) {
   if (name == "exclusive") return LockMode::kExclusive;
   if (name == "shared") return LockMode::kShared;
+  if (name == "semaphore") return LockMode::kSemaphore;
   return std::nullopt;
 }
 

@@ -24,10 +24,14 @@ namespace leasekeeper::client {
 // that refuses tokens below the highest it accepted refuses a stale holder.
 using FencingToken = uint64_t;
 
-// A lock is held by one kExclusive lease or by any number of kShared ones.
-enum class LockMode { kExclusive, kShared };
+// A lock is held by one kExclusive lease, or by any number of kShared ones,
+// or by at most N kSemaphore leases (a counting semaphore of capacity N,
+// 1..kMaxSemaphoreCapacity, fixed by the acquire that found it idle).
+enum class LockMode { kExclusive, kShared, kSemaphore };
 
-// "exclusive" / "shared".
+inline constexpr uint32_t kMaxSemaphoreCapacity = 65535;
+
+// "exclusive" / "shared" / "semaphore".
 absl::string_view LockModeName(LockMode mode);
 // Inverse of LockModeName; nullopt for any other spelling.
 std::optional<LockMode> ParseLockMode(absl::string_view name);

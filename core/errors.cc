@@ -5,10 +5,11 @@
 namespace leasekeeper {
 namespace {
 
-constexpr std::array<ErrorCode, 6> kAllCodes = {
-    ErrorCode::kInvalidArguments, ErrorCode::kInvalidTtl,
-    ErrorCode::kClientBusy,       ErrorCode::kNotHolder,
-    ErrorCode::kStaleToken,       ErrorCode::kTokenNotIssued};
+constexpr std::array<ErrorCode, 8> kAllCodes = {
+    ErrorCode::kInvalidArguments,  ErrorCode::kInvalidTtl,
+    ErrorCode::kClientBusy,        ErrorCode::kNotHolder,
+    ErrorCode::kStaleToken,        ErrorCode::kTokenNotIssued,
+    ErrorCode::kCapacityMismatch, ErrorCode::kModeMismatch};
 
 }  // namespace
 
@@ -26,6 +27,10 @@ absl::string_view ErrorText(ErrorCode code) {
       return "stale token";
     case ErrorCode::kTokenNotIssued:
       return "token not issued";
+    case ErrorCode::kCapacityMismatch:
+      return "capacity mismatch";
+    case ErrorCode::kModeMismatch:
+      return "mode mismatch";
   }
   return "unknown error";
 }
@@ -39,6 +44,8 @@ absl::Status MakeError(ErrorCode code) {
     case ErrorCode::kNotHolder:
     case ErrorCode::kStaleToken:
     case ErrorCode::kTokenNotIssued:
+    case ErrorCode::kCapacityMismatch:
+    case ErrorCode::kModeMismatch:
       return absl::FailedPreconditionError(ErrorText(code));
   }
   return absl::InternalError("unknown error code");

@@ -4,7 +4,8 @@
 // The status message is exactly the contract's error text ("invalid ttl"), so
 // the replay prints "error: " + message and the server forwards it verbatim.
 // The codes after them come only from checks the daemon asks for and the
-// replay never does (op::Write's and op::FencedRead's daemon-only fields). The absl code says
+// replay never does (op::Write's and op::FencedRead's daemon-only fields,
+// semaphores). The absl code says
 // which family it belongs to (INVALID_ARGUMENT for malformed input,
 // FAILED_PRECONDITION for a well-formed request the state refuses).
 //
@@ -26,10 +27,16 @@ enum class ErrorCode {
   kNotHolder,         // renew/release by a client that does not hold the lock
   kStaleToken,        // write with a token below the lock's high-water mark
   kTokenNotIssued,    // a token above the lock's fencing counter (daemon)
+  // A semaphore request naming another capacity than the one the lock's
+  // holders and waiters use (daemon).
+  kCapacityMismatch,
+  // A semaphore request on a lock held or awaited in exclusive or shared
+  // mode, or the reverse (daemon).
+  kModeMismatch,
 };
 
 // "invalid arguments", "invalid ttl", "client busy", "not holder",
-// "stale token", "token not issued".
+// "stale token", "token not issued", "capacity mismatch", "mode mismatch".
 absl::string_view ErrorText(ErrorCode code);
 
 // A non-OK status carrying `code`: message ErrorText(code), absl code

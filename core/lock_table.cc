@@ -115,6 +115,9 @@ void LockTable::Emit(Event::Kind kind, Tick at, const ClientState& client,
 }
 
 bool LockTable::Compatible(const LockState& lock, LockMode mode) const {
+  if (mode == LockMode::kSemaphore) {
+    return lock.holder_count() < lock.capacity;
+  }
   if (!lock.has_holders()) return true;
   // An exclusive holder is always the only holder, so the first holder's mode
   // tells whether all holders are shared.
@@ -218,10 +221,14 @@ std::optional<Tick> LockTable::NextExpiry() const {
 absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
                                                   absl::string_view client_name,
                                                   absl::string_view lock_name,
-                                                  int64_t ttl, LockMode mode) {
+                                                  int64_t ttl, LockMode mode,
+                                                  uint32_t capacity) {
   AdvanceTo(now);
   now = now_;
-  if (client_name.empty() || lock_name.empty()) {
+  const bool semaphore = mode == LockMode::kSemaphore;
+  if (client_name.empty() || lock_name.empty() ||
+      (semaphore ? capacity < 1 || capacity > kMaxSemaphoreCapacity
+                 : capacity != 0)) {
     return MakeError(ErrorCode::kInvalidArguments);
   }
   if (absl::Status status = ValidateTtl(ttl); !status.ok()) return status;
@@ -232,16 +239,27 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
        client->holds.find(lock_name) != client->holds.end())) {
     return MakeError(ErrorCode::kClientBusy);
   }
+  LockState* found = FindLock(lock_name);
+  if (found != nullptr && !found->idle()) {
+    // The lock's kind and capacity stand while anybody holds or waits.
+    if ((found->capacity != 0) != semaphore) {
+      return MakeError(ErrorCode::kModeMismatch);
+    }
+    if (found->capacity != capacity) {
+      return MakeError(ErrorCode::kCapacityMismatch);
+    }
+  }
   if (client == nullptr) {
     client = clients_.insert(std::make_unique<ClientState>(client_name))
                  .first->get();
     client->age = ++last_age_;
   }
-  LockState* found = FindLock(lock_name);
   if (found == nullptr) {
     found = locks_.insert(std::make_unique<LockState>(lock_name)).first->get();
   }
   LockState& lock = *found;
+  // The first acquirer of an idle lock decides what it is.
+  if (lock.idle()) lock.capacity = capacity;
 
   AcquireOutcome outcome;
   if (lock.queue_empty() && Compatible(lock, mode)) {
@@ -260,15 +278,15 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
   UpdateActive(lock);
   MarkBusy(*client);
 
-  // Part 3 rule 5: abort the youngest client on the cycles through the
+  // Part 3 rule 5: abort the youngest deadlocked client reachable from the
   // requester until none is left, the requester is granted, or it is the
   // victim itself.
   ClientState* requester = client;
   while (requester->waiting != nullptr) {
-    std::vector<ClientState*> cycle = CycleThrough(*requester);
-    if (cycle.empty()) break;
+    std::vector<ClientState*> deadlocked = DeadlockedWith(*requester);
+    if (deadlocked.empty()) break;
     ClientState* victim =
-        *std::max_element(cycle.begin(), cycle.end(),
+        *std::max_element(deadlocked.begin(), deadlocked.end(),
                           [](const ClientState* a, const ClientState* b) {
                             return a->age < b->age;
                           });
@@ -298,19 +316,21 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
   return outcome;
 }
 
-std::vector<LockTable::ClientState*> LockTable::CycleThrough(
+std::vector<LockTable::ClientState*> LockTable::DeadlockedWith(
     ClientState& requester) const {
   // The wait-for graph (Part 3 rule 3) gives a waiter edges to every holder
   // and to every client ahead of it in the queue. Listing an edge per pair of
-  // waiters would be quadratic, so the search uses an equivalent graph with
-  // the same reachability: a waiter points to the waiter just ahead of it, and
-  // the head of the queue points to the holders. Everyone ahead reaches the
-  // holders through the head, so "reachable from" and "can reach" are
-  // unchanged, and so is the set of clients on a cycle through the requester.
+  // waiters would be quadratic, so the search uses an equivalent graph: a
+  // waiter points to the waiter just ahead of it, and the head of the queue
+  // points to the holders. Everyone ahead reaches the holders through the
+  // head, so reachability is unchanged; and so is freedom (see the header):
+  // the waiters of one queue wait in the same way (a lock's waiters are all
+  // semaphore requests or none is), so a waiter behind is free iff the one
+  // ahead is, and the head decides from the holders.
   //
-  // Cheap exit first: a cycle through the requester needs an edge into it,
-  // and only the head waiter of a lock it holds has one (nobody queues behind
-  // a request during the call that queued it).
+  // Cheap exit first: a deadlock needs a cycle through the requester, hence
+  // an edge into it, and only the head waiter of a lock it holds has one
+  // (nobody queues behind a request during the call that queued it).
   bool has_incoming = false;
   for (const Hold& hold : requester.holds) {
     if (!hold.lock->queue_empty()) {
@@ -321,20 +341,27 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   if (!has_incoming) return {};
 
   // Visited marks live on the clients and are compared with a fresh epoch,
-  // so a search allocates nothing and clears nothing.
+  // so a search clears nothing it did not touch.
   const uint64_t epoch = ++search_epoch_;
+  const uint64_t reached_mark = 2 * epoch;
+  const uint64_t free_mark = 2 * epoch + 1;
   std::vector<ClientState*>& stack = search_stack_;
   std::vector<ClientState*>& successors = search_successors_;
+  std::vector<ClientState*>& reached = search_reached_;
   stack.clear();
+  reached.clear();
 
   // Forward: everything reachable from the requester (the work Part 4
-  // allows).
+  // allows). A deadlocked requester lies on a cycle (every deadlocked client
+  // has a deadlocked successor, and every deadlocked client can reach the
+  // requester), so without one nobody is deadlocked.
   bool cycle = false;
   auto push_forward = [&](ClientState* next) {
     if (next == &requester) cycle = true;
     if (next->search_mark / 2 != epoch) {
-      next->search_mark = 2 * epoch;
+      next->search_mark = reached_mark;
       stack.push_back(next);
+      reached.push_back(next);
     }
   };
   successors.clear();
@@ -349,36 +376,49 @@ std::vector<LockTable::ClientState*> LockTable::CycleThrough(
   }
   if (!cycle) return {};
 
-  // Backward from the requester, inside the reachable set: a client that can
-  // reach the requester and is reachable from it lies on a cycle through it,
-  // and every client on such a path is itself reachable, so the restriction
-  // loses nothing. A client's predecessors are the head waiters of the locks
-  // it holds and the waiter just behind it.
-  std::vector<ClientState*> members = {&requester};
-  requester.search_mark = 2 * epoch + 1;  // reached: it is on the cycle
-  auto push_backward = [&](ClientState* previous) {
-    // Reached forward and not yet found on the cycle.
-    if (previous->search_mark == 2 * epoch) {
-      previous->search_mark = 2 * epoch + 1;
-      members.push_back(previous);
-      stack.push_back(previous);
-    }
+  // Backward, inside the reachable set (freedom depends only on what a
+  // client reaches, and the set is closed under successors): start from the
+  // reached clients that wait for nothing and spread freedom to
+  // predecessors by the AND-OR rule. A client's predecessors are the head
+  // waiters of the locks it holds (whose successors are that lock's
+  // holders) and the waiter just behind it (whose one successor it is).
+  search_pending_.clear();
+  auto set_free = [&](ClientState* client) {
+    client->search_mark = free_mark;
+    stack.push_back(client);
   };
-  stack.push_back(&requester);
+  for (ClientState* client : reached) {
+    if (client->waiting == nullptr) set_free(client);
+  }
   while (!stack.empty()) {
     ClientState* current = stack.back();
     stack.pop_back();
     for (const Hold& hold : current->holds) {
-      if (!hold.lock->queue_empty()) {
-        push_backward(hold.lock->queue().front().client);
+      const LockState& lock = *hold.lock;
+      if (lock.queue_empty()) continue;
+      ClientState* head = lock.queue().front().client;
+      if (head->search_mark != reached_mark) continue;
+      // A semaphore head needs one free holder (OR); any other head all of
+      // them (AND).
+      const size_t holders = lock.holder_count();
+      if (lock.capacity != 0 || holders == 1) {
+        set_free(head);
+        continue;
       }
+      auto [missing, inserted] = search_pending_.try_emplace(head, holders);
+      if (--missing->second == 0) set_free(head);
     }
     if (current->waiting != nullptr) {
       auto behind = std::next(current->waiting_entry);
-      if (behind != current->waiting->queue().end()) {
-        push_backward(behind->client);
+      if (behind != current->waiting->queue().end() &&
+          behind->client->search_mark == reached_mark) {
+        set_free(behind->client);
       }
     }
+  }
+  std::vector<ClientState*> members;
+  for (ClientState* client : reached) {
+    if (client->search_mark == reached_mark) members.push_back(client);
   }
   return members;
 }
@@ -556,6 +596,7 @@ LockView LockTable::Inspect(Tick now, absl::string_view lock_name) {
   LockView view;
   const LockState* lock = FindLock(lock_name);
   if (lock == nullptr) return view;
+  view.capacity = lock->active_capacity();
   view.holders.reserve(lock->holder_count());
   lock->ForEachHolder([&](const Holder& holder) {
     view.holders.push_back(ViewOf(*lock, holder));
@@ -592,6 +633,7 @@ LockPage LockTable::InspectPage(Tick now, absl::string_view lock_name,
   LockPage page;
   const LockState* lock = FindLock(lock_name);
   if (lock == nullptr) return page;
+  page.capacity = lock->active_capacity();
   if (!from.in_queue && lock->has_holders()) {
     if (lock->first.token > from.after_token) {
       page.holders.push_back(ViewOf(*lock, lock->first));
@@ -710,6 +752,7 @@ void LockTable::ExportTo(CoreSnapshot& snapshot) const {
     CoreSnapshot::Lock& out = snapshot.locks.emplace_back();
     out.name = lock->name;
     out.last_token = lock->last_token;
+    out.capacity = lock->active_capacity();
     out.holders.reserve(lock->holder_count());
     lock->ForEachHolder([&](const Holder& holder) {
       out.holders.push_back({holder.client->name, holder.mode, holder.token,
@@ -772,9 +815,18 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
     }
     LockState& lock = *FindLock(in.name);
     lock.last_token = in.last_token;
+    if (in.capacity > kMaxSemaphoreCapacity ||
+        (in.capacity != 0 && in.holders.empty() && in.queue.empty())) {
+      return fail(absl::StrCat("capacity of ", in.name));
+    }
+    lock.capacity = in.capacity;
+    // Every holder and waiter is a semaphore request iff the lock is one.
+    auto kind_fits = [&lock](LockMode mode) {
+      return (mode == LockMode::kSemaphore) == (lock.capacity != 0);
+    };
     for (const CoreSnapshot::Holder& holder : in.holders) {
       ClientState* client = FindClient(holder.client);
-      if (client == nullptr || holder.token < 1 ||
+      if (client == nullptr || !kind_fits(holder.mode) || holder.token < 1 ||
           holder.token > lock.last_token || holder.ttl < 1 ||
           holder.ttl > kMaxCoreTtl || holder.expires_at <= now_ ||
           holder.sequence > last_sequence_ || !Compatible(lock, holder.mode) ||
@@ -789,7 +841,8 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
     }
     for (const CoreSnapshot::Waiter& waiter : in.queue) {
       ClientState* client = FindClient(waiter.client);
-      if (client == nullptr || client->waiting != nullptr || waiter.ttl < 1 ||
+      if (client == nullptr || client->waiting != nullptr ||
+          !kind_fits(waiter.mode) || waiter.ttl < 1 ||
           waiter.ttl > kMaxCoreTtl) {
         return fail(absl::StrCat("waiter ", waiter.client, " of ", in.name));
       }
@@ -873,6 +926,23 @@ absl::Status LockTable::CheckInvariants() const {
     if (exclusive > 0 && lock.holder_count() != 1) {
       return absl::InternalError(absl::StrCat("incompatible holders: ", name));
     }
+    if (lock.capacity > kMaxSemaphoreCapacity ||
+        (lock.capacity != 0 && lock.holder_count() > lock.capacity)) {
+      return absl::InternalError(absl::StrCat("capacity exceeded: ", name));
+    }
+    if (!lock.idle()) {
+      const bool semaphore = lock.capacity != 0;
+      bool kinds_fit = true;
+      lock.ForEachHolder([&](const Holder& holder) {
+        kinds_fit &= (holder.mode == LockMode::kSemaphore) == semaphore;
+      });
+      for (const Waiter& waiter : lock.queue()) {
+        kinds_fit &= (waiter.mode == LockMode::kSemaphore) == semaphore;
+      }
+      if (!kinds_fit) {
+        return absl::InternalError(absl::StrCat("mixed kinds: ", name));
+      }
+    }
     if (!lock.queue_empty() && Compatible(lock, lock.queue().front().mode)) {
       return absl::InternalError(absl::StrCat("grantable head waits: ", name));
     }
@@ -887,36 +957,48 @@ absl::Status LockTable::CheckInvariants() const {
   if (leases != expiry_.size()) return absl::InternalError("expiry size");
   if (waiters != waiter_count_) return absl::InternalError("waiter count");
   if (active != active_locks_.size()) return absl::InternalError("active size");
-  // Invariant 6: no wait-for cycle (colouring depth-first search).
-  enum class Colour { kOnPath, kDone };
-  absl::flat_hash_map<const ClientState*, Colour> colour;
-  for (const auto& start_ptr : clients_) {
-    const ClientState& start = *start_ptr;
-    if (colour.contains(&start)) continue;
-    std::vector<std::pair<const ClientState*, std::vector<ClientState*>>> path;
-    auto enter = [&](const ClientState* client) {
-      colour[client] = Colour::kOnPath;
-      std::vector<ClientState*> next;
-      AppendSuccessors(*client, next);
-      path.emplace_back(client, std::move(next));
-    };
-    enter(&start);
-    while (!path.empty()) {
-      auto& [client, pending] = path.back();
-      if (pending.empty()) {
-        colour[client] = Colour::kDone;
-        path.pop_back();
-        continue;
-      }
-      const ClientState* next = pending.back();
-      pending.pop_back();
-      auto seen = colour.find(next);
-      if (seen == colour.end()) {
-        enter(next);
-      } else if (seen->second == Colour::kOnPath) {
-        return absl::InternalError(
-            absl::StrCat("wait-for cycle through ", next->name));
-      }
+  // Invariant 6: nobody is deadlocked. Freedom (the AND-OR rule of the
+  // header) over the whole graph, from the clients that wait for nothing,
+  // with the contract's edges listed in full (every holder, every waiter
+  // ahead), independently of the chained graph DeadlockedWith searches.
+  absl::flat_hash_map<const ClientState*, std::vector<const ClientState*>>
+      predecessors;
+  absl::flat_hash_map<const ClientState*, size_t> missing;
+  std::vector<const ClientState*> free_clients;
+  absl::flat_hash_set<const ClientState*> is_free;
+  for (const auto& client_ptr : clients_) {
+    const ClientState& client = *client_ptr;
+    if (client.waiting == nullptr) {
+      is_free.insert(&client);
+      free_clients.push_back(&client);
+      continue;
+    }
+    const LockState& lock = *client.waiting;
+    size_t successors = 0;
+    lock.ForEachHolder([&](const Holder& holder) {
+      predecessors[holder.client].push_back(&client);
+      ++successors;
+    });
+    for (auto it = lock.queue().begin(); it != client.waiting_entry; ++it) {
+      predecessors[it->client].push_back(&client);
+      ++successors;
+    }
+    // A semaphore waiter needs one free successor; any other all of them.
+    missing[&client] = lock.capacity != 0 ? 1 : successors;
+  }
+  for (size_t i = 0; i < free_clients.size(); ++i) {
+    auto found = predecessors.find(free_clients[i]);
+    if (found == predecessors.end()) continue;
+    for (const ClientState* waiter : found->second) {
+      if (is_free.contains(waiter) || --missing[waiter] != 0) continue;
+      is_free.insert(waiter);
+      free_clients.push_back(waiter);
+    }
+  }
+  for (const auto& client_ptr : clients_) {
+    if (!is_free.contains(client_ptr.get())) {
+      return absl::InternalError(
+          absl::StrCat("deadlocked client: ", client_ptr->name));
     }
   }
   size_t idle = 0;

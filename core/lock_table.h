@@ -1,4 +1,5 @@
-// LockTable: the lease contract's lock table (contract Parts 1-4).
+// LockTable: the lease contract's lock table (contract Parts 1-4), and the
+// daemon's counting semaphores.
 //
 // A pure, single-threaded, in-memory table of named locks with time-limited
 // leases, FIFO wait queues, shared/exclusive modes, per-lock fencing
@@ -14,9 +15,43 @@
 // value is treated as the latest `now` seen (REQUIRES: now in
 // [kMinTick, kMaxTick]).
 //
+// Semaphores (daemon-only; the contract and the replay know only exclusive
+// and shared). A lock is a semaphore of capacity N (1..kMaxSemaphoreCapacity)
+// while its holders and waiters are in LockMode::kSemaphore: the acquire
+// that finds the lock idle (no holder, no waiter) decides, and later
+// requests must name the same mode and N until the lock is idle again.
+// Compatibility (Part 2 rule 1) for a semaphore request is "fewer than N
+// hold"; everything else of Parts 1-2 applies unchanged: FIFO queue,
+// immediate grant only with an empty queue, the queue-grant rule (the head
+// is granted while fewer than N hold; nobody overtakes), the hand-over
+// instant for every grant, a lease and a token of the lock's one counter per
+// holder.
+//
+// Deadlocks (Part 3) with semaphores: the OR-model. A waiter on a full
+// semaphore is unblocked by any one holder's release, so "an edge to every
+// holder" (Part 3 rule 3) read as a cycle test would abort clients that are
+// not stuck. The table keeps the contract's graph (edges to every holder
+// and every waiter ahead) and decides with the AND-OR rule:
+//  - a client that waits for nothing is free;
+//  - an exclusive or shared waiter is free iff all its successors are free
+//    (it needs every holder and every waiter ahead to move: an AND-wait);
+//  - a semaphore waiter is free iff at least one successor is free (one
+//    release by a free holder grants the head, which then waits for nothing
+//    and will release in turn, so the whole queue moves: an OR-wait);
+//  - a client is deadlocked iff it is not free (least fixpoint).
+// Part 3's set C becomes: the deadlocked clients reachable from the
+// requester R (R itself included when it is deadlocked). Only R's new wait
+// can create a deadlock, so every deadlocked client can reach R and R is
+// deadlocked whenever anybody is; the victim, the abort and the loop of
+// Part 3 rules 5-10 are unchanged. Without semaphore waiters, "deadlocked
+// and reachable from R" is exactly "on a cycle through R", so exclusive and
+// shared locks keep the contract's behaviour to the letter.
+//
 // Invariants, true between calls:
-//  1. A lock's holders are either one exclusive lease or any number of
-//     shared leases.
+//  1. A lock's holders are either one exclusive lease, or any number of
+//     shared leases, or at most `capacity` semaphore leases; a lock's
+//     holders and waiters are either all semaphore requests of the lock's
+//     capacity or none is.
 //  2. Every lease held has expires_at > the latest now.
 //  3. The head of a non-empty queue is not compatible with the holders
 //     (otherwise it would have been granted).
@@ -24,16 +59,20 @@
 //     never reset, even when nobody holds or awaits it.
 //  5. A client waits for at most one lock and holds at most one lease per
 //     lock; a client that holds or waits is registered.
-//  6. The wait-for graph has no cycle (each queued acquire resolves the
-//     cycles through its requester before returning).
+//  6. No client is deadlocked (each queued acquire resolves the deadlocks
+//     it creates before returning). Without semaphore waiters: the
+//     wait-for graph has no cycle.
 //  7. With CoreConfig::track_idle_clients, a registered client is in the
 //     idle index iff it holds nothing and waits for nothing.
 //
 // Cost: an operation's work depends only on what it touches (Part 4): the
 // leases that lapse before it, the lock and client it names, and, for an
 // acquire that queues, the clients reachable from the requester in the
-// wait-for graph. No method scans all locks or clients. Lapses come from an
-// ordered expiry index keyed (expires_at, grant sequence).
+// wait-for graph, each with the locks it holds (one forward search, then
+// one pass that spreads freedom backwards along the edges the search
+// found; with semaphores as without). No method scans all locks or
+// clients. Lapses come from an ordered expiry index keyed (expires_at,
+// grant sequence).
 //
 // Effects: besides its result, each call may cause events other parties care
 // about (a waiter granted from the queue, a lapse, an abort). They are
@@ -52,6 +91,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
@@ -102,10 +142,13 @@ struct WaiterView {
   int64_t ttl = 0;
 };
 
-// inspect: holders by token, lowest first; queue oldest first.
+// inspect: holders by token, lowest first; queue oldest first. capacity:
+// the semaphore's N while the lock is a semaphore with holders or waiters,
+// else 0.
 struct LockView {
   std::vector<HolderView> holders;
   std::vector<WaiterView> queue;
+  uint32_t capacity = 0;
 };
 
 // status: a client that is not registered has no age, holds nothing and
@@ -133,6 +176,7 @@ struct InspectCursor {
 struct LockPage {
   std::vector<HolderView> holders;
   std::vector<WaiterView> queue;
+  uint32_t capacity = 0;  // as LockView::capacity
   int64_t first_position = 1;
   std::optional<InspectCursor> next;
 };
@@ -173,22 +217,32 @@ class LockTable {
   LockTable& operator=(const LockTable&) = delete;
   ~LockTable();
 
-  // Takes `lock` for `client` in `mode` with a lease of `ttl` ticks.
-  // Outcomes:
-  //  - kInvalidArguments: empty client or lock.
+  // Takes `lock` for `client` in `mode` with a lease of `ttl` ticks;
+  // `capacity` is the semaphore's N for mode kSemaphore and 0 otherwise.
+  // Outcomes, checked in this order (a refusal changes nothing but time):
+  //  - kInvalidArguments: empty client or lock; a kSemaphore request with
+  //    capacity outside [1, kMaxSemaphoreCapacity]; another mode with a
+  //    capacity other than 0.
   //  - kInvalidTtl: ttl outside [1, max_ttl].
   //  - kClientBusy: the client waits for some lock, or holds `lock`.
+  //  - kModeMismatch: the lock has holders or waiters and is a semaphore
+  //    while the request is not, or the reverse.
+  //  - kCapacityMismatch: the lock is a semaphore with holders or waiters
+  //    and the request names another capacity.
   //  - kGranted: the queue was empty and the request compatible (Part 2
-  //    rule 2); lease [now, now + ttl) with the lock's next token.
-  //  - kQueued: appended to the queue; the youngest client on every
-  //    wait-for cycle through the requester was aborted first (Part 3), and
-  //    those aborts may have granted the request after all (kGranted with
-  //    `aborted` set).
+  //    rule 2; for a semaphore, fewer than capacity hold); lease
+  //    [now, now + ttl) with the lock's next token.
+  //  - kQueued: appended to the queue; while the requester was deadlocked,
+  //    the youngest deadlocked client reachable from it was aborted (Part 3
+  //    with the AND-OR rule above), and those aborts may have granted the
+  //    request after all (kGranted with `aborted` set).
   //  - kDeadlock: the requester itself was the victim; it is unregistered.
   // Registers an unregistered client before queueing (Part 3 rule 2).
+  // Cost: O(log) plus, when it queues, the deadlock search (see Cost
+  // above) once per abort.
   absl::StatusOr<AcquireOutcome> Acquire(Tick now, absl::string_view client,
                                          absl::string_view lock, int64_t ttl,
-                                         LockMode mode);
+                                         LockMode mode, uint32_t capacity = 0);
 
   // Sets the caller's lease on `lock` to [.., now + ttl); keeps the token.
   // Outcomes: kInvalidArguments, kInvalidTtl, kNotHolder (including a lease
@@ -306,8 +360,10 @@ class LockTable {
 
   // Replaces this table's state with `snapshot`'s. InvalidArgument (and the
   // table left empty) if the snapshot is inconsistent: a holder or waiter
-  // that is not a registered client, incompatible holders, a token above its
-  // lock's counter, a client holding twice or waiting twice, two clients of
+  // that is not a registered client, incompatible holders, holders or
+  // waiters of another mode or capacity than their lock's, a capacity on an
+  // idle lock or above kMaxSemaphoreCapacity, a token above its lock's
+  // counter, a client holding twice or waiting twice, two clients of
   // one age or an age above last_age. Pending events
   // are dropped. Cost: O(size of the snapshot).
   absl::Status ImportFrom(const CoreSnapshot& snapshot);
@@ -324,8 +380,9 @@ class LockTable {
   // in its LockState, its other holders and its queue in a Crowd allocated
   // only while they exist, and locks and clients are single allocations that
   // carry their own name (every other index points at it). A held lock costs
-  // a 96-byte LockState, its hash slot, a 16-byte entry in its client's
-  // holds, 8 in the active-locks index and 32 in the expiry index.
+  // a 96-byte LockState (88 before it carried a semaphore's capacity), its
+  // hash slot, a 16-byte entry in its client's holds, 8 in the active-locks
+  // index and 32 in the expiry index.
 
   struct Holder {
     ClientState* client = nullptr;
@@ -355,9 +412,17 @@ class LockTable {
     // The holder with the lowest token; client == nullptr when nobody holds
     // the lock. Every other holder has a higher token and is in the crowd.
     Holder first;
+    // The semaphore's N while the lock is a semaphore with holders or
+    // waiters; 0 for an exclusive/shared lock. Meaningless while the lock
+    // is idle: the next acquire of an idle lock sets it.
+    uint32_t capacity = 0;
     std::unique_ptr<Crowd> crowd;
 
     bool has_holders() const { return first.client != nullptr; }
+    bool idle() const { return !has_holders() && queue_empty(); }
+    // 0 unless an active semaphore (the capacity as views and snapshots
+    // show it).
+    uint32_t active_capacity() const { return idle() ? 0 : capacity; }
     size_t holder_count() const;
     // nullptr if no holder has `token`. Invalidated by Insert/EraseHolder.
     Holder* FindHolder(FencingToken token);
@@ -410,9 +475,9 @@ class LockTable {
     absl::btree_set<Hold, ByLockName> holds;
     LockState* waiting = nullptr;
     Queue::iterator waiting_entry;
-    // Mark of the cycle search (CycleThrough), scratch, not state: 2 * the
-    // search's epoch once reached forward, 2 * epoch + 1 once also found on
-    // a cycle. One word rather than two.
+    // Mark of the deadlock search (DeadlockedWith), scratch, not state:
+    // 2 * the search's epoch once reached forward, 2 * epoch + 1 once also
+    // found free. One word rather than two.
     mutable uint64_t search_mark = 0;
     // Its key in idle_ while it is there, else kMaxTick.
     Tick idle_since = kMaxTick;
@@ -465,6 +530,9 @@ class LockTable {
 
   absl::Status ValidateTtl(int64_t ttl) const;
   void Retire(Tick now);
+  // Part 2 rule 1, and "fewer than capacity hold" for a semaphore request.
+  // REQUIRES: `mode` is the lock's kind (a semaphore request iff
+  // lock.capacity > 0), or the lock is idle.
   bool Compatible(const LockState& lock, LockMode mode) const;
   void AddHolder(LockState& lock, ClientState& client, LockMode mode, Tick at,
                  int64_t ttl);
@@ -490,12 +558,15 @@ class LockTable {
   // (a fresh sequence, as for a new grant).
   void ExtendLease(LockState& lock, Holder& holder, Tick expires_at);
   // Appends the client's successors in the reachability-equivalent wait-for
-  // graph (see CycleThrough): the waiter just ahead, or the holders if it is
-  // at the head. Nothing for a client that does not wait.
+  // graph (see DeadlockedWith): the waiter just ahead, or the holders if it
+  // is at the head. Nothing for a client that does not wait.
   void AppendSuccessors(const ClientState& client,
                         std::vector<ClientState*>& out) const;
-  // The clients on a wait-for cycle through `requester`; empty if none.
-  std::vector<ClientState*> CycleThrough(ClientState& requester) const;
+  // Part 3's set C under the AND-OR rule (see the top of this header): the
+  // deadlocked clients reachable from `requester`, the requester among
+  // them; empty if the requester is not deadlocked. REQUIRES: nobody was
+  // deadlocked before the requester's wait began.
+  std::vector<ClientState*> DeadlockedWith(ClientState& requester) const;
   LockState* FindLock(absl::string_view name);
   ClientState* FindClient(absl::string_view name);
   HolderView ViewOf(const LockState& lock, const Holder& holder) const;
@@ -517,6 +588,10 @@ class LockTable {
   mutable uint64_t search_epoch_ = 0;
   mutable std::vector<ClientState*> search_stack_;
   mutable std::vector<ClientState*> search_successors_;
+  mutable std::vector<ClientState*> search_reached_;
+  // Free successors still missing, per AND-waiter with several successors
+  // (the head of a shared lock with several holders).
+  mutable absl::flat_hash_map<const ClientState*, size_t> search_pending_;
   std::vector<Event> events_;
 };
 

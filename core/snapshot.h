@@ -7,7 +7,7 @@
 // that influences a later decision is here: the time, the age and grant
 // sequence counters, every lock's fencing counter (also for locks nobody
 // holds: a counter never goes back), holders with their expiry tie-break
-// sequence, queues in order, registered clients and the fenced store.
+// sequence, queues in order, semaphore capacities, registered clients and the fenced store.
 //
 // Thread-safety: a plain value.
 #ifndef LEASEKEEPER_CORE_SNAPSHOT_H_
@@ -38,6 +38,8 @@ struct CoreSnapshot {
   struct Lock {
     std::string name;
     FencingToken last_token = 0;
+    // A semaphore's capacity while it has holders or waiters, else 0.
+    uint32_t capacity = 0;
     std::vector<Holder> holders;  // by token
     std::vector<Waiter> queue;    // oldest first
   };

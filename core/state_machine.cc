@@ -26,7 +26,8 @@ absl::StatusOr<Reply> StateMachine::Apply(const Operation& op) {
   return std::visit(
       Overloaded{
           [&](const op::Acquire& a) {
-            return ToReply(table_.Acquire(at, a.client, a.lock, a.ttl, a.mode));
+            return ToReply(table_.Acquire(at, a.client, a.lock, a.ttl, a.mode,
+                                          a.capacity));
           },
           [&](const op::Renew& r) {
             return ToReply(table_.Renew(at, r.client, r.lock, r.ttl));

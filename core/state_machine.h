@@ -34,6 +34,9 @@ struct Acquire {
   std::string lock;
   int64_t ttl = 0;
   LockMode mode = LockMode::kExclusive;
+  // Daemon-only: the semaphore's capacity for mode kSemaphore, else 0 (see
+  // LockTable::Acquire).
+  uint32_t capacity = 0;
 };
 struct Renew {
   std::string client;

@@ -3,7 +3,15 @@
 namespace leasekeeper {
 
 absl::string_view LockModeName(LockMode mode) {
-  return mode == LockMode::kShared ? "shared" : "exclusive";
+  switch (mode) {
+    case LockMode::kExclusive:
+      return "exclusive";
+    case LockMode::kShared:
+      return "shared";
+    case LockMode::kSemaphore:
+      return "semaphore";
+  }
+  return "exclusive";
 }
 
 std::optional<LockMode> ParseLockMode(absl::string_view name) {

@@ -27,12 +27,20 @@ inline constexpr Tick kMinTick = -kMaxTick;
 // any client-supplied token >= 1 without overflow.
 using FencingToken = uint64_t;
 
-enum class LockMode { kExclusive, kShared };
+// kExclusive and kShared are the contract's modes. kSemaphore is the
+// daemon's counting semaphore (a lock held by at most its capacity of
+// holders at once, see LockTable); the contract knows no such mode, so the
+// replay never produces it.
+enum class LockMode { kExclusive, kShared, kSemaphore };
 
-// "exclusive" / "shared", the contract's spelling.
+// "exclusive" / "shared" (the contract's spelling) / "semaphore".
 absl::string_view LockModeName(LockMode mode);
-// Inverse of LockModeName; nullopt for any other spelling.
+// The contract's modes only: "exclusive" or "shared"; nullopt for any other
+// spelling, "semaphore" included (the replay parses modes with it).
 std::optional<LockMode> ParseLockMode(absl::string_view name);
+
+// A semaphore's capacity is in [1, kMaxSemaphoreCapacity].
+inline constexpr uint32_t kMaxSemaphoreCapacity = 65535;
 
 // Limits of the core itself. Everything else (name sizes, waiters per lock)
 // is a server policy and lives in the server's config.

@@ -30,6 +30,7 @@ struct AcquireArgs {
   std::string lock{};
   int64_t ttl_ms = 0;
   LockMode mode = LockMode::kExclusive;
+  uint32_t capacity = 0;        // kSemaphore: the semaphore's N, else 0
   int64_t wait_timeout_ms = 0;  // 0: answer queued at once
   std::string request_id{};     // empty: not idempotent
   std::string session_id{};     // empty: no session
@@ -110,6 +111,7 @@ struct WaiterInfo {
 struct InspectAnswer {
   std::vector<HolderInfo> holders{};  // by token
   std::vector<WaiterInfo> queue{};    // oldest first
+  uint32_t capacity = 0;  // LockView::capacity
   // Where the next page resumes; nullopt on the last page.
   std::optional<InspectCursor> next{};
 };
@@ -130,6 +132,7 @@ struct LockSummary {
   std::string name{};
   std::vector<HolderInfo> holders{};
   int64_t queue_length = 0;
+  uint32_t capacity = 0;  // LockView::capacity
 };
 
 struct ListLocksAnswer {

@@ -68,12 +68,25 @@ class Checker {
 
 bool ValidMode(int mode) {
   return mode == pb::LOCK_MODE_UNSPECIFIED || mode == pb::LOCK_MODE_EXCLUSIVE ||
-         mode == pb::LOCK_MODE_SHARED;
+         mode == pb::LOCK_MODE_SHARED || mode == pb::LOCK_MODE_SEMAPHORE;
 }
 
-pb::LockMode ModeToProto(LockMode mode) {
-  return mode == LockMode::kShared ? pb::LOCK_MODE_SHARED
-                                   : pb::LOCK_MODE_EXCLUSIVE;
+// A semaphore names its capacity; no other mode has one.
+bool ValidCapacity(const pb::AcquireRequest& request) {
+  if (request.mode() != pb::LOCK_MODE_SEMAPHORE) return request.capacity() == 0;
+  return request.capacity() >= 1 &&
+         request.capacity() <= kMaxSemaphoreCapacity;
+}
+
+LockMode ModeFromProto(int mode) {
+  switch (mode) {
+    case pb::LOCK_MODE_SHARED:
+      return LockMode::kShared;
+    case pb::LOCK_MODE_SEMAPHORE:
+      return LockMode::kSemaphore;
+    default:
+      return LockMode::kExclusive;
+  }
 }
 
 void SetTimestamp(absl::Time time, google::protobuf::Timestamp* proto) {
@@ -109,6 +122,8 @@ absl::StatusOr<AcquireArgs> ParseAcquire(const pb::AcquireRequest& request,
           .Required(request.client_id(), "client_id")
           .Required(request.lock(), "lock")
           .Argument(ValidMode(request.mode()), "mode")
+          .Argument(!ValidMode(request.mode()) || ValidCapacity(request),
+                    "capacity")
           .Argument(request.wait_timeout_ms() >= 0 &&
                         request.wait_timeout_ms() <= kMaxWaitTimeoutMs,
                     "wait_timeout_ms")
@@ -123,8 +138,8 @@ absl::StatusOr<AcquireArgs> ParseAcquire(const pb::AcquireRequest& request,
   args.client = request.client_id();
   args.lock = request.lock();
   args.ttl_ms = request.ttl_ms();
-  args.mode = request.mode() == pb::LOCK_MODE_SHARED ? LockMode::kShared
-                                                     : LockMode::kExclusive;
+  args.mode = ModeFromProto(request.mode());
+  args.capacity = request.capacity();
   args.wait_timeout_ms = request.wait_timeout_ms();
   args.request_id = request.request_id();
   args.session_id = request.session_id();
@@ -361,6 +376,7 @@ void ToProto(const InspectAnswer& answer, absl::Time wall_now,
     proto->set_position(waiter.position);
     proto->set_holder_label(waiter.label);
   }
+  response->set_capacity(answer.capacity);
   if (answer.next.has_value()) {
     response->set_next_page_token(EncodeInspectPageToken(*answer.next));
   }
@@ -399,10 +415,23 @@ void ToProto(const ListLocksAnswer& answer, absl::Time wall_now,
       FillHolder(holder, wall_now, proto->add_holders());
     }
     proto->set_queue_length(summary.queue_length);
+    proto->set_capacity(summary.capacity);
   }
   if (answer.next_after.has_value()) {
     response->set_next_page_token(EncodePageToken(*answer.next_after));
   }
+}
+
+pb::LockMode ModeToProto(LockMode mode) {
+  switch (mode) {
+    case LockMode::kExclusive:
+      return pb::LOCK_MODE_EXCLUSIVE;
+    case LockMode::kShared:
+      return pb::LOCK_MODE_SHARED;
+    case LockMode::kSemaphore:
+      return pb::LOCK_MODE_SEMAPHORE;
+  }
+  return pb::LOCK_MODE_EXCLUSIVE;
 }
 
 void ToProto(const SessionNotice& notice, pb::LockNotice* proto) {

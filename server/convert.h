@@ -79,6 +79,7 @@ void ToProto(const StatusAnswer& answer, absl::Time wall_now,
 void ToProto(const ListLocksAnswer& answer, absl::Time wall_now,
              v1::ListLocksResponse* response);
 void ToProto(const SessionNotice& notice, v1::LockNotice* proto);
+v1::LockMode ModeToProto(LockMode mode);
 
 // Page tokens are opaque: web-safe base64 of the last lock name shown.
 std::string EncodePageToken(const std::string& after);

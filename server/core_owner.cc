@@ -571,7 +571,8 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
     const Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
                                   .lock = args.lock,
                                   .ttl_ms = args.ttl_ms,
-                                  .mode = args.mode};
+                                  .mode = args.mode,
+                                  .capacity = args.capacity};
     const ParkedCalls::Call* parked = parked_.Find(key);
     const Admitted admitted = retry_cache_.Admit(
         args.client, args.request_id, fingerprint, now,
@@ -638,12 +639,14 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
                         Fingerprint{.method = Fingerprint::Method::kAcquire,
                                     .lock = args.lock,
                                     .ttl_ms = args.ttl_ms,
-                                    .mode = args.mode});
+                                    .mode = args.mode,
+                                    .capacity = args.capacity});
   }
 
   absl::StatusOr<Reply> applied = ApplyLocked(
       Operation{now, op::Acquire{args.client, args.lock,
-                                 CoreTtlLocked(args.ttl_ms), args.mode}});
+                                 CoreTtlLocked(args.ttl_ms), args.mode,
+                                 args.capacity}});
   absl::StatusOr<AcquireAnswer> result =
       absl::InternalError("acquire: no outcome");
   if (!applied.ok()) result = applied.status();
@@ -984,6 +987,7 @@ void CoreOwner::Inspect(const std::string& lock, const InspectCursor& from,
                                                 .position = position++,
                                                 .label = std::move(label)});
             }
+            answer.capacity = page.capacity;
             answer.next = page.next;
             return answer;
           },
@@ -1034,6 +1038,7 @@ void CoreOwner::ListLocks(const std::string& prefix, const std::string& after,
             summary.holders.push_back(HolderInfoLocked(holder, now));
           }
           summary.queue_length = static_cast<int64_t>(view->queue.size());
+          summary.capacity = view->capacity;
           answer.locks.push_back(std::move(summary));
         }
         if (names.size() > limit) answer.next_after = names[limit - 1];

@@ -421,9 +421,7 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
           pb::ReleasedLease* proto = response->add_released();
           proto->set_client_id(lease.client);
           proto->set_token(lease.token);
-          proto->set_mode(lease.mode == LockMode::kShared
-                              ? pb::LOCK_MODE_SHARED
-                              : pb::LOCK_MODE_EXCLUSIVE);
+          proto->set_mode(ModeToProto(lease.mode));
         }
         reactor->Finish(grpc::Status::OK);
       });

@@ -53,6 +53,7 @@ struct Fingerprint {
   std::string lock{};
   int64_t ttl_ms = 0;
   LockMode mode = LockMode::kExclusive;
+  uint32_t capacity = 0;  // a semaphore's
 
   bool operator==(const Fingerprint& other) const = default;
 };

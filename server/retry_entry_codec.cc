@@ -154,7 +154,20 @@ std::string EncodeRetryEntry(const Fingerprint& fingerprint,
   PutByte(out, static_cast<uint8_t>(fingerprint.method));
   PutLengthPrefixed(out, fingerprint.lock);
   PutSignedVarint64(out, fingerprint.ttl_ms);
-  PutByte(out, fingerprint.mode == LockMode::kShared ? 1 : 0);
+  // Mode 0 exclusive, 1 shared, 2 semaphore; only a semaphore's capacity
+  // follows, so entries written before semaphores read unchanged.
+  switch (fingerprint.mode) {
+    case LockMode::kExclusive:
+      PutByte(out, 0);
+      break;
+    case LockMode::kShared:
+      PutByte(out, 1);
+      break;
+    case LockMode::kSemaphore:
+      PutByte(out, 2);
+      PutVarint64(out, fingerprint.capacity);
+      break;
+  }
   PutByte(out, static_cast<uint8_t>(answer.index()));
   std::visit(
       [&](const auto& result) {
@@ -181,12 +194,20 @@ absl::StatusOr<DecodedRetryEntry> DecodeRetryEntry(absl::string_view bytes) {
   uint8_t kind = 0;
   if (!reader.Byte(method, 2) ||
       !in.GetString(entry.fingerprint.lock, kAnyLength) ||
-      !in.GetSignedVarint64(entry.fingerprint.ttl_ms) || !reader.Byte(mode, 1) ||
-      !reader.Byte(kind, 2)) {
+      !in.GetSignedVarint64(entry.fingerprint.ttl_ms) || !reader.Byte(mode, 2)) {
     return Malformed("fingerprint");
   }
+  uint64_t capacity = 0;
+  if (mode == 2 && (!in.GetVarint64(capacity) ||
+                    capacity > std::numeric_limits<uint32_t>::max())) {
+    return Malformed("fingerprint");
+  }
+  if (!reader.Byte(kind, 2)) return Malformed("fingerprint");
   entry.fingerprint.method = static_cast<Fingerprint::Method>(method);
-  entry.fingerprint.mode = mode == 1 ? LockMode::kShared : LockMode::kExclusive;
+  entry.fingerprint.mode = mode == 2   ? LockMode::kSemaphore
+                           : mode == 1 ? LockMode::kShared
+                                       : LockMode::kExclusive;
+  entry.fingerprint.capacity = static_cast<uint32_t>(capacity);
   std::optional<CachedAnswer> answer;
   switch (kind) {
     case 0:

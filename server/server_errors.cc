@@ -38,6 +38,10 @@ pb::ErrorReason ReasonOfCoreError(ErrorCode code) {
       return pb::STALE_TOKEN;
     case ErrorCode::kTokenNotIssued:
       return pb::TOKEN_NOT_ISSUED;
+    case ErrorCode::kCapacityMismatch:
+      return pb::CAPACITY_MISMATCH;
+    case ErrorCode::kModeMismatch:
+      return pb::MODE_MISMATCH;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }

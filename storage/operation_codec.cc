@@ -1,5 +1,7 @@
 #include "storage/operation_codec.h"
 
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +23,7 @@ enum Kind : uint8_t {
   kCheckedWrite = 32,
   kFencedRead = 33,
   kForget = 34,
+  kAcquireWithCapacity = 35,
   kRestartGrace = 64,
   kSessionOpened = 65,
   kSessionEnded = 66,
@@ -45,7 +48,22 @@ void PutHeader(std::string& out, Kind kind, Tick at) {
   PutSignedVarint64(out, at);
 }
 
-uint8_t ModeByte(LockMode mode) { return mode == LockMode::kShared ? 1 : 0; }
+uint8_t ModeByte(LockMode mode) {
+  switch (mode) {
+    case LockMode::kExclusive:
+      return 0;
+    case LockMode::kShared:
+      return 1;
+    case LockMode::kSemaphore:
+      return 2;
+  }
+  return 0;
+}
+
+// The contract's acquire (kind 1) has no capacity; any other is kind 35.
+bool IsContractAcquire(const op::Acquire& a) {
+  return a.mode != LockMode::kSemaphore && a.capacity == 0;
+}
 
 absl::Status Malformed(absl::string_view what) {
   return absl::DataLossError(absl::StrCat("malformed log entry: ", what));
@@ -57,11 +75,14 @@ void EncodeOperation(const Operation& operation, std::string& out) {
   std::visit(
       Overloaded{
           [&](const op::Acquire& a) {
-            PutHeader(out, kAcquire, operation.at);
+            const bool contract = IsContractAcquire(a);
+            PutHeader(out, contract ? kAcquire : kAcquireWithCapacity,
+                      operation.at);
             PutLengthPrefixed(out, a.client);
             PutLengthPrefixed(out, a.lock);
             PutSignedVarint64(out, a.ttl);
             out.push_back(static_cast<char>(ModeByte(a.mode)));
+            if (!contract) PutVarint64(out, a.capacity);
           },
           [&](const op::Renew& r) {
             PutHeader(out, kRenew, operation.at);
@@ -211,6 +232,10 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
       (kind == kCheckedWrite || kind == kFencedRead || kind == kForget)) {
     return Malformed(absl::StrCat("kind ", kind, " in a version 1 entry"));
   }
+  if (version < 3 && kind == kAcquireWithCapacity) {
+    return Malformed(absl::StrCat("kind ", kind, " in a version ", version,
+                                  " entry"));
+  }
   if (!in.GetSignedVarint64(at)) return Malformed("bad tick");
   if (at < kMinTick || at > kMaxTick) return Malformed("tick out of range");
 
@@ -230,6 +255,21 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
            in.GetString(a.lock, kAnyLength) && in.GetSignedVarint64(a.ttl) &&
            in.GetByte(mode);
       a.mode = mode_of(mode);
+      operation.body = std::move(a);
+      break;
+    }
+    case kAcquireWithCapacity: {
+      op::Acquire a;
+      uint8_t mode = 0;
+      uint64_t capacity = 0;
+      ok = in.GetString(a.client, kAnyLength) &&
+           in.GetString(a.lock, kAnyLength) && in.GetSignedVarint64(a.ttl) &&
+           in.GetByte(mode) && mode <= 2 && in.GetVarint64(capacity) &&
+           capacity <= std::numeric_limits<uint32_t>::max();
+      a.mode = mode == 2 ? LockMode::kSemaphore : mode_of(mode);
+      a.capacity = static_cast<uint32_t>(capacity);
+      // Kind 1 is the only spelling of a contract acquire.
+      if (ok && IsContractAcquire(a)) ok = false;
       operation.body = std::move(a);
       break;
     }
@@ -334,7 +374,7 @@ bool SameOperation(const Operation& a, const Operation& b) {
           [&](const op::Acquire& x) {
             const auto& y = std::get<op::Acquire>(b.body);
             return x.client == y.client && x.lock == y.lock && x.ttl == y.ttl &&
-                   x.mode == y.mode;
+                   x.mode == y.mode && x.capacity == y.capacity;
           },
           [&](const op::Renew& x) {
             const auto& y = std::get<op::Renew>(b.body);

@@ -2,13 +2,13 @@
 // the core applied, a RestartGrace (restart_grace.h), or a ServerRecord
 // (server_records.h: sessions and the retry cache).
 //
-// Format, version 2 (all integers LEB128 varints; "s" = zigzag-signed;
+// Format, version 3 (all integers LEB128 varints; "s" = zigzag-signed;
 // strings = varint length + bytes):
 //
 //   byte     codec version (kOperationCodecVersion)
 //   byte     kind: 1 Acquire, 2 Renew, 3 Release, 4 Withdraw, 5 ReleaseAll,
 //            6 RenewAll, 7 Write, 8 Advance, 32 CheckedWrite, 33 FencedRead,
-//            34 Forget, 64 RestartGrace, 65 SessionOpened, 66 SessionEnded,
+//            34 Forget, 35 AcquireWithCapacity, 64 RestartGrace, 65 SessionOpened, 66 SessionEnded,
 //            67 RetryAnswered, 68 RetryForgotten
 //   s-varint at (the operation's Tick)
 //   fields of the kind, in this order:
@@ -24,15 +24,22 @@
 //                 refuse_unissued, bit 1 require_held; others 0), client
 //     FencedRead  lock, key, varint token
 //     Forget      client
+//     AcquireWithCapacity client, lock, s ttl, byte mode (0 exclusive,
+//                 1 shared, 2 semaphore), varint capacity (< 2^32)
 //     RestartGrace s grace_ticks
 //     SessionOpened  session_id, client
 //     SessionEnded   session_id
 //     RetryAnswered  client, request_id, entry
 //     RetryForgotten client, request_id
 //
+// An Acquire in the contract's modes with capacity 0 is encoded as kind 1,
+// any other (a semaphore) as kind 35; a kind 35 that kind 1 could spell is
+// malformed. Version 2 is version 3 without kind 35 (a data dir written
+// before semaphores): it is still read, and a version-2 entry of kind 35 is
+// malformed.
 // Version 1 is version 2 without kinds 65..68 (a data dir written before
 // sessions and the retry cache were durable): the decoder reads both, so
-// such a dir still opens; the encoder writes version 2 only.
+// such a dir still opens; the encoder writes version 3 only.
 //
 // A Write whose daemon-only fields are all unset (the contract's write) is
 // encoded as kind 7, any other as CheckedWrite. Version 1 is version 2
@@ -69,7 +76,7 @@
 
 namespace leasekeeper::storage {
 
-inline constexpr uint8_t kOperationCodecVersion = 2;
+inline constexpr uint8_t kOperationCodecVersion = 3;
 // The oldest version DecodeLogEntry still reads.
 inline constexpr uint8_t kOldestOperationCodecVersion = 1;
 
@@ -93,7 +100,8 @@ inline std::string EncodeOperation(const Operation& operation) {
 //    message names both versions);
 //  - DataLoss: anything else malformed (unknown kind, a kind newer than
 //    the entry's version, truncated field, a
-//    tick outside [kMinTick, kMaxTick], a mode byte other than 0/1, bytes
+//    tick outside [kMinTick, kMaxTick], a mode byte other than 0/1 (0..2
+//    in kind 35), bytes
 //    left over).
 absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes);
 

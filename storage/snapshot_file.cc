@@ -18,13 +18,23 @@ namespace {
 constexpr absl::string_view kSnapshotMagic = "LKSNAPSH";
 constexpr uint64_t kAnyLength = std::numeric_limits<uint64_t>::max();
 
-uint8_t ModeByte(LockMode mode) { return mode == LockMode::kShared ? 1 : 0; }
+uint8_t ModeByte(LockMode mode) {
+  switch (mode) {
+    case LockMode::kExclusive:
+      return 0;
+    case LockMode::kShared:
+      return 1;
+    case LockMode::kSemaphore:
+      return 2;
+  }
+  return 0;
+}
 
 // Decodes the payload; on failure `offset` tells where.
 class PayloadDecoder {
  public:
-  explicit PayloadDecoder(absl::string_view payload)
-      : payload_(payload), in_(payload) {}
+  PayloadDecoder(absl::string_view payload, uint32_t version)
+      : payload_(payload), in_(payload), version_(version) {}
 
   // The core's part; bytes may follow (the server state of version 2).
   absl::Status DecodeCore(CoreSnapshot& s) {
@@ -46,10 +56,15 @@ class PayloadDecoder {
     s.locks.resize(n);
     for (CoreSnapshot::Lock& lock : s.locks) {
       uint64_t holders = 0;
+      uint64_t capacity = 0;
       if (!in_.GetString(lock.name, kAnyLength) ||
-          !in_.GetVarint64(lock.last_token) || !Count(holders)) {
+          !in_.GetVarint64(lock.last_token) ||
+          (version_ >= 3 && (!in_.GetVarint64(capacity) ||
+                             capacity > kMaxSemaphoreCapacity)) ||
+          !Count(holders)) {
         return Bad("lock");
       }
+      lock.capacity = static_cast<uint32_t>(capacity);
       lock.holders.resize(holders);
       for (CoreSnapshot::Holder& h : lock.holders) {
         if (!in_.GetString(h.client, kAnyLength) || !Mode(h.mode) ||
@@ -127,8 +142,11 @@ class PayloadDecoder {
 
   bool Mode(LockMode& mode) {
     uint8_t b = 0;
-    if (!in_.GetByte(b) || b > 1) return false;
-    mode = b == 1 ? LockMode::kShared : LockMode::kExclusive;
+    // Semaphores (2) from version 3 on.
+    if (!in_.GetByte(b) || b > (version_ >= 3 ? 2 : 1)) return false;
+    mode = b == 2   ? LockMode::kSemaphore
+           : b == 1 ? LockMode::kShared
+                    : LockMode::kExclusive;
     return true;
   }
 
@@ -139,6 +157,7 @@ class PayloadDecoder {
 
   absl::string_view payload_;
   ByteReader in_;
+  uint32_t version_;
 };
 
 size_t EstimateBytes(const CoreSnapshot& s) {
@@ -158,7 +177,8 @@ size_t EstimateBytes(const CoreSnapshot& s) {
 
 }  // namespace
 
-void EncodeSnapshotPayload(const CoreSnapshot& s, std::string& out) {
+void EncodeSnapshotPayload(const CoreSnapshot& s, std::string& out,
+                           uint32_t version) {
   out.reserve(out.size() + EstimateBytes(s));
   PutSignedVarint64(out, s.now);
   PutVarint64(out, s.last_age);
@@ -187,6 +207,7 @@ void EncodeSnapshotPayload(const CoreSnapshot& s, std::string& out) {
     const CoreSnapshot::Lock& lock = *lock_ptr;
     PutLengthPrefixed(out, lock.name);
     PutVarint64(out, lock.last_token);
+    if (version >= 3) PutVarint64(out, lock.capacity);
     PutVarint64(out, lock.holders.size());
     for (const CoreSnapshot::Holder& h : lock.holders) {
       PutLengthPrefixed(out, h.client);
@@ -217,7 +238,7 @@ void EncodeSnapshotPayload(const CoreSnapshot& s, std::string& out) {
 
 absl::Status DecodeSnapshotPayload(absl::string_view payload,
                                    CoreSnapshot& snapshot) {
-  PayloadDecoder decoder(payload);
+  PayloadDecoder decoder(payload, kSnapshotFormatVersion);
   if (absl::Status s = decoder.DecodeCore(snapshot); !s.ok()) return s;
   return decoder.End();
 }
@@ -339,7 +360,7 @@ absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
         kSnapshotHeaderBytes, ")"));
   }
   if (snapshot != nullptr) {
-    PayloadDecoder decoder(payload);
+    PayloadDecoder decoder(payload, version);
     ServerState ignored;
     absl::Status s = decoder.DecodeCore(*snapshot);
     if (s.ok() && version >= 2) {

@@ -2,7 +2,7 @@
 // (server_records.h) on disk, written atomically, with the log position
 // they cover, a format version and a checksum.
 //
-// File DIR/snap-<covered position, 20 digits>.snap, format version 2
+// File DIR/snap-<covered position, 20 digits>.snap, format version 3
 // (little-endian; varints as in operation_codec.h):
 //
 //   header (40 bytes): "LKSNAPSH" | u32 format version | u32 0 |
@@ -10,7 +10,7 @@
 //                      u32 crc32c(payload) | u32 crc32c(previous 36 bytes)
 //   payload: s now | last_age | last_sequence |
 //            n clients, each: name, age |
-//            n locks, each: name, last_token,
+//            n locks, each: name, last_token, capacity,
 //                           n holders, each: client, mode byte, token,
 //                                            s expires_at, s ttl, sequence
 //                           n waiters, each: client, mode byte, s ttl |
@@ -20,9 +20,12 @@
 //                          n retries, each: client, request_id,
 //                                           s answered_at, entry
 //
-// Version 1 is version 2 without the server state (written before sessions
-// and the retry cache were durable); it is still read, as an empty server
-// state. Files are written in version 2 only.
+// Mode bytes: 0 exclusive, 1 shared, 2 semaphore. Version 2 is version 3
+// without a lock's capacity and mode 2 (written before semaphores); it is
+// still read, every capacity 0. Version 1 is version 2 without the server
+// state (written before sessions and the retry cache were durable); it is
+// still read, as an empty server state. Files are written in version 3
+// only.
 //
 // "covered position" p means: this state is the result of applying log
 // records 1..p; recovery replays p+1 onwards.
@@ -61,7 +64,7 @@
 
 namespace leasekeeper::storage {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 2;
+inline constexpr uint32_t kSnapshotFormatVersion = 3;
 // The oldest version ReadSnapshotFile still reads.
 inline constexpr uint32_t kOldestSnapshotFormatVersion = 1;
 inline constexpr size_t kSnapshotHeaderBytes = 40;
@@ -72,8 +75,10 @@ struct SnapshotFileInfo {
 };
 
 // Encodes / decodes the core's part of the payload alone (tests,
-// benchmarks).
-void EncodeSnapshotPayload(const CoreSnapshot& snapshot, std::string& out);
+// benchmarks). `version` < 3 writes the layout of an older build (tests of
+// reading old files); REQUIRES: then no lock has a capacity.
+void EncodeSnapshotPayload(const CoreSnapshot& snapshot, std::string& out,
+                           uint32_t version = kSnapshotFormatVersion);
 // DataLoss if malformed.
 absl::Status DecodeSnapshotPayload(absl::string_view payload,
                                    CoreSnapshot& snapshot);

@@ -287,6 +287,19 @@ class CommandTree {
                     {client::kMinTtl, client::kMaxTtl}, help);
   }
 
+  // --semaphore N: one of N permits of a counting semaphore, N in
+  // 1..65535; not with --shared.
+  void AddSemaphore(CLI::App* sub, CLI::Option* shared) {
+    CLI::Option* semaphore =
+        sub->add_option("--semaphore", in_->semaphore,
+                        "Take one of N permits of a counting semaphore "
+                        "(N in 1..65535; the first holder sets N)")
+            ->type_name("N")
+            ->check(CLI::Range(uint32_t{1}, client::kMaxSemaphoreCapacity));
+    semaphore->excludes(shared);
+    shared->excludes(semaphore);
+  }
+
   void AddAcquire() {
     CLI::App* sub = AddCommand(
         Command::kAcquire, "acquire", "Take a lock for a client and exit",
@@ -297,8 +310,9 @@ class CommandTree {
     AddClient(sub, true, "The client that takes the lock");
     AddTtl(sub, "Length of the lease");
     sub->get_option("--ttl")->required();
-    sub->add_flag("--shared", in_->shared,
-                  "Take it shared (default exclusive)");
+    CLI::Option* shared = sub->add_flag("--shared", in_->shared,
+                                        "Take it shared (default exclusive)");
+    AddSemaphore(sub, shared);
     AddDurationFlag(*sub, "--wait", &in_->wait,
                     {absl::ZeroDuration(), client::kMaxServerWait},
                     "Wait up to this long for a busy lock");
@@ -403,8 +417,9 @@ class CommandTree {
                     "The command and its arguments, after --")
         ->type_name("");
     AddTtl(sub, "Length of the lease, renewed while CMD runs (default 30s)");
-    sub->add_flag("--shared", in_->shared,
-                  "Take it shared (default exclusive)");
+    CLI::Option* shared = sub->add_flag("--shared", in_->shared,
+                                        "Take it shared (default exclusive)");
+    AddSemaphore(sub, shared);
     CLI::Option* wait = AddDurationFlag(
         *sub, "--wait", &in_->wait,
         {absl::ZeroDuration(), client::kMaxServerWait},

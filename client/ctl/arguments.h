@@ -90,6 +90,7 @@ struct Invocation {
   // Command flags.
   std::optional<absl::Duration> ttl;              // --ttl (run: 30s)
   bool shared = false;                            // --shared
+  uint32_t semaphore = 0;  // --semaphore N: a permit of N (0: not one)
   std::optional<absl::Duration> wait;             // --wait
   bool try_only = false;                          // --try
   client::FencingToken token = 0;                 // --token

@@ -164,6 +164,7 @@ absl::StatusOr<client::ChannelOptions> ChannelOptionsOf(
 }
 
 client::LockMode ModeOf(const Invocation& invocation) {
+  if (invocation.semaphore != 0) return client::LockMode::kSemaphore;
   return invocation.shared ? client::LockMode::kShared
                            : client::LockMode::kExclusive;
 }
@@ -176,6 +177,7 @@ int Acquire(const Invocation& in, const client::RpcClient& rpc,
   call.lock = in.lock;
   call.ttl = *in.ttl;
   call.mode = ModeOf(in);
+  call.capacity = in.semaphore;
   call.wait = in.wait.value_or(absl::ZeroDuration());
   call.request_id = RandomRequestId();
   call.holder_label = in.label;
@@ -304,6 +306,7 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
 
   client::AcquireOptions acquire_options;
   acquire_options.mode = ModeOf(in);
+  acquire_options.capacity = in.semaphore;
   acquire_options.stop = relay->interrupted();
   std::optional<client::Lease> lease;
   if (in.try_only) {

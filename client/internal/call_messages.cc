@@ -15,8 +15,15 @@ int64_t ToWholeMilliseconds(absl::Duration duration) {
 }
 
 pb::LockMode ToProto(LockMode mode) {
-  return mode == LockMode::kShared ? pb::LOCK_MODE_SHARED
-                                   : pb::LOCK_MODE_EXCLUSIVE;
+  switch (mode) {
+    case LockMode::kExclusive:
+      return pb::LOCK_MODE_EXCLUSIVE;
+    case LockMode::kShared:
+      return pb::LOCK_MODE_SHARED;
+    case LockMode::kSemaphore:
+      return pb::LOCK_MODE_SEMAPHORE;
+  }
+  return pb::LOCK_MODE_EXCLUSIVE;
 }
 
 // The fields that say who asks for which lock, in every request here.
@@ -46,6 +53,7 @@ pb::AcquireRequest ToRequest(const AcquireCall& call) {
   SetCaller(call, request);
   request.set_ttl_ms(ToWholeMilliseconds(call.ttl));
   request.set_mode(ToProto(call.mode));
+  request.set_capacity(call.capacity);
   if (call.wait > absl::ZeroDuration()) {
     request.set_wait_timeout_ms(std::max<int64_t>(
         1, ToWholeMilliseconds(std::min(call.wait, kMaxServerWait))));

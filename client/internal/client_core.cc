@@ -239,6 +239,7 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
   call.lock = lock;
   call.ttl = ttl;
   call.mode = options.mode;
+  call.capacity = options.capacity;
   call.wait = try_only ? absl::ZeroDuration() : std::min(wait, kMaxServerWait);
   call.request_id = NewRequestId();
   call.session_id = session_id;

@@ -15,9 +15,10 @@ from leasekeeper._common import (ClientStatus, Holder, LockInfo,
                                  LockSummary, ReleasedLease,
                                  TlsFiles, Waiter, default_client_id)
 from leasekeeper.client import Client, Lease
-from leasekeeper.errors import (ClientBusy, DeadlockVictim, LeasekeeperError,
-                                LeaseLost, LimitExceeded, LockBusy, NotHolder,
-                                NotLeader, StaleToken, Unavailable)
+from leasekeeper.errors import (CapacityMismatch, ClientBusy, DeadlockVictim,
+                                LeasekeeperError, LeaseLost, LimitExceeded,
+                                LockBusy, ModeMismatch, NotHolder, NotLeader,
+                                StaleToken, Unavailable)
 from leasekeeper.leader import TermEnd, run_as_leader
 
 __all__ = [
@@ -25,5 +26,5 @@ __all__ = [
     "LeasekeeperError", "StaleToken", "NotHolder", "ClientBusy", "LockBusy",
     "DeadlockVictim", "LimitExceeded", "Unavailable", "NotLeader", "LeaseLost",
     "LockInfo", "Holder", "Waiter", "ClientStatus", "LockSummary",
-    "ReleasedLease", "default_client_id",
+    "ReleasedLease", "default_client_id", "CapacityMismatch", "ModeMismatch",
 ]

@@ -58,8 +58,10 @@ class AcquireAttempts:
     def __init__(self, client_id: str, lock: str, ttl: float,
                  wait: Optional[float], shared: bool, label: str,
                  try_only: bool, call_timeout: float, session_id: str,
-                 new_request_id: Callable[[], str], now: float) -> None:
+                 new_request_id: Callable[[], str], now: float,
+                 semaphore: int = 0) -> None:
         self.lock = lock
+        self._semaphore = semaphore
         self.session_id = session_id
         self._client_id = client_id
         self._ttl = ttl
@@ -86,7 +88,8 @@ class AcquireAttempts:
             0.0, min(self._wait_deadline - now, _common.MAX_SERVER_WAIT))
         request = _common.acquire_request(
             self._client_id, self.lock, self._ttl, self._shared, wait,
-            self._request_id, self.session_id, self._label)
+            self._request_id, self.session_id, self._label,
+            self._semaphore)
         return request, self._call_timeout + wait
 
     def reopened(self, session_id: str) -> None:

@@ -98,17 +98,39 @@ class LockArgs:
     wait: Optional[float]
     shared: bool
     label: str
+    # A permit of a counting semaphore of this capacity; 0: not a semaphore.
+    semaphore: int = 0
+
+
+MAX_SEMAPHORE_CAPACITY = 65535
+
+
+def check_semaphore(semaphore: object, shared: bool) -> int:
+    """A semaphore's capacity (None: not a semaphore, 0 here)."""
+    if semaphore is None:
+        return 0
+    if not isinstance(semaphore, int) or isinstance(semaphore, bool):
+        raise TypeError("semaphore must be an int, not "
+                        f"{type(semaphore).__name__}")
+    if not 1 <= semaphore <= MAX_SEMAPHORE_CAPACITY:
+        raise ValueError(f"semaphore must be in 1..{MAX_SEMAPHORE_CAPACITY}")
+    if shared:
+        raise ValueError("a semaphore permit cannot also be shared")
+    return semaphore
 
 
 def check_lock_args(name: object, ttl: object, wait: object, shared: object,
-                    holder_label: object, default_label: str) -> LockArgs:
+                    holder_label: object, default_label: str,
+                    semaphore: object = None) -> LockArgs:
     """lock()'s and try_lock()'s arguments, checked before any call."""
+    is_shared = check_bool("shared", shared)
     return LockArgs(
         check_str("name", name), check_ttl(ttl), check_wait(wait),
-        check_bool("shared", shared),
+        is_shared,
         default_label if holder_label is None else check_str(
             "holder_label", holder_label, max_bytes=MAX_HOLDER_LABEL_BYTES,
-            allow_empty=True))
+            allow_empty=True),
+        check_semaphore(semaphore, is_shared))
 
 
 @dataclass(frozen=True)
@@ -299,13 +321,14 @@ def ms(seconds: float) -> int:
 
 def acquire_request(client_id: str, lock: str, ttl: float, shared: bool,
                     wait: float, request_id: str, session_id: str,
-                    holder_label: str) -> pb.AcquireRequest:
+                    holder_label: str, semaphore: int = 0) -> pb.AcquireRequest:
+    mode = (pb.LOCK_MODE_SEMAPHORE if semaphore else
+            pb.LOCK_MODE_SHARED if shared else pb.LOCK_MODE_EXCLUSIVE)
     return pb.AcquireRequest(
-        client_id=client_id, lock=lock, ttl_ms=max(1, ms(ttl)),
-        mode=pb.LOCK_MODE_SHARED if shared else pb.LOCK_MODE_EXCLUSIVE,
+        client_id=client_id, lock=lock, ttl_ms=max(1, ms(ttl)), mode=mode,
         wait_timeout_ms=ms(min(wait, MAX_SERVER_WAIT)),
         request_id=request_id, session_id=session_id,
-        holder_label=holder_label)
+        holder_label=holder_label, capacity=semaphore)
 
 
 def write_request(lock: str, key: str, value: bytes, token: int,
@@ -346,10 +369,11 @@ class Waiter:
 @dataclass(frozen=True)
 class LockInfo:
     """Inspect's answer: holders by token, lowest first; queue oldest
-    first."""
+    first; capacity: a semaphore's while it is held or awaited, else 0."""
 
     holders: list[Holder]
     queue: list[Waiter]
+    capacity: int = 0
 
     @staticmethod
     def of(response: pb.InspectResponse) -> "LockInfo":
@@ -357,7 +381,8 @@ class LockInfo:
             [Holder.of(h) for h in response.holders],
             [Waiter(w.client_id, w.mode == pb.LOCK_MODE_SHARED,
                     w.ttl_ms / 1000, w.position, w.holder_label)
-             for w in response.queue])
+             for w in response.queue],
+            response.capacity)
 
 
 @dataclass(frozen=True)

@@ -397,21 +397,23 @@ class Client:
 
     def lock(self, name: str, ttl: float = 30.0, wait: Optional[float] = 60.0,
              shared: bool = False, *, holder_label: Optional[str] = None,
-             stop: Optional[asyncio.Event] = None) -> LockRequest:
+             stop: Optional[asyncio.Event] = None,
+             semaphore: Optional[int] = None) -> LockRequest:
         """As leasekeeper.Client.lock; bad arguments raise here, before
         anything is awaited."""
         args = _common.check_lock_args(name, ttl, wait, shared, holder_label,
-                                       self.holder_label)
+                                       self.holder_label, semaphore)
         if stop is not None and not isinstance(stop, asyncio.Event):
             raise TypeError("stop must be an asyncio.Event")
         return LockRequest(lambda: self._acquire(args, stop, try_only=False))
 
     async def try_lock(self, name: str, ttl: float = 30.0,
                        shared: bool = False, *,
-                       holder_label: Optional[str] = None) -> Optional[Lease]:
+                       holder_label: Optional[str] = None,
+                       semaphore: Optional[int] = None) -> Optional[Lease]:
         """As leasekeeper.Client.try_lock."""
         args = _common.check_lock_args(name, ttl, 0.0, shared, holder_label,
-                                       self.holder_label)
+                                       self.holder_label, semaphore)
         return await self._acquire(args, None, try_only=True)
 
     async def run_as_leader(self, name: str, ttl: float,
@@ -445,6 +447,7 @@ class Client:
             page = await self._unary("Inspect", request, self.call_timeout)
             whole.holders.extend(page.holders)
             whole.queue.extend(page.queue)
+            whole.capacity = page.capacity  # the latest page's
             if not page.next_page_token:
                 return LockInfo.of(whole)
             request.page_token = page.next_page_token
@@ -566,7 +569,7 @@ class Client:
             self.client_id, args.lock, args.ttl, args.wait, args.shared,
             args.label, try_only, self.call_timeout,
             await self._session.ensure_open(self.call_timeout), self._ids,
-            monotonic())
+            monotonic(), args.semaphore)
         while True:
             await self._flush_release_of(args.lock)
             request, timeout = attempts.request(monotonic())

@@ -248,7 +248,8 @@ class Client:
 
     def lock(self, name: str, ttl: float = 30.0, wait: Optional[float] = 60.0,
              shared: bool = False, *, holder_label: Optional[str] = None,
-             stop: Optional[threading.Event] = None) -> Lease:
+             stop: Optional[threading.Event] = None,
+             semaphore: Optional[int] = None) -> Lease:
         """Takes lock `name` with a lease of `ttl` seconds, waiting up to
         `wait` seconds for it at the server (None: until granted or `stop`).
         The Lease is a context manager that releases it.
@@ -262,21 +263,27 @@ class Client:
          - Unavailable: the server could not be reached (transient failures
            are retried with the same request id until `wait` runs out, for
            at least one call timeout), or the session ended while waiting;
-         - LimitExceeded; LeasekeeperError INVALID_ARGUMENT.
+         - LimitExceeded; LeasekeeperError INVALID_ARGUMENT;
+         - CapacityMismatch / ModeMismatch (semaphore=N): the lock is held or
+           awaited as a semaphore of another capacity / as a plain lock.
+        semaphore=N takes one of N permits of a counting semaphore (N in
+        1..65535; the request that finds the lock idle sets N): a lease
+        like any other, with its own token.
         ValueError / TypeError for bad arguments, before any call."""
         lease = self._acquire(name, ttl, wait, shared, holder_label, stop,
-                              try_only=False)
+                              try_only=False, semaphore=semaphore)
         assert lease is not None
         return lease
 
     def try_lock(self, name: str, ttl: float = 30.0, shared: bool = False, *,
-                 holder_label: Optional[str] = None) -> Optional[Lease]:
+                 holder_label: Optional[str] = None,
+                 semaphore: Optional[int] = None) -> Optional[Lease]:
         """Takes lock `name` if it can be granted now. None if it is busy
         (held incompatibly, or someone is queued): the request the server
         queued is withdrawn before this returns, so nothing is left behind.
         Otherwise the errors of lock() (no LockBusy)."""
         return self._acquire(name, ttl, 0.0, shared, holder_label, None,
-                             try_only=True)
+                             try_only=True, semaphore=semaphore)
 
     def run_as_leader(self, name: str, ttl: float,
                       work: Callable[[Lease, threading.Event], T],
@@ -319,6 +326,7 @@ class Client:
             page = self._unary("Inspect", request, self.call_timeout)
             whole.holders.extend(page.holders)
             whole.queue.extend(page.queue)
+            whole.capacity = page.capacity  # the latest page's
             if not page.next_page_token:
                 return LockInfo.of(whole)
             request.page_token = page.next_page_token
@@ -481,9 +489,10 @@ class Client:
     def _acquire(self, name: str, ttl: float, wait: Optional[float],
                  shared: bool, holder_label: Optional[str],
                  stop: Optional[threading.Event],
-                 try_only: bool) -> Optional[Lease]:
+                 try_only: bool,
+                 semaphore: Optional[int] = None) -> Optional[Lease]:
         args = _common.check_lock_args(name, ttl, wait, shared, holder_label,
-                                       self.holder_label)
+                                       self.holder_label, semaphore)
         if stop is not None and not isinstance(stop, threading.Event):
             raise TypeError("stop must be a threading.Event")
         with self._cv:
@@ -497,7 +506,7 @@ class Client:
             self.client_id, args.lock, args.ttl, args.wait, args.shared,
             args.label, try_only, self.call_timeout,
             self._session.ensure_open(self.call_timeout), self._ids,
-            monotonic())
+            monotonic(), args.semaphore)
         while True:
             self._flush_release_of(args.lock)
             request, timeout = attempts.request(monotonic())

@@ -111,6 +111,14 @@ class NotLeader(Unavailable):
     """A cluster node that is not the leader refused the call (nothing was
     applied); `leader` names the leader when the node knows it. The client
     follows it by itself; callers see this only when no node served."""
+class CapacityMismatch(LeasekeeperError):
+    """The semaphore is held or awaited with another capacity
+    (FAILED_PRECONDITION CAPACITY_MISMATCH)."""
+
+
+class ModeMismatch(LeasekeeperError):
+    """A semaphore request on a lock held or awaited as exclusive/shared, or
+    the reverse (FAILED_PRECONDITION MODE_MISMATCH)."""
 
 
 class LeaseLost(LeasekeeperError):
@@ -130,6 +138,8 @@ _BY_REASON: dict[str, type[LeasekeeperError]] = {
     "LIMIT_EXCEEDED": LimitExceeded,
     "SHUTTING_DOWN": Unavailable,
     "NOT_LEADER": NotLeader,
+    "CAPACITY_MISMATCH": CapacityMismatch,
+    "MODE_MISMATCH": ModeMismatch,
 }
 
 _BY_CODE: dict[grpc.StatusCode, type[LeasekeeperError]] = {

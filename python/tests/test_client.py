@@ -116,6 +116,43 @@ def test_shared_leases_are_held_together(make_client: MakeClient) -> None:
         assert writer.try_lock("jobs/s", ttl=5) is None
 
 
+def test_a_semaphore_grants_up_to_its_capacity_each_its_own_token(
+        make_client: MakeClient) -> None:
+    a, b, c, observer = make_client(), make_client(), make_client(), make_client()
+    with a.lock("pool", ttl=5, semaphore=2) as first, \
+            b.lock("pool", ttl=5, semaphore=2) as second:
+        assert (first.token, second.token) == (1, 2)
+        info = observer.inspect("pool")
+        assert info.capacity == 2 and len(info.holders) == 2
+        assert c.try_lock("pool", ttl=5, semaphore=2) is None
+        with pytest.raises(leasekeeper.CapacityMismatch):
+            c.lock("pool", ttl=5, wait=0, semaphore=3)
+        with pytest.raises(leasekeeper.ModeMismatch):
+            c.lock("pool", ttl=5, wait=0)
+        waiting = threading.Thread(
+            target=lambda: c.lock("pool", ttl=5, wait=5, semaphore=2).release())
+        waiting.start()
+        while observer.inspect("pool").queue == []:
+            time.sleep(0.01)
+        first.release()
+        waiting.join(5)
+        assert not waiting.is_alive()
+    assert observer.inspect("pool").capacity == 0
+
+
+def test_a_bad_semaphore_capacity_is_refused_before_any_call(
+        make_client: MakeClient) -> None:
+    client = make_client()
+    with pytest.raises(ValueError):
+        client.lock("pool", semaphore=0)
+    with pytest.raises(ValueError):
+        client.lock("pool", semaphore=65536)
+    with pytest.raises(ValueError):
+        client.lock("pool", shared=True, semaphore=2)
+    with pytest.raises(TypeError):
+        client.lock("pool", semaphore=True)
+
+
 def test_holding_a_lock_twice_is_client_busy_before_any_call(
         make_client: MakeClient) -> None:
     client = make_client()

@@ -3,7 +3,9 @@
 //   leasekeeper-loadgen [--target=127.0.0.1:7233] [--samples=1000]
 //                       [--clients=64] [--seconds=5] [--lanes=10]
 //                       [--server-pid=PID] [--ids=200000]
-//                       [--only=release|expiry|throughput|memory|clients]
+//                       [--capacity=4]
+//                       [--only=release|expiry|throughput|memory|clients|
+//                               semaphore]
 //
 // Figures:
 //  release    time from sending a Release to the waiting Acquire of the next
@@ -24,6 +26,13 @@
 //             it (--clients at a time, each on a lock of its own), so that
 //             only their registrations remain, unless the server forgets
 //             idle clients (--forget-idle-clients-after).
+//  semaphore  (on request only) W2 on a counting semaphore: --clients
+//             clients on one semaphore of --capacity permits, each waiting
+//             for a permit and releasing it as soon as granted; grants/s and
+//             the Acquire call's latency (its wait for a permit) p50/p99.
+//             With --server-pid also VmRSS before and after 100,000 permit
+//             holders (100 semaphores of capacity 1,000, one client per
+//             permit).
 // Lock names are unique per run, so it can run against a live server; every
 // lease it takes is released, or lapses within 60 s.
 #include <unistd.h>
@@ -63,6 +72,7 @@ struct Options {
   int server_pid = 0;
   int lanes = 10;  // concurrent holder/waiter pairs in the expiry test
   int ids = 200'000;  // distinct client ids in the clients figure
+  int capacity = 4;   // permits of the semaphore figure
   std::string only;
 };
 
@@ -447,6 +457,91 @@ void MeasureClientChurn(const Options& o) {
       (after - before) * 1024.0 / o.ids);
 }
 
+pb::AcquireRequest Permit(const std::string& client, const std::string& lock,
+                          int capacity, int64_t ttl_ms, int64_t wait_ms) {
+  pb::AcquireRequest request = Request(client, lock, ttl_ms, wait_ms);
+  request.set_mode(pb::LOCK_MODE_SEMAPHORE);
+  request.set_capacity(static_cast<uint32_t>(capacity));
+  return request;
+}
+
+void MeasureSemaphore(const Options& o) {
+  constexpr int kChannels = 8;
+  std::vector<std::unique_ptr<pb::LockService::Stub>> stubs;
+  for (int i = 0; i < kChannels; ++i) {
+    stubs.push_back(pb::LockService::NewStub(NewChannel(o.target, 300 + i)));
+  }
+  const std::string lock = absl::StrCat("lg/", run_id, "/semaphore");
+  std::atomic<bool> measuring{false}, stop{false};
+  std::atomic<int64_t> grants{0}, failures{0};
+  std::mutex mu;
+  std::vector<double> waits_us;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < o.clients; ++c) {
+    threads.emplace_back([&, c] {
+      pb::LockService::Stub& stub = *stubs[c % kChannels];
+      const std::string client = absl::StrCat("lg-sem-", run_id, "-", c);
+      std::vector<double> mine;
+      while (!stop.load(std::memory_order_relaxed)) {
+        pb::AcquireResponse response;
+        const Clock::time_point sent = Clock::now();
+        grpc::Status status = Acquire(
+            stub, Permit(client, lock, o.capacity, 60'000, 30'000), &response);
+        const Clock::time_point granted = Clock::now();
+        if (!status.ok() || !response.has_granted()) {
+          ++failures;
+          continue;
+        }
+        if (!Release(stub, client, lock).ok()) {
+          ++failures;
+          continue;
+        }
+        if (measuring.load(std::memory_order_relaxed)) {
+          ++grants;
+          mine.push_back(Micros(granted - sent));
+        }
+      }
+      std::lock_guard<std::mutex> guard(mu);
+      waits_us.insert(waits_us.end(), mine.begin(), mine.end());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up
+  measuring = true;
+  const Clock::time_point start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(o.seconds));
+  measuring = false;
+  const double seconds =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  std::printf("%-44s %.0f grants/s (%d clients, capacity %d, %.1f s, "
+              "%lld failures)\n",
+              "semaphore: acquire+release, one semaphore",
+              static_cast<double>(grants.load()) / seconds, o.clients,
+              o.capacity, seconds, static_cast<long long>(failures.load()));
+  PrintPercentiles("semaphore: Acquire call (wait for a permit)", waits_us);
+}
+
+void MeasureSemaphoreMemory(const Options& o) {
+  constexpr int kSemaphores = 100;
+  constexpr int kCapacity = 1000;
+  constexpr int kPermits = kSemaphores * kCapacity;
+  auto stub = pb::LockService::NewStub(NewChannel(o.target, 400));
+  const long before = RssKiB(o.server_pid);
+  BulkAcquire(*stub, kPermits, 256, [&](int i) {
+    return Permit(absl::StrCat("lg-semmem-", run_id, "-", i),
+                  absl::StrCat("lg/", run_id, "/semmem/", i % kSemaphores),
+                  kCapacity, 60'000, 0);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const long after = RssKiB(o.server_pid);
+  std::printf(
+      "semaphore memory: VmRSS %ld KiB before, %ld KiB with %d permit "
+      "holders (%d semaphores of %d, a client each): ~%.0f bytes per holder\n",
+      before, after, kPermits, kSemaphores, kCapacity,
+      (after - before) * 1024.0 / kPermits);
+}
+
 bool ParseInt(absl::string_view value, int* out) {
   return absl::SimpleAtoi(value, out);
 }
@@ -476,6 +571,9 @@ int main(int argc, char** argv) {
       ok = ParseInt(value, &o.server_pid);
     } else if (name == "--ids") {
       ok = ParseInt(value, &o.ids) && o.ids > 0;
+    } else if (name == "--capacity") {
+      ok = ParseInt(value, &o.capacity) && o.capacity >= 1 &&
+           o.capacity <= 65535;
     } else if (name == "--only") {
       o.only = std::string(value);
     } else {
@@ -485,8 +583,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--target=HOST:PORT] [--samples=N] "
                    "[--clients=N] [--seconds=N] [--lanes=N] [--server-pid=PID] "
-                   "[--ids=N] "
-                   "[--only=release|expiry|throughput|memory|clients]\n",
+                   "[--ids=N] [--capacity=N] "
+                   "[--only=release|expiry|throughput|memory|clients|"
+                   "semaphore]\n",
                    argv[0]);
       return 2;
     }
@@ -506,5 +605,9 @@ int main(int argc, char** argv) {
   }
   if (wants("memory")) MeasureMemory(o);
   if (o.only == "clients") MeasureClientChurn(o);  // slow: on request only
+  if (o.only == "semaphore") {
+    MeasureSemaphore(o);
+    if (o.server_pid > 0) MeasureSemaphoreMemory(o);
+  }
   return 0;
 }

@@ -179,6 +179,33 @@ TEST(ArgumentsTest, RunTakesEverythingAfterDoubleDashAsTheCommand) {
   EXPECT_EQ(*in.ttl, absl::Seconds(10));
 }
 
+TEST(ArgumentsTest, RunAndAcquireTakeOneOfNPermitsWithSemaphore) {
+  Invocation run = Accepted({"run", "encoders", "--semaphore", "4", "--",
+                             "./encode.sh"});
+  EXPECT_EQ(run.semaphore, 4u);
+  EXPECT_FALSE(run.shared);
+  Invocation acquire = Accepted({"acquire", "encoders", "--client", "c",
+                                 "--ttl", "1s", "--semaphore=65535"});
+  EXPECT_EQ(acquire.semaphore, 65535u);
+  EXPECT_EQ(Accepted({"run", "L", "--", "true"}).semaphore, 0u);
+}
+
+TEST(ArgumentsTest, SemaphoreOutsideItsRangeOrWithSharedIsAUsageError) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", "L", "--semaphore", "0", "--", "true"},
+        std::vector<std::string>{"run", "L", "--semaphore", "65536", "--",
+                                 "true"},
+        std::vector<std::string>{"run", "L", "--semaphore", "x", "--", "true"},
+        std::vector<std::string>{"run", "L", "--semaphore", "2", "--shared",
+                                 "--", "true"}}) {
+    ParsedArguments parsed = ParseArguments(args);
+    EXPECT_EQ(parsed.action, Action::kUsageError)
+        << testing::PrintToString(args);
+    EXPECT_NE(parsed.text.find("--semaphore"), std::string::npos)
+        << parsed.text;
+  }
+}
+
 TEST(ArgumentsTest, RunDefaultsToA30SecondLeaseAndWaitingForever) {
   Invocation in = Accepted({"run", "L", "--", "true"});
   EXPECT_EQ(*in.ttl, absl::Seconds(30));

@@ -460,6 +460,42 @@ TEST_F(LeaseTest, SharedLeasesAreHeldTogetherAndAnExclusiveOneWaits) {
   EXPECT_FALSE(w->has_value());
 }
 
+TEST_F(LeaseTest, AcquireSemaphoreGrantsUpToNPermitsEachWithItsOwnToken) {
+  auto a = NewClient("permit-a");
+  auto b = NewClient("permit-b");
+  auto c = NewClient("permit-c");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> first =
+      a->AcquireSemaphore(lock, 2, absl::Seconds(5), absl::Seconds(1));
+  absl::StatusOr<Lease> second =
+      b->AcquireSemaphore(lock, 2, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->mode(), LockMode::kSemaphore);
+  EXPECT_EQ(first->token(), 1u);
+  EXPECT_EQ(second->token(), 2u);
+  EXPECT_EQ(Holders(lock).size(), 2u);
+  absl::StatusOr<Lease> full =
+      c->AcquireSemaphore(lock, 2, absl::Seconds(5), absl::Milliseconds(50));
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kDeadlineExceeded);
+  absl::StatusOr<Lease> other_n =
+      c->AcquireSemaphore(lock, 3, absl::Seconds(5), absl::Seconds(1));
+  EXPECT_TRUE(HasErrorReason(other_n.status(), ErrorReason::kCapacityMismatch))
+      << other_n.status();
+  absl::StatusOr<Lease> plain = c->Acquire(lock, absl::Seconds(5),
+                                           absl::ZeroDuration());
+  EXPECT_TRUE(HasErrorReason(plain.status(), ErrorReason::kModeMismatch))
+      << plain.status();
+  EXPECT_EQ(c->AcquireSemaphore(lock, 0, absl::Seconds(5), absl::Seconds(1))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(first->Release().ok());
+  absl::StatusOr<Lease> third =
+      c->AcquireSemaphore(lock, 2, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(third->token(), 3u);
+}
+
 TEST_F(LeaseTest, HolderLabelIsShownToOperators) {
   ClientOptions options;
   options.client_id = "labelled";

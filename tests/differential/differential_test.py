@@ -7,6 +7,12 @@ Prints the first differing operation of each failing sequence, and a closing
 'N passed, M failed' line.
 
 usage: differential_test.py REPLAY_BINARY [SEQUENCES] [FIRST_SEED]
+       differential_test.py --semaphores SEMAPHORE_DRIVER [SEQUENCES] [FIRST_SEED]
+
+With --semaphores the binary is semaphore_driver (the core with the daemon's
+counting semaphores, which the replay does not have) and the model runs with
+semaphores=True; the sequences are well-typed and mix semaphore, shared and
+exclusive requests on the same locks.
 """
 
 import json
@@ -80,13 +86,55 @@ def random_sequence(rng):
     return ops
 
 
+def random_semaphore_op(rng, ts, long_leases):
+    kind = rng.choices(["acquire", "renew", "release", "inspect", "status"],
+                       weights=[50, 8, 22, 10, 5])[0]
+    c, l = rng.choice(CLIENTS), rng.choice(LOCKS)
+    ttl = rng.randint(100, 1000) if long_leases else rng.randint(1, 40)
+    if kind == "acquire":
+        op = ["acquire", ts, c, l, ttl]
+        # L1 and L2 are mostly semaphores, L3 mostly a plain lock, M either:
+        # mostly one kind and capacity per lock, sometimes the other (a
+        # mismatch, or a new kind once the lock is idle).
+        semaphore_odds = {"L1": 0.95, "L2": 0.95, "L3": 0.05, "M": 0.5}[l]
+        if rng.random() < semaphore_odds:
+            n = {"L1": 2, "L2": 1, "L3": 3, "M": 2}[l] if rng.random() < 0.95 else rng.randint(1, 4)
+            op += ["semaphore", n]
+        elif rng.random() < 0.5:
+            op.append(rng.choice(["shared", "exclusive"]))
+    elif kind == "renew":
+        op = ["renew", ts, c, l, ttl]
+    elif kind == "release":
+        op = ["release", ts, c, l]
+    elif kind == "inspect":
+        op = ["inspect", ts, l]
+    else:
+        op = ["status", ts, c]
+    return op
+
+
+def random_semaphore_sequence(rng):
+    long_leases = rng.random() < 0.5
+    ts, ops = 0, []
+    for _ in range(rng.randint(10, 120)):
+        r = rng.random()
+        ts += 0 if r < 0.3 else rng.randint(1, 8) if r < 0.95 else rng.randint(50, 2000)
+        ops.append(random_semaphore_op(rng, ts, long_leases))
+    return ops
+
+
 def main():
-    replay = sys.argv[1]
-    sequences = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
-    first_seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    args = sys.argv[1:]
+    semaphores = bool(args) and args[0] == "--semaphores"
+    if semaphores:
+        args = args[1:]
+    replay = args[0]
+    sequences = int(args[1]) if len(args) > 1 else 2000
+    first_seed = int(args[2]) if len(args) > 2 else 1
+    make = random_semaphore_sequence if semaphores else random_sequence
     batch = []
     for seed in range(first_seed, first_seed + sequences):
-        batch.append((seed, random_sequence(random.Random(seed))))
+        batch.append((seed, make(random.Random(seed))))
     # One replay process per sequence would dominate the run time; a
     # sequence's operations are self-contained, so run each through its own
     # replay invocation only when needed: here, in chunks joined by a marker.
@@ -97,7 +145,7 @@ def main():
             failed += 1
             print(f"seed {seed}: replay exited {out.returncode}: {out.stderr.strip()}")
             continue
-        got, want = json.loads(out.stdout), model_run(ops)
+        got, want = json.loads(out.stdout), model_run(ops, semaphores)
         if got == want:
             passed += 1
             continue

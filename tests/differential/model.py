@@ -7,6 +7,14 @@ and finds cycles by brute-force reachability. It is slow and obviously
 right, which is the point: `differential_test.py` runs random operation
 sequences through it and through `leasekeeper-replay` and demands identical
 results.
+
+Model(semaphores=True) adds the daemon's counting semaphores (never part of
+the replay): ["acquire", ts, client, lock, ttl, "semaphore", N], inspect
+with a "capacity", and deadlocks decided by the AND-OR rule of
+core/lock_table.h computed from scratch over the whole graph (a client is
+free if it waits for nothing, an exclusive/shared waiter if all its
+successors are free, a semaphore waiter if one is; the victims come from
+the deadlocked clients reachable from the requester).
 """
 
 import json
@@ -18,6 +26,9 @@ ERR_UNKNOWN = "error: unknown operation"
 ERR_BUSY = "error: client busy"
 ERR_NOT_HOLDER = "error: not holder"
 ERR_STALE = "error: stale token"
+ERR_CAPACITY = "error: capacity mismatch"
+ERR_MODE = "error: mode mismatch"
+MAX_CAPACITY = 65535
 
 ARITY = {"acquire": (5, 6), "renew": (5, 5), "release": (4, 4), "write": (6, 6),
          "read": (4, 4), "inspect": (3, 3), "status": (3, 3), "repeat": (5, 5)}
@@ -33,7 +44,8 @@ def is_name(v):
 
 
 class Model:
-    def __init__(self):
+    def __init__(self, semaphores=False):
+        self.semaphores = semaphores
         self.now = None
         self.locks = {}  # name -> {"counter", "holders": [..], "queue": [..]}
         self.store = {}  # lock -> {"hw": int, "values": {}}
@@ -43,11 +55,13 @@ class Model:
 
     # --- helpers -----------------------------------------------------------
     def lock(self, name):
-        return self.locks.setdefault(name, {"counter": 0, "holders": [], "queue": []})
+        return self.locks.setdefault(name, {"counter": 0, "holders": [], "queue": [], "capacity": 0})
 
     @staticmethod
     def compatible(lock, mode):
         hs = lock["holders"]
+        if mode == "semaphore":
+            return len(hs) < lock["capacity"]
         return not hs or (mode == "shared" and all(h["mode"] == "shared" for h in hs))
 
     def grant(self, lock, client, mode, at, ttl):
@@ -103,6 +117,33 @@ class Model:
                     todo.append(n)
         return seen
 
+    def free_clients(self, g):
+        """Least fixpoint of freedom over the whole graph (the AND-OR rule)."""
+        waiting = {}
+        for name, lock in self.locks.items():
+            for w in lock["queue"]:
+                waiting[w["client"]] = w["mode"]
+        free = {c for c in self.ages if c not in waiting}
+        changed = True
+        while changed:
+            changed = False
+            for c, mode in waiting.items():
+                if c in free:
+                    continue
+                succ = g.get(c, set())
+                if (any(s in free for s in succ) if mode == "semaphore" else all(s in free for s in succ)):
+                    free.add(c)
+                    changed = True
+        return free, set(waiting)
+
+    def victims_and_or(self, client):
+        g = self.edges()
+        free, waiting = self.free_clients(g)
+        if client in free:
+            return set()
+        fwd = self.reach(g, client) | {client}
+        return {c for c in waiting - free if c in fwd}
+
     def abort(self, victim, ts):
         name = self.waiting_for(victim)
         if name is not None:
@@ -130,32 +171,53 @@ class Model:
         self.now = ts
         self.retire(ts)
         lo, hi = ARITY[name]
+        if self.semaphores and name == "acquire":
+            hi += 1
         if not lo <= len(op) <= hi:
             return ERR_ARGS
         return getattr(self, "op_" + name)(ts, *op[2:])
 
-    def op_acquire(self, ts, client, lock_name, ttl, mode="exclusive"):
-        if not is_name(client) or not is_name(lock_name) or not is_int(ttl) or mode not in ("shared", "exclusive"):
+    def op_acquire(self, ts, client, lock_name, ttl, mode="exclusive", *capacity):
+        modes = ("shared", "exclusive", "semaphore") if self.semaphores else ("shared", "exclusive")
+        if not is_name(client) or not is_name(lock_name) or not is_int(ttl) or mode not in modes:
+            return ERR_ARGS
+        if len(capacity) != (1 if mode == "semaphore" else 0):
+            return ERR_ARGS
+        n = capacity[0] if capacity else 0
+        if mode == "semaphore" and (not is_int(n) or not 1 <= n <= MAX_CAPACITY):
             return ERR_ARGS
         if not 1 <= ttl <= 86400:
             return ERR_TTL
         if self.waiting_for(client) is not None or self.holds(client, lock_name):
             return ERR_BUSY
+        existing = self.locks.get(lock_name)
+        if existing is not None and (existing["holders"] or existing["queue"]):
+            if (existing["capacity"] != 0) != (mode == "semaphore"):
+                return ERR_MODE
+            if existing["capacity"] != n:
+                return ERR_CAPACITY
         if client not in self.ages:
             self.last_age += 1
             self.ages[client] = self.last_age
         lock = self.lock(lock_name)
+        if not lock["holders"] and not lock["queue"]:
+            lock["capacity"] = n
         if not lock["queue"] and self.compatible(lock, mode):
             token, exp = self.grant(lock, client, mode, ts, ttl)
             return ["granted", token, exp]
         lock["queue"].append({"client": client, "mode": mode, "ttl": ttl})
         victims = []
         while self.waiting_for(client) is not None:
-            g = self.edges()
-            fwd = self.reach(g, client)
-            if client not in fwd:
-                break
-            cyc = {c for c in fwd if client in self.reach(g, c)}
+            if self.semaphores:
+                cyc = self.victims_and_or(client)
+                if not cyc:
+                    break
+            else:
+                g = self.edges()
+                fwd = self.reach(g, client)
+                if client not in fwd:
+                    break
+                cyc = {c for c in fwd if client in self.reach(g, c)}
             victim = max(cyc, key=lambda c: self.ages[c])
             victims.append(victim)
             self.abort(victim, ts)
@@ -223,8 +285,12 @@ class Model:
             return ERR_ARGS
         lock = self.locks.get(lock_name, {"holders": [], "queue": []})
         hs = sorted(lock["holders"], key=lambda h: h["token"])
-        return {"holders": [[h["client"], h["mode"], h["token"], h["exp"]] for h in hs],
+        view = {"holders": [[h["client"], h["mode"], h["token"], h["exp"]] for h in hs],
                 "queue": [[w["client"], w["mode"]] for w in lock["queue"]]}
+        if self.semaphores:
+            active = lock["holders"] or lock["queue"]
+            view["capacity"] = lock.get("capacity", 0) if active else 0
+        return view
 
     def op_status(self, ts, client):
         if not is_name(client):
@@ -271,8 +337,8 @@ class Model:
         return out
 
 
-def run(operations):
-    model = Model()
+def run(operations, semaphores=False):
+    model = Model(semaphores)
     return [model.apply(op) for op in operations]
 
 

@@ -5,7 +5,9 @@
 //
 // The reference model is deliberately naive (linear scans, the wait-for
 // graph rebuilt from scratch with an edge per waiter pair) so that it is
-// easy to check against the contract's text. After each call the fuzzer
+// easy to check against the contract's text. It includes the daemon's
+// counting semaphores: capacity, mismatches, and deadlocks by the AND-OR
+// rule (freedom as a fixpoint over the whole graph). After each call the fuzzer
 // aborts, printing the calls so far, when:
 //  - the call's outcome (result or error code) differs from the model's;
 //  - any lock's holders/queue (Inspect) or any client's age/holds/waiting
@@ -13,7 +15,8 @@
 //  - the events drained with TakeEvents() are not the lapses, queue grants,
 //    aborts and session releases the model made (as a multiset), or their
 //    times go backwards or beyond now;
-//  - LockTable::CheckInvariants() fails, the wait-for graph has a cycle,
+//  - LockTable::CheckInvariants() fails, a client is deadlocked (the AND-OR
+//    rule of core/lock_table.h, recomputed from scratch on the model),
 //    NextExpiry / held_lease_count / waiter_count / ActiveLocks disagree;
 //  - a snapshot round trip (Snapshot then Restore) loses anything.
 //
@@ -56,7 +59,15 @@ constexpr int kMaxSteps = 1500;
 constexpr int64_t kMaxTtl = CoreConfig{}.max_ttl;
 
 const char* ModeText(LockMode mode) {
-  return mode == LockMode::kShared ? "shared" : "exclusive";
+  switch (mode) {
+    case LockMode::kExclusive:
+      return "exclusive";
+    case LockMode::kShared:
+      return "shared";
+    case LockMode::kSemaphore:
+      return "semaphore";
+  }
+  return "?";
 }
 
 const char* KindText(Event::Kind kind) {
@@ -115,7 +126,7 @@ std::string Describe(const LockView& view) {
     absl::StrAppend(&text, "(", w.client, " ", ModeText(w.mode), " ttl ", w.ttl,
                     ")");
   }
-  return text + "]";
+  return absl::StrCat(text, "] capacity ", view.capacity);
 }
 
 std::string Describe(const ClientView& view) {
@@ -142,7 +153,7 @@ bool SameOutcome(const AcquireOutcome& a, const AcquireOutcome& b) {
 }
 
 bool SameView(const LockView& a, const LockView& b) {
-  if (a.holders.size() != b.holders.size() ||
+  if (a.capacity != b.capacity || a.holders.size() != b.holders.size() ||
       a.queue.size() != b.queue.size()) {
     return false;
   }
@@ -213,6 +224,7 @@ class Model {
   };
   struct Lock {
     FencingToken last_token = 0;
+    uint32_t capacity = 0;  // a semaphore's, while active
     std::vector<Holder> holders;
     std::deque<Waiter> queue;
   };
@@ -252,17 +264,32 @@ class Model {
 
   absl::StatusOr<AcquireOutcome> Acquire(Tick now, const std::string& client,
                                          const std::string& lock_name,
-                                         int64_t ttl, LockMode mode) {
+                                         int64_t ttl, LockMode mode,
+                                         uint32_t capacity) {
     AdvanceTo(now);
-    if (client.empty() || lock_name.empty()) {
+    const bool semaphore = mode == LockMode::kSemaphore;
+    if (client.empty() || lock_name.empty() ||
+        (semaphore && (capacity < 1 || capacity > 65535)) ||
+        (!semaphore && capacity != 0)) {
       return MakeError(ErrorCode::kInvalidArguments);
     }
     if (ttl < 1 || ttl > kMaxTtl) return MakeError(ErrorCode::kInvalidTtl);
     if (WaitingFor(client) || HolderIndex(lock_name, client)) {
       return MakeError(ErrorCode::kClientBusy);
     }
+    if (auto it = locks_.find(lock_name);
+        it != locks_.end() &&
+        !(it->second.holders.empty() && it->second.queue.empty())) {
+      if ((it->second.capacity != 0) != semaphore) {
+        return MakeError(ErrorCode::kModeMismatch);
+      }
+      if (it->second.capacity != capacity) {
+        return MakeError(ErrorCode::kCapacityMismatch);
+      }
+    }
     if (!ages_.contains(client)) ages_[client] = ++last_age_;
     Lock& lock = locks_[lock_name];
+    if (lock.holders.empty() && lock.queue.empty()) lock.capacity = capacity;
     AcquireOutcome outcome;
     if (lock.queue.empty() && Compatible(lock, mode)) {
       const Holder& h = Grant(lock, client, mode, now_, ttl);
@@ -273,7 +300,7 @@ class Model {
     }
     lock.queue.push_back(Waiter{client, mode, ttl});
     while (WaitingFor(client)) {
-      const std::set<std::string> cycle = CycleThrough(client);
+      const std::set<std::string> cycle = Deadlocked(client);
       if (cycle.empty()) break;
       std::string victim;
       for (const std::string& member : cycle) {
@@ -414,6 +441,9 @@ class Model {
     LockView view;
     auto it = locks_.find(lock_name);
     if (it == locks_.end()) return view;
+    if (!it->second.holders.empty() || !it->second.queue.empty()) {
+      view.capacity = it->second.capacity;
+    }
     for (const Holder& h : it->second.holders) {
       view.holders.push_back(
           HolderView{h.client, lock_name, h.mode, h.token, h.expires_at});
@@ -518,17 +548,51 @@ class Model {
     return seen;
   }
 
-  // Part 3 rule 6: every client reachable from R that can also reach R.
-  std::set<std::string> CycleThrough(const std::string& requester) const {
-    const auto edges = WaitForGraph();
-    const std::set<std::string> from_requester = Reachable(edges, requester);
-    if (!from_requester.contains(requester)) return {};
+  // Part 3 rule 6 under the AND-OR rule: the deadlocked clients reachable
+  // from R (R included), empty if R is free.
+  std::set<std::string> Deadlocked(const std::string& requester) const {
+    const std::set<std::string> free = FreeClients();
+    if (free.contains(requester)) return {};
     std::set<std::string> members;
-    for (const std::string& client : from_requester) {
-      if (Reachable(edges, client).contains(requester)) members.insert(client);
+    std::set<std::string> reach = Reachable(WaitForGraph(), requester);
+    reach.insert(requester);
+    for (const std::string& client : reach) {
+      if (!free.contains(client)) members.insert(client);
     }
     return members;
   }
+
+ public:
+  // Every registered client that is free: waits for nothing; or waits on a
+  // semaphore with one free successor; or waits otherwise with every
+  // successor free. Iterated to the fixpoint, from scratch.
+  std::set<std::string> FreeClients() const {
+    const auto edges = WaitForGraph();
+    std::set<std::string> free;
+    for (const auto& [client, age] : ages_) {
+      if (!edges.contains(client)) free.insert(client);
+    }
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (const auto& [client, successors] : edges) {
+        if (free.contains(client)) continue;
+        const bool semaphore = locks_.at(*WaitingFor(client)).capacity != 0;
+        size_t free_successors = 0;
+        for (const std::string& next : successors) {
+          free_successors += free.contains(next) ? 1 : 0;
+        }
+        if (semaphore ? free_successors > 0
+                      : free_successors == successors.size()) {
+          free.insert(client);
+          changed = true;
+        }
+      }
+    }
+    return free;
+  }
+
+ private:
 
   // Part 3 rule 8.
   void Abort(const std::string& victim) {
@@ -550,6 +614,9 @@ class Model {
   }
 
   static bool Compatible(const Lock& lock, LockMode mode) {
+    if (mode == LockMode::kSemaphore) {
+      return lock.holders.size() < lock.capacity;
+    }
     if (lock.holders.empty()) return true;
     if (mode != LockMode::kShared) return false;
     for (const Holder& h : lock.holders) {
@@ -713,8 +780,21 @@ class Harness {
     }
   }
 
-  LockMode PickMode() {
-    return input_.ConsumeBool() ? LockMode::kShared : LockMode::kExclusive;
+  // A mode and, for a semaphore, its capacity: locks L0/L1 are mostly
+  // semaphores and the rest mostly plain locks, so that both fill up and
+  // mismatches stay occasional; now and then a capacity out of range.
+  std::pair<LockMode, uint32_t> PickMode(const std::string& lock) {
+    const int pick = input_.ConsumeIntegralInRange<int>(0, 19);
+    const bool semaphore_lock = lock == "L0" || lock == "L1";
+    if (semaphore_lock ? pick < 17 : pick < 2) {
+      const int n = input_.ConsumeIntegralInRange<int>(0, 31);
+      const uint32_t capacity = n == 0 ? 0u : n == 1 ? 65536u
+                                : n < 6 ? static_cast<uint32_t>(n - 1)
+                                        : (lock == "L0" ? 2u : 3u);
+      return {LockMode::kSemaphore, capacity};
+    }
+    return {input_.ConsumeBool() ? LockMode::kShared : LockMode::kExclusive,
+            0u};
   }
 
   // The `now` passed to the next call: mostly the same or one tick later,
@@ -779,14 +859,14 @@ class Harness {
       const std::string client = PickClient();
       const std::string lock = PickLock();
       const int64_t ttl = PickTtl();
-      const LockMode mode = PickMode();
+      const auto [mode, capacity] = PickMode(lock);
       const std::string call =
           absl::StrCat("t=", t, " Acquire(", client, ", ", lock, ", ", ttl,
-                       ", ", ModeText(mode), ")");
+                       ", ", ModeText(mode), " ", capacity, ")");
       const absl::StatusOr<AcquireOutcome> got =
-          table.Acquire(t, client, lock, ttl, mode);
+          table.Acquire(t, client, lock, ttl, mode, capacity);
       const absl::StatusOr<AcquireOutcome> want =
-          model_.Acquire(t, client, lock, ttl, mode);
+          model_.Acquire(t, client, lock, ttl, mode, capacity);
       Log(absl::StrCat(call, " -> ",
                        got.ok() ? Describe(*got) : ErrorString(got.status())));
       if (want.ok()) {
@@ -1006,7 +1086,7 @@ class Harness {
                         model_.WaiterCount()));
     }
     CheckActiveLocks();
-    CheckNoCycle();
+    CheckNoDeadlock();
   }
 
   void CheckActiveLocks() {
@@ -1028,32 +1108,13 @@ class Harness {
     }
   }
 
-  // Invariant 6, on the model (which equals the table by now).
-  void CheckNoCycle() {
-    const auto edges = model_.WaitForGraph();
-    std::map<std::string, int> color;  // 0 new, 1 on the stack, 2 done
-    std::vector<std::pair<std::string, bool>> stack;
-    for (const auto& [start, unused] : edges) {
-      if (color[start] != 0) continue;
-      stack.push_back({start, false});
-      while (!stack.empty()) {
-        auto [node, leaving] = stack.back();
-        stack.pop_back();
-        if (leaving) {
-          color[node] = 2;
-          continue;
-        }
-        if (color[node] != 0) continue;
-        color[node] = 1;
-        stack.push_back({node, true});
-        auto it = edges.find(node);
-        if (it == edges.end()) continue;
-        for (const std::string& next : it->second) {
-          if (!(color[next] != 1)) {
-            Fail(absl::StrCat("wait-for cycle through ", node, " -> ", next));
-          }
-          if (color[next] == 0) stack.push_back({next, false});
-        }
+  // Invariant 6, on the model (which equals the table by now): nobody is
+  // deadlocked.
+  void CheckNoDeadlock() {
+    const std::set<std::string> free = model_.FreeClients();
+    for (const std::string& client : clients_) {
+      if (model_.Status(client).age.has_value() && !free.contains(client)) {
+        Fail(absl::StrCat("deadlocked client ", client));
       }
     }
   }

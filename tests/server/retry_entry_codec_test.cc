@@ -36,7 +36,15 @@ std::vector<std::pair<Fingerprint, CachedAnswer>> OneOfEachAnswer() {
                           .ttl_ms = -1};
   const Fingerprint release{.method = Fingerprint::Method::kRelease,
                             .lock = ""};
+  const Fingerprint permit{.method = Fingerprint::Method::kAcquire,
+                           .lock = "pool",
+                           .ttl_ms = 1'000,
+                           .mode = LockMode::kSemaphore,
+                           .capacity = 65'535};
   return {
+      {permit, absl::StatusOr<AcquireAnswer>(granted)},
+      {permit,
+       absl::StatusOr<AcquireAnswer>(MakeError(ErrorCode::kCapacityMismatch))},
       {AcquireFingerprint(), absl::StatusOr<AcquireAnswer>(granted)},
       {AcquireFingerprint(), absl::StatusOr<AcquireAnswer>(withdrawn)},
       {AcquireFingerprint(), absl::StatusOr<AcquireAnswer>(queued)},
@@ -94,6 +102,21 @@ TEST(RetryEntryCodec, EveryAnswerKindRoundTripsWithItsFingerprint) {
 
 // The client reads the reason (and the victims) from the ErrorDetail
 // payload: a replayed error must carry it.
+// Entries logged before semaphores (mode byte 0 or 1, no capacity) read
+// unchanged: the capacity follows only a semaphore's mode byte.
+TEST(RetryEntryCodec, APlainModeEntryHasNoCapacityBytes) {
+  AcquireAnswer queued;
+  queued.kind = AcquireAnswer::Kind::kQueued;
+  Fingerprint semaphore = AcquireFingerprint();
+  semaphore.mode = LockMode::kSemaphore;
+  semaphore.capacity = 300;  // two varint bytes
+  EXPECT_EQ(EncodeRetryEntry(semaphore, absl::StatusOr<AcquireAnswer>(queued)).size(),
+            EncodeRetryEntry(AcquireFingerprint(),
+                             absl::StatusOr<AcquireAnswer>(queued))
+                    .size() +
+                2);
+}
+
 TEST(RetryEntryCodec, AnErrorAnswerKeepsItsReasonAndDetails) {
   const CachedAnswer answer =
       absl::StatusOr<AcquireAnswer>(DeadlockVictim({"a", "b"}));

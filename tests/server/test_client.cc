@@ -5,8 +5,9 @@
 //   test_client wait ADDR CLIENT LOCK TTL_MS WAIT_MS
 //       prints "started", then waits in Acquire; prints the outcome if the
 //       call ever returns.
-//   test_client session-hold ADDR CLIENT LOCK TTL_MS
-//       opens a session, acquires LOCK in it, prints
+//   test_client session-hold ADDR CLIENT LOCK TTL_MS [CAPACITY]
+//       opens a session, acquires LOCK in it (a permit of a semaphore of
+//       CAPACITY if given), prints
 //       "holding SESSION_ID TOKEN", then sleeps until killed.
 #include <unistd.h>
 
@@ -55,6 +56,10 @@ int SessionHold(pb::LockService::Stub& stub, char** argv) {
   request.set_lock(argv[4]);
   request.set_ttl_ms(std::atoll(argv[5]));
   request.set_session_id(opened.opened().session_id());
+  if (argv[6] != nullptr) {
+    request.set_mode(pb::LOCK_MODE_SEMAPHORE);
+    request.set_capacity(static_cast<uint32_t>(std::atoll(argv[6])));
+  }
   grpc::ClientContext context;
   pb::AcquireResponse response;
   grpc::Status status = stub.Acquire(&context, request, &response);
@@ -74,10 +79,10 @@ int SessionHold(pb::LockService::Stub& stub, char** argv) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (!((mode == "wait" && argc == 7) ||
-        (mode == "session-hold" && argc == 6))) {
+        (mode == "session-hold" && (argc == 6 || argc == 7)))) {
     std::fprintf(stderr,
                  "usage: %s wait ADDR CLIENT LOCK TTL_MS WAIT_MS\n"
-                 "       %s session-hold ADDR CLIENT LOCK TTL_MS\n",
+                 "       %s session-hold ADDR CLIENT LOCK TTL_MS [CAPACITY]\n",
                  argv[0], argv[0]);
     return 2;
   }

@@ -39,6 +39,8 @@ std::vector<Operation> OneOfEachKind() {
                               .refuse_unissued = true}},
       Operation{24, op::FencedRead{"exports/daily", "part-1", 9}},
       Operation{25, op::Forget{"job-4"}},
+      Operation{26, op::Acquire{"job-5", "pool", 100, LockMode::kSemaphore,
+                                65535}},
   };
 }
 
@@ -86,7 +88,7 @@ TEST(OperationCodec, EveryProperPrefixAndExtensionIsAnError) {
 }
 
 TEST(OperationCodec, UnknownVersionIsAClearError) {
-  for (const char version : {'\x00', '\x03'}) {
+  for (const char version : {'\x00', '\x04'}) {
     std::string bytes = EncodeOperation(Operation{1, op::Advance{}});
     bytes[0] = version;
     absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
@@ -96,7 +98,7 @@ TEST(OperationCodec, UnknownVersionIsAClearError) {
                   absl::StrCat("codec version ", static_cast<int>(version))),
               std::string::npos)
         << entry.status();
-    EXPECT_NE(entry.status().message().find("versions 1 to 2"),
+    EXPECT_NE(entry.status().message().find("versions 1 to 3"),
               std::string::npos);
   }
 }
@@ -178,6 +180,35 @@ TEST(OperationCodec, ContractWriteKeepsTheVersionOneLayout) {
   const std::string bytes =
       EncodeOperation(Operation{21, op::Write{"L", "k", "v", 5}});
   EXPECT_EQ(bytes.substr(1), std::string("\x07\x2a\x01L\x01k\x01v\x05", 9));
+}
+
+// A semaphore acquire is kind 35, new in version 3; the contract's acquire
+// keeps kind 1 and its layout, so version 3 logs without semaphores differ
+// from version 2 ones only in the version byte.
+TEST(OperationCodec, SemaphoreAcquireIsANewKindOfVersionThree) {
+  const std::string contract = EncodeOperation(
+      Operation{1, op::Acquire{"c", "L", 5, LockMode::kShared}});
+  EXPECT_EQ(contract.substr(1), std::string("\x01\x02\x01" "c\x01L\x0a\x01", 8));
+  std::string semaphore = EncodeOperation(
+      Operation{1, op::Acquire{"c", "L", 5, LockMode::kSemaphore, 4}});
+  EXPECT_EQ(static_cast<uint8_t>(semaphore[1]), 35);
+  EXPECT_EQ(semaphore.back(), '\x04');
+  semaphore[0] = 2;
+  EXPECT_EQ(DecodeLogEntry(semaphore).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(OperationCodec, SemaphoreKindSpellingAContractAcquireIsMalformed) {
+  std::string bytes = EncodeOperation(
+      Operation{1, op::Acquire{"c", "L", 5, LockMode::kSemaphore, 4}});
+  bytes[bytes.size() - 2] = 0;  // mode exclusive
+  bytes.back() = 0;             // capacity 0: kind 1's business
+  EXPECT_EQ(DecodeLogEntry(bytes).status().code(),
+            absl::StatusCode::kDataLoss);
+  bytes[bytes.size() - 2] = 3;  // no such mode
+  bytes.back() = 4;
+  EXPECT_EQ(DecodeLogEntry(bytes).status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(OperationCodec, UnknownCheckBitsAreMalformed) {

@@ -45,7 +45,9 @@ class TempDir {
 // Every field of the snapshot, one line per item, in a canonical order
 // (the core exports hash maps in no particular order).
 inline std::string CanonicalState(CoreSnapshot s) {
-  auto mode = [](LockMode m) { return m == LockMode::kShared ? "S" : "X"; };
+  auto mode = [](LockMode m) {
+    return m == LockMode::kSemaphore ? "N" : m == LockMode::kShared ? "S" : "X";
+  };
   std::sort(s.locks.begin(), s.locks.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   std::sort(s.clients.begin(), s.clients.end(),
@@ -58,7 +60,8 @@ inline std::string CanonicalState(CoreSnapshot s) {
     absl::StrAppend(&out, "client ", c.name, " age ", c.age, "\n");
   }
   for (const auto& l : s.locks) {
-    absl::StrAppend(&out, "lock ", l.name, " last_token ", l.last_token, "\n");
+    absl::StrAppend(&out, "lock ", l.name, " last_token ", l.last_token,
+                    " capacity ", l.capacity, "\n");
     for (const auto& h : l.holders) {
       absl::StrAppend(&out, "  holder ", h.client, " ", mode(h.mode), " token ",
                       h.token, " expires ", h.expires_at, " ttl ", h.ttl,
@@ -85,7 +88,7 @@ inline std::string CanonicalState(const StateMachine& machine) {
 }
 
 // A random but valid-looking operation stream over a few clients and locks,
-// dense enough to produce queues, shared holders, lapses, hand-overs,
+// dense enough to produce queues, shared holders, semaphores, lapses, hand-overs,
 // deadlock aborts, stale writes and contract errors. Ticks never decrease.
 class OperationGenerator {
  public:
@@ -102,10 +105,13 @@ class OperationGenerator {
       case 0:
       case 1:
       case 2:
-      case 3:
         op.body = op::Acquire{client, lock, Pick(1, 30),
                               Pick(0, 2) == 0 ? LockMode::kShared
                                               : LockMode::kExclusive};
+        break;
+      case 3:
+        op.body = op::Acquire{client, lock, Pick(1, 30), LockMode::kSemaphore,
+                              static_cast<uint32_t>(Pick(1, 3))};
         break;
       case 4:
         op.body = op::Renew{client, lock, Pick(1, 30)};
