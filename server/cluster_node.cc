@@ -340,7 +340,7 @@ absl::StatusOr<DurabilityConfig::OpenedLog> ClusterNode::OpenLeaderLog(
     report.leases_graced = *raised;
     report.graces_replayed = 0;
   }
-  (void)machine.table().TakeEvents();
+  (void)machine.TakeEvents();
   report.fresh = replica_->applied() == 0;
   report.last_position = (*log)->last_position();
   report.last_tick = machine.table().now();

@@ -76,7 +76,7 @@ absl::Status LogReplica::Apply(LogPosition position, absl::string_view bytes) {
     machine_.Apply(std::get<Operation>(*entry)).status().IgnoreError();
   }
   // Nobody here waits for events: the leader answered them.
-  (void)machine_.table().TakeEvents();
+  (void)machine_.TakeEvents();
   applied_ = position;
   return absl::OkStatus();
 }

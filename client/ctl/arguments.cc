@@ -475,6 +475,8 @@ class CommandTree {
     sub->add_option("--service", in_->service,
                     "The service to ask about (default \"\": the server)")
         ->type_name("NAME");
+  }
+
   void AddCluster() {
     CLI::App* sub = AddCommand(
         Command::kClusterStatus, "cluster", "A cluster's members and leader",
