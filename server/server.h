@@ -1,6 +1,7 @@
 // LeasekeeperServer: leasekeeperd as a library: the core owner, the timer
-// thread, the gRPC server with LockService, server reflection and the
-// standard grpc.health.v1.Health service.
+// thread, the gRPC server with LockService, server reflection (v1 and
+// v1alpha, server/reflection.h) and the standard grpc.health.v1.Health
+// service.
 //
 // main() runs it with a SteadyClock; tests run it in-process on
 // 127.0.0.1:0 with a FakeClock.
