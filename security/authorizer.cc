@@ -18,7 +18,41 @@ Authorizer Authorizer::MutualTls(std::optional<Policy> policy) {
 }
 
 Authorizer::Authorizer(Mode mode, std::optional<Policy> policy)
-    : mode_(mode), policy_(std::move(policy)) {}
+    : mode_(mode),
+      policy_(policy.has_value()
+                  ? std::make_shared<const Policy>(*std::move(policy))
+                  : nullptr) {}
+
+Authorizer::Authorizer(Authorizer&& other)
+    : mode_(other.mode_), policy_(other.CurrentPolicy()) {}
+
+Authorizer& Authorizer::operator=(Authorizer&& other) {
+  if (this == &other) return *this;
+  std::shared_ptr<const Policy> policy = other.CurrentPolicy();
+  absl::MutexLock lock(&mu_);
+  mode_ = other.mode_;
+  policy_ = std::move(policy);
+  return *this;
+}
+
+bool Authorizer::has_policy() const { return CurrentPolicy() != nullptr; }
+
+std::shared_ptr<const Policy> Authorizer::CurrentPolicy() const {
+  absl::MutexLock lock(&mu_);
+  return policy_;
+}
+
+absl::Status Authorizer::ReplacePolicy(Policy policy) {
+  auto replacement = std::make_shared<const Policy>(std::move(policy));
+  absl::MutexLock lock(&mu_);
+  if (policy_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "no policy to replace: the server was started without --policy");
+  }
+  // The old policy is freed by the last check still reading it.
+  policy_ = std::move(replacement);
+  return absl::OkStatus();
+}
 
 absl::Status Authorizer::CheckTransport(const PeerIdentity& peer,
                                         bool* done) const {
@@ -42,19 +76,19 @@ absl::Status Authorizer::CheckTransportOnly(const PeerIdentity& peer) const {
   return CheckTransport(peer, &done);
 }
 
-bool Authorizer::IsAdmin(const PeerIdentity& peer) const {
-  if (!policy_.has_value()) return false;
+bool Authorizer::IsAdmin(const Policy* policy, const PeerIdentity& peer) {
+  if (policy == nullptr) return false;
   for (const std::string& name : peer.names) {
-    if (policy_->IsAdmin(name)) return true;
+    if (policy->IsAdmin(name)) return true;
   }
   return false;
 }
 
-bool Authorizer::Granted(const PeerIdentity& peer,
-                         absl::string_view name) const {
-  if (!policy_.has_value()) return true;
+bool Authorizer::Granted(const Policy* policy, const PeerIdentity& peer,
+                         absl::string_view name) {
+  if (policy == nullptr) return true;
   for (const std::string& identity : peer.names) {
-    if (policy_->MayUseLock(identity, name)) return true;
+    if (policy->MayUseLock(identity, name)) return true;
   }
   return false;
 }
@@ -74,7 +108,7 @@ absl::Status Authorizer::CheckUseLock(const PeerIdentity& peer,
   if (absl::Status status = CheckTransport(peer, &done); !status.ok() || done) {
     return status;
   }
-  if (Granted(peer, lock)) return absl::OkStatus();
+  if (Granted(CurrentPolicy().get(), peer, lock)) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat("identity ", peer.ToString(),
                                                   " is not granted lock \"",
                                                   lock, "\" by the policy"));
@@ -86,7 +120,10 @@ absl::Status Authorizer::CheckObserveLock(const PeerIdentity& peer,
   if (absl::Status status = CheckTransport(peer, &done); !status.ok() || done) {
     return status;
   }
-  if (Granted(peer, lock) || IsAdmin(peer)) return absl::OkStatus();
+  const std::shared_ptr<const Policy> policy = CurrentPolicy();
+  if (Granted(policy.get(), peer, lock) || IsAdmin(policy.get(), peer)) {
+    return absl::OkStatus();
+  }
   return absl::PermissionDeniedError(
       absl::StrCat("identity ", peer.ToString(), " may not inspect lock \"",
                    lock, "\": neither granted by the policy nor an admin"));
@@ -99,7 +136,7 @@ absl::Status Authorizer::CheckObserveClient(const PeerIdentity& peer,
     return status;
   }
   if (CheckClientIdBelongsTo(client_id, peer).ok()) return absl::OkStatus();
-  if (IsAdmin(peer)) return absl::OkStatus();
+  if (IsAdmin(CurrentPolicy().get(), peer)) return absl::OkStatus();
   return absl::PermissionDeniedError(
       absl::StrCat("identity ", peer.ToString(), " may not see client \"",
                    client_id, "\": not its own client id and not an admin"));
@@ -111,7 +148,10 @@ absl::Status Authorizer::CheckListLocks(const PeerIdentity& peer,
   if (absl::Status status = CheckTransport(peer, &done); !status.ok() || done) {
     return status;
   }
-  if (IsAdmin(peer) || Granted(peer, prefix)) return absl::OkStatus();
+  const std::shared_ptr<const Policy> policy = CurrentPolicy();
+  if (IsAdmin(policy.get(), peer) || Granted(policy.get(), peer, prefix)) {
+    return absl::OkStatus();
+  }
   return absl::PermissionDeniedError(absl::StrCat(
       "identity ", peer.ToString(), " may not list locks with prefix \"",
       prefix, "\": only admins, or identities granted a prefix of it"));
@@ -123,8 +163,9 @@ absl::Status Authorizer::CheckAdmin(const PeerIdentity& peer,
   if (absl::Status status = CheckTransport(peer, &done); !status.ok() || done) {
     return status;
   }
-  if (IsAdmin(peer)) return absl::OkStatus();
-  if (!policy_.has_value()) {
+  const std::shared_ptr<const Policy> policy = CurrentPolicy();
+  if (IsAdmin(policy.get(), peer)) return absl::OkStatus();
+  if (policy == nullptr) {
     return absl::PermissionDeniedError(
         absl::StrCat(operation,
                      " needs an admin identity, and there is none: start "

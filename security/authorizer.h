@@ -43,15 +43,24 @@
 // TLS server, or no certificate names under mutual TLS); PERMISSION_DENIED
 // with a message naming the peer's identity and what it lacked.
 //
-// Thread-safety: immutable after construction; any number of threads may
-// call the checks concurrently.
+// The policy can be replaced while the server runs (ReplacePolicy, on
+// SIGHUP): each check reads one policy, the old or the new one, never a mix;
+// a call already past its checks is not re-checked.
+//
+// Thread-safety: any number of threads may call the checks and
+// ReplacePolicy concurrently (the policy is a shared immutable value behind
+// a mutex held only to copy the pointer). Moving an Authorizer is for
+// setting one up, before any check runs on it.
 #ifndef LEASEKEEPER_SECURITY_AUTHORIZER_H_
 #define LEASEKEEPER_SECURITY_AUTHORIZER_H_
 
+#include <memory>
 #include <optional>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "security/peer_identity.h"
 #include "security/policy.h"
 
@@ -66,8 +75,18 @@ class Authorizer {
   // Mutual-TLS mode, with or without a policy.
   static Authorizer MutualTls(std::optional<Policy> policy);
 
+  Authorizer(Authorizer&& other);
+  Authorizer& operator=(Authorizer&& other);
+  Authorizer(const Authorizer&) = delete;
+  Authorizer& operator=(const Authorizer&) = delete;
+
   bool requires_identity() const { return mode_ == Mode::kMutualTls; }
-  bool has_policy() const { return policy_.has_value(); }
+  bool has_policy() const;
+
+  // Makes `policy` the one every later check reads. Outcomes: OK;
+  // FAILED_PRECONDITION if this Authorizer was made without a policy (a
+  // policy cannot be switched on or off while serving: the flags decide).
+  absl::Status ReplacePolicy(Policy policy);
 
   absl::Status CheckActAs(const PeerIdentity& peer,
                           absl::string_view client_id) const;
@@ -94,11 +113,15 @@ class Authorizer {
   // OK to go on with the mode's rules; UNAUTHENTICATED if the transport
   // does not meet the mode. Sets *done when nothing else is to be checked.
   absl::Status CheckTransport(const PeerIdentity& peer, bool* done) const;
-  bool IsAdmin(const PeerIdentity& peer) const;
-  bool Granted(const PeerIdentity& peer, absl::string_view name) const;
+  std::shared_ptr<const Policy> CurrentPolicy() const;
+  // `policy` null: no policy configured.
+  static bool IsAdmin(const Policy* policy, const PeerIdentity& peer);
+  static bool Granted(const Policy* policy, const PeerIdentity& peer,
+                      absl::string_view name);
 
   Mode mode_;
-  std::optional<Policy> policy_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const Policy> policy_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace leasekeeper::security

@@ -1,6 +1,8 @@
 // Policy: which certificate identities may use which lock names, and which
-// are operators (admins). Loaded once at startup from a JSON file given by
-// leasekeeperd's --policy flag; only meaningful with mutual TLS.
+// are operators (admins). Loaded at startup from a JSON file given by
+// leasekeeperd's --policy flag, and again on SIGHUP (a file that does not
+// load leaves the previous policy in force); only meaningful with mutual
+// TLS.
 //
 // Format (UTF-8 JSON; unknown keys are errors, so a typo never silently
 // grants or drops access):

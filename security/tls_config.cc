@@ -11,7 +11,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/security/server_credentials.h"
 
 namespace leasekeeper::security {
 namespace {
@@ -114,13 +113,12 @@ absl::StatusOr<TransportSecurity> TransportSecurityOf(const TlsFiles& files) {
   return ca ? TransportSecurity::kMutualTls : TransportSecurity::kTls;
 }
 
-absl::StatusOr<ServerTls> LoadServerTls(const TlsFiles& files) {
+absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files) {
   absl::StatusOr<TransportSecurity> mode = TransportSecurityOf(files);
   if (!mode.ok()) return mode.status();
-  ServerTls tls;
+  TlsMaterial tls;
   tls.mode = *mode;
   if (tls.mode == TransportSecurity::kPlaintext) {
-    tls.credentials = grpc::InsecureServerCredentials();
     tls.summary = "plaintext";
     return tls;
   }
@@ -163,10 +161,8 @@ absl::StatusOr<ServerTls> LoadServerTls(const TlsFiles& files) {
   tls.summary = absl::StrCat(
       TransportSecurityName(tls.mode), "; certificate subject=", Subject(leaf),
       ", not after ", TimeText(X509_get0_notAfter(leaf)));
-
-  grpc::SslServerCredentialsOptions options(
-      GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  options.pem_key_cert_pairs.push_back({*key_pem, *cert_pem});
+  tls.cert_pem = *std::move(cert_pem);
+  tls.key_pem = *std::move(key_pem);
   if (tls.mode == TransportSecurity::kMutualTls) {
     absl::StatusOr<std::string> ca_pem =
         ReadPem("client-ca", files.client_ca_file);
@@ -176,13 +172,10 @@ absl::StatusOr<ServerTls> LoadServerTls(const TlsFiles& files) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--client-ca: ", files.client_ca_file, " holds no PEM certificate"));
     }
-    options.pem_root_certs = *ca_pem;
-    options.client_certificate_request =
-        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    tls.client_ca_pem = *std::move(ca_pem);
     absl::StrAppend(&tls.summary, "; ", ca_count, " client CA certificate",
                     ca_count == 1 ? "" : "s");
   }
-  tls.credentials = grpc::SslServerCredentials(options);
   return tls;
 }
 

@@ -11,20 +11,20 @@
 //
 // The files are PEM. --tls-cert may hold a chain (leaf first, then
 // intermediates); --client-ca may hold several CA certificates. They are
-// read and checked once, at startup, so a wrong file stops the daemon with
-// a message naming the flag instead of failing every handshake later:
-// each must parse, the key must match the certificate, and the certificate
-// must be within its validity period. Replacing the files needs a restart.
+// read and checked before they are used, at startup and at every reload
+// (SIGHUP, security/reloadable_server_tls.h), so a wrong file stops the
+// daemon, or is refused by the reload, with a message naming the flag,
+// instead of failing every handshake later: each must parse, the key must
+// match the certificate, and the certificate must be within its validity
+// period.
 //
 // Thread-safety: pure functions (they read files).
 #ifndef LEASEKEEPER_SECURITY_TLS_CONFIG_H_
 #define LEASEKEEPER_SECURITY_TLS_CONFIG_H_
 
-#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "grpcpp/security/server_credentials.h"
 
 namespace leasekeeper::security {
 
@@ -47,21 +47,26 @@ const char* TransportSecurityName(TransportSecurity mode);
 // Reads no file.
 absl::StatusOr<TransportSecurity> TransportSecurityOf(const TlsFiles& files);
 
-struct ServerTls {
+// The checked contents of the TLS files.
+struct TlsMaterial {
   TransportSecurity mode = TransportSecurity::kPlaintext;
-  std::shared_ptr<grpc::ServerCredentials> credentials;
-  // One line for the startup log, e.g. "mutual-tls; certificate
-  // subject=CN=leasekeeper, not after Nov 29 12:00:00 2026 GMT; 1 client CA".
+  std::string cert_pem;       // --tls-cert's text (leaf first)
+  std::string key_pem;        // --tls-key's text
+  std::string client_ca_pem;  // --client-ca's text; empty unless mutual TLS
+  // One line for the log, e.g. "mutual-tls; certificate
+  // subject=CN=leasekeeper, not after Nov 29 12:00:00 2026 GMT; 1 client CA
+  // certificate".
   std::string summary;
 };
 
-// Outcomes: the credentials (insecure ones for plaintext); INVALID_ARGUMENT
-// as TransportSecurityOf, or naming the flag whose file holds no PEM
-// certificate / key, or when the key does not match the certificate;
-// FAILED_PRECONDITION naming --tls-cert if the certificate is expired or
-// not yet valid; NOT_FOUND, PERMISSION_DENIED (or another errno-derived
-// code) naming the flag and path of a file that cannot be read.
-absl::StatusOr<ServerTls> LoadServerTls(const TlsFiles& files);
+// Reads and checks the files (none for plaintext). Outcomes: the material;
+// INVALID_ARGUMENT as TransportSecurityOf, or naming the flag whose file
+// holds no PEM certificate / key, or when the key does not match the
+// certificate; FAILED_PRECONDITION naming --tls-cert if the certificate is
+// expired or not yet valid; NOT_FOUND, PERMISSION_DENIED (or another
+// errno-derived code) naming the flag and path of a file that cannot be
+// read.
+absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsFiles& files);
 
 }  // namespace leasekeeper::security
 

@@ -625,7 +625,8 @@ std::string DaemonUsage() {
   std::string out = R"(usage: leasekeeperd [flags]
 
 leasekeeper's lock service (gRPC leasekeeper.v1.LockService, server
-reflection, grpc.health.v1.Health). Stops on SIGTERM/SIGINT.
+reflection, grpc.health.v1.Health). Stops on SIGTERM/SIGINT; SIGHUP
+re-reads the TLS files and the policy.
 )";
   DaemonOptions defaults = Defaults();
   for (absl::string_view group : kGroups) {

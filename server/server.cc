@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "server/reflection.h"
 #include "server/transport_options.h"
 #include "spdlog/spdlog.h"
 
@@ -66,9 +67,11 @@ absl::Status LeasekeeperServer::Start() {
   }
   if (absl::Status s = PrepareMetrics(); !s.ok()) return s;
   grpc::EnableDefaultHealthCheckService(true);
+  // v1alpha for every builder (libgrpc++_reflection also does this when
+  // loaded); v1 for this one.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-
   grpc::ServerBuilder builder;
+  EnableServerReflection(builder);
   builder.AddListeningPort(config_.listen, *credentials, &port_);
   ConfigureOperatorFeatures(builder);
   service_.SetClusterRole(cluster_ != nullptr

@@ -1,6 +1,7 @@
 // LeasekeeperServer: leasekeeperd as a library: the core owner, the timer
-// thread, the gRPC server with LockService, server reflection and the
-// standard grpc.health.v1.Health service.
+// thread, the gRPC server with LockService, server reflection (v1 and
+// v1alpha, server/reflection.h) and the standard grpc.health.v1.Health
+// service.
 //
 // main() runs it with a SteadyClock; tests run it in-process on
 // 127.0.0.1:0 with a FakeClock.
@@ -52,6 +53,7 @@
 #include "prometheus/collectable.h"
 #include "prometheus/registry.h"
 #include "security/authorizer.h"
+#include "security/reloadable_server_tls.h"
 #include "server/clock.h"
 #include "server/cluster_node.h"
 #include "server/cluster_role.h"
@@ -93,6 +95,22 @@ class LeasekeeperServer {
   // Idempotent; a no-op before Start.
   void Shutdown();
 
+  // Re-reads the TLS files (--tls-cert, --tls-key, --client-ca) and the
+  // policy (--policy) while serving; leasekeeperd does it on SIGHUP. Each
+  // is replaced only if its new version passes the checks Start makes
+  // (security/reloadable_server_tls.h, security/policy.h); otherwise the
+  // previous one stays in force. Connections, calls and session streams
+  // are not touched: new TLS handshakes use the new certificate, every
+  // authorization check after the return the new policy. Logs one line per
+  // part: info `event=reload_tls|reload_policy outcome=reloaded|skipped`,
+  // or error `outcome=kept_previous error="..."` naming the flag and file.
+  // Outcomes: OK when every configured part reloaded (also when nothing is
+  // configured); otherwise the first part's error (see
+  // security::LoadTlsMaterial and security::Policy::Load);
+  // FAILED_PRECONDITION before Start.
+  // REQUIRES: the controlling thread, after Start, before Shutdown.
+  absl::Status ReloadSecurity();
+
   CoreOwner& owner() { return owner_; }
 
   // The plaintext health-only port (config.health_listen) and the /metrics
@@ -133,6 +151,9 @@ class LeasekeeperServer {
       std::make_shared<metrics::ProcessCollector>();
   std::unique_ptr<metrics::MetricsExposer> metrics_http_;
   int health_port_ = 0;
+  // The listening port's credentials (server/server_operations.cc); before
+  // server_, which calls back into it on every handshake until destroyed.
+  std::unique_ptr<security::ReloadableServerTls> tls_;
   std::unique_ptr<grpc::Server> server_;
   // grpc.health.v1.Health says NOT_SERVING (overall and for LockService)
   // once the store has failed: every mutation is refused then, so a probe
@@ -146,7 +167,7 @@ class LeasekeeperServer {
   bool cluster_serving_ ABSL_GUARDED_BY(health_mu_) = false;
   void MarkStorageFailed();
   // server/server_operations.cc. Loads the TLS files and the policy,
-  // setting authorizer_; returns the listening port's credentials.
+  // setting tls_ and authorizer_; returns the listening port's credentials.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> PrepareSecurity();
   // Registers the metrics and starts /metrics if configured.
   absl::Status PrepareMetrics();

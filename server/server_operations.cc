@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
 #include "security/policy.h"
+#include "security/reloadable_server_tls.h"
 #include "security/tls_config.h"
 #include "server/server.h"
 #include "server/server_metrics.h"
@@ -21,14 +22,16 @@ namespace leasekeeper::server {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
 LeasekeeperServer::PrepareSecurity() {
   const SecurityConfig& security = config_.security;
-  absl::StatusOr<security::ServerTls> tls = security::LoadServerTls(
-      security::TlsFiles{.cert_file = security.tls_cert_file,
-                         .key_file = security.tls_key_file,
-                         .client_ca_file = security.client_ca_file});
+  absl::StatusOr<std::unique_ptr<security::ReloadableServerTls>> tls =
+      security::ReloadableServerTls::Create(
+          security::TlsFiles{.cert_file = security.tls_cert_file,
+                             .key_file = security.tls_key_file,
+                             .client_ca_file = security.client_ca_file});
   if (!tls.ok()) return tls.status();
+  tls_ = *std::move(tls);
   std::optional<security::Policy> policy;
   if (!security.policy_file.empty()) {
-    if (tls->mode != security::TransportSecurity::kMutualTls) {
+    if (tls_->mode() != security::TransportSecurity::kMutualTls) {
       return absl::InvalidArgumentError(
           "--policy needs --client-ca: grants are for client certificate "
           "identities");
@@ -38,7 +41,7 @@ LeasekeeperServer::PrepareSecurity() {
     if (!loaded.ok()) return loaded.status();
     policy = *std::move(loaded);
   }
-  switch (tls->mode) {
+  switch (tls_->mode()) {
     case security::TransportSecurity::kPlaintext:
       authorizer_ = security::Authorizer::Open();
       break;
@@ -50,12 +53,50 @@ LeasekeeperServer::PrepareSecurity() {
       break;
   }
   spdlog::info("event=transport_security mode={} detail=\"{}\" policy={}",
-               security::TransportSecurityName(tls->mode), tls->summary,
+               security::TransportSecurityName(tls_->mode()), tls_->summary(),
                policy.has_value()
                    ? absl::StrCat(security.policy_file, " (",
                                   policy->identity_count(), " identities)")
                    : std::string("none"));
-  return tls->credentials;
+  return tls_->credentials();
+}
+
+absl::Status LeasekeeperServer::ReloadSecurity() {
+  if (tls_ == nullptr) {
+    return absl::FailedPreconditionError("the server has not started");
+  }
+  const SecurityConfig& security = config_.security;
+  absl::Status outcome = absl::OkStatus();
+  if (tls_->mode() == security::TransportSecurity::kPlaintext) {
+    spdlog::info("event=reload_tls outcome=skipped detail=\"plaintext: no "
+                 "TLS files to re-read\"");
+  } else if (absl::Status reloaded = tls_->Reload(); reloaded.ok()) {
+    spdlog::info("event=reload_tls outcome=reloaded detail=\"{}\"",
+                 tls_->summary());
+  } else {
+    spdlog::error(
+        "event=reload_tls outcome=kept_previous error=\"{}\" detail=\"{}\"",
+        std::string(reloaded.message()), tls_->summary());
+    outcome = reloaded;
+  }
+  if (security.policy_file.empty()) {
+    spdlog::info("event=reload_policy outcome=skipped detail=\"no --policy\"");
+    return outcome;
+  }
+  absl::StatusOr<security::Policy> policy =
+      security::Policy::Load(security.policy_file);
+  absl::Status replaced =
+      policy.ok() ? authorizer_.ReplacePolicy(*std::move(policy))
+                  : policy.status();
+  if (replaced.ok()) {
+    spdlog::info("event=reload_policy outcome=reloaded policy={}",
+                 security.policy_file);
+  } else {
+    spdlog::error("event=reload_policy outcome=kept_previous error=\"{}\"",
+                  std::string(replaced.message()));
+    if (outcome.ok()) outcome = replaced;
+  }
+  return outcome;
 }
 
 absl::Status LeasekeeperServer::PrepareMetrics() {

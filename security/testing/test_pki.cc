@@ -75,6 +75,12 @@ absl::StatusOr<TestPki> TestPki::Create(const std::string& parent_dir) {
   return pki;
 }
 
+absl::StatusOr<KeyPair> TestPki::IssueServer(const std::string& name,
+                                             const std::string& common_name) {
+  return Issue(name, common_name, {"IP:127.0.0.1", "DNS:localhost"},
+               "serverAuth");
+}
+
 absl::StatusOr<KeyPair> TestPki::IssueClient(
     const std::string& name, const std::string& common_name,
     const std::vector<std::string>& sans) {

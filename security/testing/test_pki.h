@@ -41,6 +41,12 @@ class TestPki {
       const std::string& name, const std::string& common_name,
       const std::vector<std::string>& sans = {});
 
+  // Another server certificate of this CA (SAN IP:127.0.0.1 and
+  // DNS:localhost, like server()) with its own key, e.g. to rotate to.
+  // Outcomes: as IssueClient.
+  absl::StatusOr<KeyPair> IssueServer(const std::string& name,
+                                      const std::string& common_name);
+
   const std::string& dir() const { return dir_; }
   const std::string& ca_cert_file() const { return ca_.cert_file; }
   const std::string& ca_cert_pem() const { return ca_.cert_pem; }

@@ -182,5 +182,38 @@ TEST(AuthorizerTest, TransportOnlyCheckLetsInEveryoneTheTransportAccepts) {
             Code::kUnauthenticated);
 }
 
+TEST(AuthorizerTest, AReplacedPolicyDecidesEveryLaterCheck) {
+  Authorizer authorizer = Authorizer::MutualTls(TestPolicy());
+  ASSERT_TRUE(authorizer.CheckUseLock(kBilling, "billing/a").ok());
+  ASSERT_EQ(authorizer.CheckUseLock(kStranger, "etl/a").code(),
+            Code::kPermissionDenied);
+  absl::StatusOr<Policy> next = Policy::Parse(R"({
+    "identities": {
+      "stranger": {"lock_prefixes": ["etl/"], "admin": true}
+    }
+  })");
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_TRUE(authorizer.ReplacePolicy(*std::move(next)).ok());
+  EXPECT_TRUE(authorizer.CheckUseLock(kStranger, "etl/a").ok());
+  EXPECT_TRUE(authorizer.CheckAdmin(kStranger, "ForceRelease").ok());
+  // Grants of the old policy are gone with it.
+  EXPECT_EQ(authorizer.CheckUseLock(kBilling, "billing/a").code(),
+            Code::kPermissionDenied);
+  EXPECT_EQ(authorizer.CheckAdmin(kOps, "ForceRelease").code(),
+            Code::kPermissionDenied);
+}
+
+TEST(AuthorizerTest, APolicyCannotBeSwitchedOnWhileServing) {
+  Authorizer modes[] = {Authorizer::Open(), Authorizer::ServerTls(),
+                        Authorizer::MutualTls(std::nullopt)};
+  for (Authorizer& authorizer : modes) {
+    EXPECT_EQ(authorizer.ReplacePolicy(TestPolicy()).code(),
+              Code::kFailedPrecondition);
+    EXPECT_FALSE(authorizer.has_policy());
+    EXPECT_EQ(authorizer.CheckAdmin(kOps, "ForceRelease").ok(),
+              !authorizer.requires_identity());
+  }
+}
+
 }  // namespace
 }  // namespace leasekeeper::security
