@@ -52,7 +52,11 @@ CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
       state_(CoreConfig{
           .max_ttl = kMaxTtlMs + kGrantRoundingTicks,
           .track_idle_clients = config_.forget_idle_clients_after_ms > 0}),
-      retry_cache_(config_.retry_cache) {}
+      retry_cache_(config_.retry_cache),
+      watch_hub_(WatchHub::Options{
+          .max_watchers = config_.limits.max_watchers,
+          .max_prefix_watchers = config_.limits.max_prefix_watchers,
+          .buffer_events = config_.limits.watch_buffer_events}) {}
 
 CoreOwner::~CoreOwner() = default;
 
@@ -160,17 +164,28 @@ void CoreOwner::ScheduleLocked(Effects& fx) {
 }
 
 absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
-  if (store_ == nullptr) return CountLocked(op, state_.Apply(op));
+  if (store_ == nullptr) {
+    const WatchScope watch = BeginWatchLocked(op);
+    absl::StatusOr<Reply> reply = CountLocked(op, state_.Apply(op));
+    PublishWatchLocked(watch, op, reply, 0);
+    return reply;
+  }
   // A failed store refuses mutations before they reach the core. The
   // passage of time still applies (a lapse loop must make progress); its
   // effects are never acknowledged (AfterDurable answers UNAVAILABLE).
   if (!std::holds_alternative<op::Advance>(op.body)) {
     if (absl::Status health = store_->health(); !health.ok()) return health;
   }
+  const WatchScope watch = BeginWatchLocked(op);
   absl::StatusOr<Reply> reply = CountLocked(op, state_.Apply(op));
-  if (!reply.ok()) return reply;  // refused: changed nothing but time
+  if (!reply.ok()) {
+    // Refused: changed nothing but time.
+    PublishWatchLocked(watch, op, reply, store_->last_position());
+    return reply;
+  }
   absl::StatusOr<storage::LogPosition> position = store_->Append(op);
   if (!position.ok()) return reply;  // the store failed: see AfterDurable
+  PublishWatchLocked(watch, op, reply, *position);
   MaybeSnapshotLocked(*position);
   return reply;
 }
@@ -269,12 +284,17 @@ void CoreOwner::RestoreServerStateLocked(Tick now) {
 void CoreOwner::Perform(Effects& fx) {
   if (fx.wake_timer) clock_.Interrupt();
   fx.wake_timer = false;
-  if (fx.empty()) return;
+  // Watchers with published events wait for them to be durable, even after
+  // a call with nothing else to perform.
+  if (fx.empty() && !watch_hub_.AwaitsDurable()) return;
+  const storage::LogPosition upto =
+      store_ == nullptr ? 0 : store_->last_position();
   // Inline when already durable (no store, --fsync never): a waiter's grant
   // is then sent by the thread that caused it, as the caller's own answer
   // is, not handed to the flusher thread (a wake-up and a context switch on
   // the path of every hand-over).
-  AfterDurable([this, fx = std::move(fx)](absl::Status durable) mutable {
+  AfterDurable(upto, [this, upto, fx = std::move(fx)](
+                         absl::Status durable) mutable {
     if (!durable.ok()) {
       // Nothing not durable is told: waiting calls fail, notices are
       // dropped, streams still end.
@@ -282,8 +302,10 @@ void CoreOwner::Perform(Effects& fx) {
         reply = AcquireReply{durable};
       }
       fx.notices.clear();
+      watch_hub_.EndAll(durable);
     }
     PerformNow(fx);
+    if (durable.ok()) watch_hub_.MarkDurable(upto);
   });
 }
 
@@ -1082,6 +1104,43 @@ ListLocksAnswer CoreOwner::ListLocks(const std::string& prefix,
   }, barrier);
 }
 
+absl::StatusOr<CoreOwner::WatchStart> CoreOwner::Watch(
+    const WatchTarget& target, std::shared_ptr<WatchSink> sink,
+    storage::LogPosition* barrier) {
+  return QueryAsOfNow([&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                          mu_) -> absl::StatusOr<WatchStart> {
+    WatchStart start;
+    std::vector<std::string> names;
+    if (target.prefix) {
+      names = state_.table().ActiveLocks(target.name, "", SIZE_MAX);
+    } else {
+      names.push_back(target.name);
+    }
+    for (std::string& name : names) {
+      LockView view = state_.table().Inspect(now, name);
+      if (view.holders.empty() && view.queue.empty()) continue;
+      WatchStart::Lock lock{.name = std::move(name)};
+      for (const HolderView& holder : view.holders) {
+        lock.holders.push_back(HolderInfoLocked(holder, now));
+      }
+      int64_t position = 1;
+      for (WaiterView& waiter : view.queue) {
+        std::string label = LabelLocked(waiter.client, lock.name);
+        lock.queue.push_back(WaiterInfo{.view = std::move(waiter),
+                                        .position = position++,
+                                        .label = std::move(label)});
+      }
+      start.locks.push_back(std::move(lock));
+    }
+    absl::StatusOr<WatchHub::Subscribed> subscribed =
+        watch_hub_.Subscribe(target, std::move(sink));
+    if (!subscribed.ok()) return subscribed.status();
+    start.id = subscribed->id;
+    start.sequence = subscribed->sequence;
+    return start;
+  }, barrier);
+}
+
 // ---------------------------------------------------------------------------
 // Sessions.
 
@@ -1282,6 +1341,7 @@ void CoreOwner::BeginShutdown() {
     ScheduleLocked(fx);
   }
   Perform(fx);
+  watch_hub_.EndAll(ShuttingDown());
 }
 
 CoreOwner::Stats CoreOwner::GetStats() {
@@ -1344,6 +1404,7 @@ absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> CoreOwner::ForceRelease(
       result = view.status();
     } else {
       std::vector<ForcedRelease> released;
+      release_event_ = WatchEvent::Kind::kForcedRelease;
       // The holders as they are now, lowest token first: a waiter granted
       // by one of these releases is not released in turn.
       for (const HolderView& holder : view->holders) {
@@ -1356,6 +1417,7 @@ absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> CoreOwner::ForceRelease(
                                            .mode = holder.mode});
         }
       }
+      release_event_ = WatchEvent::Kind::kReleased;
       if (released.empty()) {
         result = MakeError(ErrorCode::kNotHolder);
       } else {

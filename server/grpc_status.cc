@@ -68,6 +68,16 @@ GrpcError ToGrpcStatus(const absl::Status& status) {
   return error;
 }
 
+grpc::Status PrepareFinish(grpc::ServerContextBase& context,
+                           const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  GrpcError error = ToGrpcStatus(status);
+  for (const auto& [key, value] : error.trailing_metadata) {
+    context.AddTrailingMetadata(key, value);
+  }
+  return error.status;
+}
+
 void ToSessionCallError(const absl::Status& status,
                         pb::SessionCallError* error) {
   error->set_code(static_cast<int>(ToGrpcCode(status.code())));

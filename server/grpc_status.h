@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 #include "leasekeeper/v1/lock_service.pb.h"
 
@@ -35,6 +36,11 @@ struct GrpcError {
 };
 
 GrpcError ToGrpcStatus(const absl::Status& status);
+
+// ToGrpcStatus for a call about to finish: adds the trailing metadata to
+// `context` and returns the status to finish with.
+grpc::Status PrepareFinish(grpc::ServerContextBase& context,
+                           const absl::Status& status);
 
 // The same error as a Session stream's call result: the code, the message
 // and the ErrorDetail that ToGrpcStatus puts in the trailing metadata.

@@ -21,6 +21,7 @@
 #include "server/convert.h"
 #include "server/grpc_status.h"
 #include "server/server_errors.h"
+#include "server/watch_stream.h"
 #include "spdlog/spdlog.h"
 #include "version/version.h"
 
@@ -32,12 +33,7 @@ namespace pb = ::leasekeeper::v1;
 // Adds the error's trailing metadata and returns the status to finish with.
 grpc::Status PrepareFinish(grpc::CallbackServerContext* context,
                            const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  GrpcError error = ToGrpcStatus(status);
-  for (const auto& [key, value] : error.trailing_metadata) {
-    context->AddTrailingMetadata(key, value);
-  }
-  return error.status;
+  return server::PrepareFinish(*context, status);
 }
 
 // The peer of a call, as its transport proved it.
@@ -971,6 +967,17 @@ grpc::ServerUnaryReactor* LockServiceImpl::ServerInfo(
           std::chrono::steady_clock::now() - kProcessStart)
           .count());
   return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<pb::WatchResponse>* LockServiceImpl::Watch(
+    grpc::CallbackServerContext* context, const pb::WatchRequest* request) {
+  const security::PeerIdentity peer = PeerOf(context);
+  absl::Status denied =
+      request->target_case() == pb::WatchRequest::kPrefix
+          ? authorizer_.CheckListLocks(peer, request->prefix())
+          : authorizer_.CheckObserveLock(peer, request->lock());
+  if (!denied.ok()) return StartWatchStream(owner_, context, denied);
+  return StartWatchStream(owner_, context, ParseWatch(*request, limits_));
 }
 
 }  // namespace leasekeeper::server

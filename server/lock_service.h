@@ -50,7 +50,9 @@ using LockServiceBase = v1::LockService::WithCallbackMethod_Acquire<
                                             v1::LockService::
                                                 WithCallbackMethod_ServerInfo<
                                                     v1::LockService::
-                                                        Service>>>>>>>>>>>;
+                                                        WithCallbackMethod_Watch<
+                                                            v1::LockService::
+                                                                Service>>>>>>>>>>>>;
 
 class LockServiceImpl final : public LockServiceBase {
  public:
@@ -104,6 +106,11 @@ class LockServiceImpl final : public LockServiceBase {
       grpc::CallbackServerContext* context,
       const v1::ServerInfoRequest* request,
       v1::ServerInfoResponse* response) override;
+  // Authorized as Inspect (a lock) or ListLocks (a prefix), then validated
+  // (ParseWatch); the stream itself is server/watch_stream.h.
+  grpc::ServerWriteReactor<v1::WatchResponse>* Watch(
+      grpc::CallbackServerContext* context,
+      const v1::WatchRequest* request) override;
 
  private:
   CoreOwner& owner_;

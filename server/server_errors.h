@@ -39,6 +39,7 @@ enum class Reason {
   kRequestIdReused = 11,    // INVALID_ARGUMENT "request id reused"
   kSupersededByRetry = 12,  // CANCELLED "superseded by retry"
   kTokenNotIssued = 13,     // FAILED_PRECONDITION "token not issued"
+  kWatchFellBehind = 16,    // RESOURCE_EXHAUSTED "watch fell behind"
 };
 
 // Stable name of a reason, e.g. "CLIENT_BUSY" (the ErrorReason enum name).
@@ -72,6 +73,10 @@ absl::Status UndecodableMessage(absl::string_view what);
 // A Session stream that sent no `open` within --session-open-timeout:
 // DEADLINE_EXCEEDED "no open within --session-open-timeout=<timeout>".
 absl::Status SessionOpenTimedOut(int64_t timeout_ms);
+// A Watch stream whose buffer filled: RESOURCE_EXHAUSTED "watch fell
+// behind", reason kWatchFellBehind, limit "watch-buffer-events" =
+// `buffer_events`.
+absl::Status WatchFellBehind(size_t buffer_events);
 
 // The ErrorInfo of any status made here or by core/errors.h; reason
 // kUnspecified for OK and for any other status.
