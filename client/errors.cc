@@ -45,6 +45,8 @@ std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
       return ErrorReason::kSupersededByRetry;
     case pb::TOKEN_NOT_ISSUED:
       return ErrorReason::kTokenNotIssued;
+    case pb::WATCH_FELL_BEHIND:
+      return ErrorReason::kWatchFellBehind;
     default:
       return std::nullopt;
   }
@@ -78,6 +80,8 @@ pb::ErrorReason ToProtoReason(ErrorReason reason) {
       return pb::SUPERSEDED_BY_RETRY;
     case ErrorReason::kTokenNotIssued:
       return pb::TOKEN_NOT_ISSUED;
+    case ErrorReason::kWatchFellBehind:
+      return pb::WATCH_FELL_BEHIND;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }
@@ -117,6 +121,8 @@ std::optional<ErrorReason> InferReason(grpc::StatusCode code,
        ErrorReason::kSupersededByRetry},
       {grpc::StatusCode::FAILED_PRECONDITION, "token not issued",
        ErrorReason::kTokenNotIssued},
+      {grpc::StatusCode::RESOURCE_EXHAUSTED, "watch fell behind",
+       ErrorReason::kWatchFellBehind},
   };
   for (const Known& known : kKnown) {
     if (known.code == code && absl::StartsWith(message, known.text)) {
@@ -198,6 +204,8 @@ absl::string_view ErrorReasonName(ErrorReason reason) {
       return "SUPERSEDED_BY_RETRY";
     case ErrorReason::kTokenNotIssued:
       return "TOKEN_NOT_ISSUED";
+    case ErrorReason::kWatchFellBehind:
+      return "WATCH_FELL_BEHIND";
   }
   return "UNKNOWN";
 }

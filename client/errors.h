@@ -56,6 +56,7 @@ enum class ErrorReason {
   kRequestIdReused,    // INVALID_ARGUMENT: same request id, other arguments
   kSupersededByRetry,  // CANCELLED: a retry with the same id took over
   kTokenNotIssued,     // FAILED_PRECONDITION: no such token for the lock
+  kWatchFellBehind,    // RESOURCE_EXHAUSTED: a Watch stream was cut
 };
 
 // The proto's name of the reason, e.g. "CLIENT_BUSY".

@@ -3,6 +3,7 @@
 // with the position of the record that carries it. Same class and rules as
 // core_owner.cc; Watch itself (the snapshot and subscription) is a query
 // there.
+#include <algorithm>
 #include <variant>
 
 #include "absl/time/clock.h"
@@ -68,6 +69,11 @@ void CoreOwner::PublishWatchLocked(const WatchScope& scope,
   const absl::Time wall_now = absl::Now();
   auto publish = [&](WatchEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     event.wall_time = wall_now - absl::Milliseconds(last_tick_ - event.at);
+    // The ttl asked for, without the tick a grant inside a tick gets
+    // (CoreTtlLocked), as answers report it.
+    if (event.ttl_ms > 0 && now_inside_tick_) {
+      event.ttl_ms = std::max<int64_t>(0, event.ttl_ms - kGrantRoundingTicks);
+    }
     watch_hub_.Publish(std::move(event), position);
   };
 

@@ -389,6 +389,17 @@ TEST_F(CoreWatchTest, ALapseIsReportedAtItsExpiryInstant) {
   EXPECT_EQ(events[3].at, 600);  // handed on at that exact instant
 }
 
+TEST_F(CoreWatchTest, AGrantInsideATickReportsTheTtlAskedFor) {
+  CoreOwner::WatchStart start = Watch("L", false);
+  clock_.SetInside(200);  // the server adds a tick to such a lease
+  Acquire("a", "L", 500);
+  Acquire("b", "L", 700);
+  std::vector<WatchEvent> events = DurableEvents(start.id);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].ttl_ms, 500);
+  EXPECT_EQ(events[1].ttl_ms, 700);
+}
+
 TEST_F(CoreWatchTest, WithdrawalForcedReleaseAndDeadlockAbortAreEvents) {
   CoreOwner::WatchStart start = Watch("", true);
   Acquire("a", "L");
