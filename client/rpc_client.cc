@@ -115,18 +115,23 @@ WatchUpdate FromProto(const pb::WatchResponse& message) {
 
 // Runs one unary call: sets the deadline, wires the stop token to
 // TryCancel, maps the status. `invoke` is (context, response) -> Status.
-template <typename Response, typename Invoke>
-absl::StatusOr<Response> RunCall(const CallOptions& options, Invoke invoke) {
-  if (options.cancel.stop_requested()) {
-    return absl::CancelledError("cancelled before the call started");
-  }
-  grpc::ClientContext context;
+// The deadline and wait-for-ready of `options` on a call's context.
+void ApplyOptions(const CallOptions& options, grpc::ClientContext& context) {
   if (options.timeout != absl::InfiniteDuration()) {
     context.set_deadline(std::chrono::system_clock::now() +
                          absl::ToChronoNanoseconds(
                              std::max(options.timeout, absl::ZeroDuration())));
   }
   context.set_wait_for_ready(options.wait_for_ready);
+}
+
+template <typename Response, typename Invoke>
+absl::StatusOr<Response> RunCall(const CallOptions& options, Invoke invoke) {
+  if (options.cancel.stop_requested()) {
+    return absl::CancelledError("cancelled before the call started");
+  }
+  grpc::ClientContext context;
+  ApplyOptions(options, context);
   std::stop_callback cancel_on_stop(options.cancel,
                                     [&context] { context.TryCancel(); });
   Response response;
@@ -257,12 +262,7 @@ absl::Status RpcClient::Watch(
     request.set_lock(call.name);
   }
   grpc::ClientContext context;
-  if (options.timeout != absl::InfiniteDuration()) {
-    context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoNanoseconds(
-                             std::max(options.timeout, absl::ZeroDuration())));
-  }
-  context.set_wait_for_ready(options.wait_for_ready);
+  ApplyOptions(options, context);
   std::stop_callback cancel_on_stop(options.cancel,
                                     [&context] { context.TryCancel(); });
   std::unique_ptr<grpc::ClientReader<pb::WatchResponse>> reader =

@@ -1384,6 +1384,7 @@ absl::Status CoreOwner::CheckConsistency() {
     }
   }
   if (absl::Status s = parked_.CheckInvariants(); !s.ok()) return s;
+  if (absl::Status s = watch_hub_.CheckInvariants(); !s.ok()) return s;
   return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
 }
 

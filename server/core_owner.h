@@ -340,8 +340,8 @@ class CoreOwner {
   WatchHub& watch_hub() { return watch_hub_; }
 
   // Checks the server's indexes against the core (invariants 1, 3, and
-  // that every label belongs to a lease or wait) and the core's own
-  // invariants. O(size); for tests.
+  // that every label belongs to a lease or wait), the core's own
+  // invariants and the watch hub's. O(size); for tests.
   absl::Status CheckConsistency();
 
  private:

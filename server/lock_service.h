@@ -13,7 +13,8 @@
 // (OnCancel); an answer that did not reach the client is undone (OnDone).
 // Session streams are bidi reactors that forward open/keepalive/close to
 // CoreOwner and write its notices; they parse their own messages (see
-// Session).
+// Session). Watch streams are write reactors fed by the watch hub
+// (server/watch_stream.h).
 //
 // Thread-safety: gRPC calls the handlers concurrently; all shared state is
 // in CoreOwner.
