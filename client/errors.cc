@@ -52,6 +52,8 @@ std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
       return ErrorReason::kCapacityMismatch;
     case pb::MODE_MISMATCH:
       return ErrorReason::kModeMismatch;
+    case pb::WATCH_FELL_BEHIND:
+      return ErrorReason::kWatchFellBehind;
     default:
       return std::nullopt;
   }
@@ -91,6 +93,8 @@ pb::ErrorReason ToProtoReason(ErrorReason reason) {
       return pb::CAPACITY_MISMATCH;
     case ErrorReason::kModeMismatch:
       return pb::MODE_MISMATCH;
+    case ErrorReason::kWatchFellBehind:
+      return pb::WATCH_FELL_BEHIND;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }
@@ -135,6 +139,8 @@ std::optional<ErrorReason> InferReason(grpc::StatusCode code,
        ErrorReason::kCapacityMismatch},
       {grpc::StatusCode::FAILED_PRECONDITION, "mode mismatch",
        ErrorReason::kModeMismatch},
+      {grpc::StatusCode::RESOURCE_EXHAUSTED, "watch fell behind",
+       ErrorReason::kWatchFellBehind},
   };
   for (const Known& known : kKnown) {
     if (known.code == code && absl::StartsWith(message, known.text)) {
@@ -222,6 +228,8 @@ absl::string_view ErrorReasonName(ErrorReason reason) {
       return "CAPACITY_MISMATCH";
     case ErrorReason::kModeMismatch:
       return "MODE_MISMATCH";
+    case ErrorReason::kWatchFellBehind:
+      return "WATCH_FELL_BEHIND";
   }
   return "UNKNOWN";
 }

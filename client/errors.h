@@ -59,6 +59,7 @@ enum class ErrorReason {
   kNotLeader,          // UNAVAILABLE: a cluster node that is not the leader
   kCapacityMismatch,   // FAILED_PRECONDITION: the semaphore has another N
   kModeMismatch,       // FAILED_PRECONDITION: semaphore vs exclusive/shared
+  kWatchFellBehind,    // RESOURCE_EXHAUSTED: a Watch stream was cut
 };
 
 // The proto's name of the reason, e.g. "CLIENT_BUSY".

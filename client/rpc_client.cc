@@ -68,6 +68,84 @@ std::vector<HolderInfo> FromProto(
   return result;
 }
 
+WaiterInfo FromProto(const pb::Waiter& waiter) {
+  WaiterInfo info;
+  info.client_id = waiter.client_id();
+  info.mode = FromProto(waiter.mode());
+  info.ttl = absl::Milliseconds(waiter.ttl_ms());
+  info.position = waiter.position();
+  info.holder_label = waiter.holder_label();
+  return info;
+}
+
+WatchEventKind FromProto(pb::WatchEventKind kind) {
+  switch (kind) {
+    case pb::WATCH_EVENT_KIND_GRANTED:
+      return WatchEventKind::kGranted;
+    case pb::WATCH_EVENT_KIND_QUEUED:
+      return WatchEventKind::kQueued;
+    case pb::WATCH_EVENT_KIND_RELEASED:
+      return WatchEventKind::kReleased;
+    case pb::WATCH_EVENT_KIND_LAPSED:
+      return WatchEventKind::kLapsed;
+    case pb::WATCH_EVENT_KIND_WITHDRAWN:
+      return WatchEventKind::kWithdrawn;
+    case pb::WATCH_EVENT_KIND_FORCED_RELEASE:
+      return WatchEventKind::kForcedRelease;
+    case pb::WATCH_EVENT_KIND_DEADLOCK_ABORT:
+      return WatchEventKind::kDeadlockAbort;
+    default:
+      return WatchEventKind::kUnknown;
+  }
+}
+
+WatchUpdate FromProto(const pb::WatchResponse& message) {
+  WatchUpdate update;
+  switch (message.kind_case()) {
+    case pb::WatchResponse::kCurrent:
+      update.kind = WatchUpdate::Kind::kCurrent;
+      update.lock = message.current().lock();
+      update.current.holders = FromProto(message.current().holders());
+      for (const pb::Waiter& waiter : message.current().queue()) {
+        update.current.queue.push_back(FromProto(waiter));
+      }
+      break;
+    case pb::WatchResponse::kSynced:
+      update.kind = WatchUpdate::Kind::kSynced;
+      update.sequence = message.synced().sequence();
+      update.locks = message.synced().locks();
+      break;
+    case pb::WatchResponse::kEvent:
+    case pb::WatchResponse::KIND_NOT_SET: {
+      const pb::WatchEvent& e = message.event();
+      update.kind = WatchUpdate::Kind::kEvent;
+      update.event.kind = FromProto(e.kind());
+      update.event.lock = e.lock();
+      update.event.client_id = e.client_id();
+      update.event.mode = FromProto(e.mode());
+      update.event.token = e.token();
+      update.event.ttl = absl::Milliseconds(e.ttl_ms());
+      if (e.has_time()) {
+        update.event.time = absl::FromUnixSeconds(e.time().seconds()) +
+                            absl::Nanoseconds(e.time().nanos());
+      }
+      update.event.sequence = e.sequence();
+      break;
+    }
+  }
+  return update;
+}
+
+// The deadline and wait-for-ready of `options` on a call's context.
+void ApplyOptions(const CallOptions& options, grpc::ClientContext& context) {
+  if (options.timeout != absl::InfiniteDuration()) {
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoNanoseconds(
+                             std::max(options.timeout, absl::ZeroDuration())));
+  }
+  context.set_wait_for_ready(options.wait_for_ready);
+}
+
 // Sleeps for `duration` or until `stop` is requested; false if stopped.
 bool SleepUnlessStopped(absl::Duration duration, std::stop_token stop) {
   absl::Notification stopped;
@@ -286,6 +364,71 @@ absl::StatusOr<std::optional<std::string>> RpcClient::Read(
   return std::optional<std::string>(response->value());
 }
 
+absl::string_view WatchEventKindName(WatchEventKind kind) {
+  switch (kind) {
+    case WatchEventKind::kGranted:
+      return "granted";
+    case WatchEventKind::kQueued:
+      return "queued";
+    case WatchEventKind::kReleased:
+      return "released";
+    case WatchEventKind::kLapsed:
+      return "lapsed";
+    case WatchEventKind::kWithdrawn:
+      return "withdrawn";
+    case WatchEventKind::kForcedRelease:
+      return "forced-release";
+    case WatchEventKind::kDeadlockAbort:
+      return "deadlock-abort";
+    case WatchEventKind::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+absl::Status RpcClient::Watch(
+    const WatchCall& call,
+    const std::function<bool(const WatchUpdate&)>& on_update,
+    const CallOptions& options) const {
+  if (options.cancel.stop_requested()) {
+    return absl::CancelledError("cancelled before the call started");
+  }
+  pb::WatchRequest request;
+  if (call.prefix) {
+    request.set_prefix(call.name);
+  } else {
+    request.set_lock(call.name);
+  }
+  grpc::ClientContext context;
+  ApplyOptions(options, context);
+  std::stop_callback cancel_on_stop(options.cancel,
+                                    [&context] { context.TryCancel(); });
+  // A stream is not moved once it runs; a NOT_LEADER refusal at its start
+  // moves the next call (a watch again) to the leader.
+  internal::ChannelSet::Pick pick = channels_->Current();
+  std::unique_ptr<grpc::ClientReader<pb::WatchResponse>> reader =
+      pick.stub->Watch(&context, request);
+  pb::WatchResponse message;
+  bool stopped = false;
+  while (reader->Read(&message)) {
+    if (!on_update(FromProto(message))) {
+      stopped = true;
+      context.TryCancel();
+      while (reader->Read(&message)) {
+      }
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  if (stopped || status.ok()) {
+    channels_->Report(pick, absl::OkStatus());
+    return absl::OkStatus();
+  }
+  absl::Status failed = FromGrpcStatus(context, status);
+  channels_->Report(pick, failed);
+  return failed;
+}
+
 absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
                                             const CallOptions& options) const {
   pb::InspectRequest request;
@@ -301,13 +444,7 @@ absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
     std::vector<HolderInfo> holders = FromProto(response->holders());
     std::move(holders.begin(), holders.end(), std::back_inserter(info.holders));
     for (const pb::Waiter& waiter : response->queue()) {
-      WaiterInfo w;
-      w.client_id = waiter.client_id();
-      w.mode = FromProto(waiter.mode());
-      w.ttl = absl::Milliseconds(waiter.ttl_ms());
-      w.position = waiter.position();
-      w.holder_label = waiter.holder_label();
-      info.queue.push_back(std::move(w));
+      info.queue.push_back(FromProto(waiter));
     }
     info.capacity = response->capacity();
     request.set_page_token(response->next_page_token());

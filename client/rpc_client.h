@@ -242,6 +242,53 @@ namespace internal {
 class ChannelSet;
 }  // namespace internal
 
+// Watch: what to follow, and what the stream says.
+struct WatchCall {
+  // One lock (non-empty), or with `prefix` every lock whose name starts
+  // with it (empty: every lock).
+  std::string name;
+  bool prefix = false;
+};
+
+enum class WatchEventKind {
+  kUnknown,        // a kind this client does not know (a newer server)
+  kGranted,        // client_id holds the lock: mode, token, ttl
+  kQueued,         // client_id joined the queue: mode, ttl asked for
+  kReleased,       // client_id's lease (token) ended by a release
+  kLapsed,         // client_id's lease (token) reached its end
+  kWithdrawn,      // client_id's wait ended without a grant
+  kForcedRelease,  // an operator ended client_id's lease (token)
+  kDeadlockAbort,  // client_id lost this lease (token > 0) or wait (0)
+};
+// "granted", "queued", "released", "lapsed", "withdrawn", "forced-release",
+// "deadlock-abort", "unknown".
+absl::string_view WatchEventKindName(WatchEventKind kind);
+
+struct WatchEvent {
+  WatchEventKind kind = WatchEventKind::kUnknown;
+  std::string lock;
+  std::string client_id;
+  LockMode mode = LockMode::kExclusive;
+  FencingToken token = 0;
+  absl::Duration ttl = absl::ZeroDuration();
+  // The server's wall-clock rendering of the change, for humans only;
+  // InfinitePast when not sent. Order events by `sequence`.
+  absl::Time time = absl::InfinitePast();
+  uint64_t sequence = 0;
+};
+
+// One message of a Watch stream: first the snapshot (kCurrent per lock in
+// use, then kSynced), then kEvent per change.
+struct WatchUpdate {
+  enum class Kind { kCurrent, kSynced, kEvent };
+  Kind kind = Kind::kEvent;
+  std::string lock;      // kCurrent
+  LockInfo current;      // kCurrent: its holders and queue
+  uint64_t sequence = 0;  // kSynced: the last event before the snapshot
+  int64_t locks = 0;      // kSynced: how many kCurrent came before
+  WatchEvent event;       // kEvent
+};
+
 class RpcClient {
  public:
   // Over one channel, which it never leaves. REQUIRES: channel != nullptr.
@@ -341,6 +388,20 @@ class RpcClient {
   leasekeeper::v1::LockService::Stub& stub() const;
   // The endpoint choice, shared with Sessions on this client.
   internal::ChannelSet& channels() const { return *channels_; }
+
+  // Follows call.name (see WatchCall), calling `on_update` on this thread
+  // for each message until it returns false (the call is then cancelled
+  // and Watch returns OK) or the stream ends. options.timeout bounds the
+  // whole stream (InfiniteDuration: none); stopping options.cancel ends
+  // it. Outcomes: OK (on_update stopped it); RESOURCE_EXHAUSTED
+  // WATCH_FELL_BEHIND (this client read too slowly and was cut: watch
+  // again for a fresh snapshot); INVALID_ARGUMENT; RESOURCE_EXHAUSTED
+  // LIMIT_EXCEEDED (max-watchers, max-prefix-watchers, a name too long);
+  // UNAVAILABLE SHUTTING_DOWN or a store failure; PERMISSION_DENIED;
+  // CANCELLED (options.cancel); transport failures.
+  absl::Status Watch(const WatchCall& call,
+                     const std::function<bool(const WatchUpdate&)>& on_update,
+                     const CallOptions& options = {}) const;
 
  private:
   std::shared_ptr<internal::ChannelSet> channels_;

@@ -721,6 +721,33 @@ bool LockTable::HoldsWithToken(absl::string_view client_name,
   return held != (*client)->holds.end() && held->token == token;
 }
 
+std::optional<HolderView> LockTable::LeaseOf(absl::string_view client_name,
+                                             absl::string_view lock_name) const {
+  auto client = clients_.find(client_name);
+  if (client == clients_.end()) return std::nullopt;
+  auto held = (*client)->holds.find(lock_name);
+  if (held == (*client)->holds.end()) return std::nullopt;
+  const Holder* holder = held->lock->FindHolder(held->token);
+  if (holder == nullptr) return std::nullopt;
+  return HolderView{.client = (*client)->name,
+                    .lock = held->lock->name,
+                    .mode = holder->mode,
+                    .token = holder->token,
+                    .expires_at = holder->expires_at};
+}
+
+std::optional<WaiterView> LockTable::WaitOf(
+    absl::string_view client_name) const {
+  auto client = clients_.find(client_name);
+  if (client == clients_.end() || (*client)->waiting == nullptr) {
+    return std::nullopt;
+  }
+  const Waiter& waiter = *(*client)->waiting_entry;
+  return WaiterView{.client = (*client)->name,
+                    .mode = waiter.mode,
+                    .ttl = waiter.ttl};
+}
+
 std::vector<std::string> LockTable::ActiveLocks(absl::string_view prefix,
                                                 absl::string_view after,
                                                 size_t limit) const {

@@ -344,6 +344,19 @@ class LockTable {
   // Drains the events caused since the last call, in the order they
   // happened. Always empty when CoreConfig::record_events is false.
   std::vector<Event> TakeEvents();
+  // The events caused since the last TakeEvents, oldest first, without
+  // draining them: an owner that follows every change as it happens reads
+  // the ones a call added. O(1).
+  const std::vector<Event>& pending_events() const { return events_; }
+
+  // Without retiring anything (as of the latest `now` seen): the lease
+  // `client` holds on `lock` (nullopt if none), O(log locks held by the
+  // client); and the client's wait (nullopt if it waits for nothing; the
+  // lock is WaitingFor's), O(1). For an owner that reports what a Release
+  // or Withdraw is about to end.
+  std::optional<HolderView> LeaseOf(absl::string_view client,
+                                    absl::string_view lock) const;
+  std::optional<WaiterView> WaitOf(absl::string_view client) const;
 
   // The latest `now` seen; kMinTick before the first call.
   Tick now() const { return now_; }

@@ -363,18 +363,25 @@ pb::ReleaseResult ToProto(ReleaseAnswer outcome) {
                                               : pb::RELEASE_RESULT_RELEASED;
 }
 
+namespace {
+
+void FillWaiter(const WaiterInfo& waiter, pb::Waiter* proto) {
+  proto->set_client_id(waiter.view.client);
+  proto->set_mode(ModeToProto(waiter.view.mode));
+  proto->set_ttl_ms(waiter.view.ttl);
+  proto->set_position(waiter.position);
+  proto->set_holder_label(waiter.label);
+}
+
+}  // namespace
+
 void ToProto(const InspectAnswer& answer, absl::Time wall_now,
              pb::InspectResponse* response) {
   for (const HolderInfo& holder : answer.holders) {
     FillHolder(holder, wall_now, response->add_holders());
   }
   for (const WaiterInfo& waiter : answer.queue) {
-    pb::Waiter* proto = response->add_queue();
-    proto->set_client_id(waiter.view.client);
-    proto->set_mode(ModeToProto(waiter.view.mode));
-    proto->set_ttl_ms(waiter.view.ttl);
-    proto->set_position(waiter.position);
-    proto->set_holder_label(waiter.label);
+    FillWaiter(waiter, response->add_queue());
   }
   response->set_capacity(answer.capacity);
   if (answer.next.has_value()) {
@@ -432,6 +439,74 @@ pb::LockMode ModeToProto(LockMode mode) {
       return pb::LOCK_MODE_SEMAPHORE;
   }
   return pb::LOCK_MODE_EXCLUSIVE;
+}
+
+absl::StatusOr<WatchTarget> ParseWatch(const pb::WatchRequest& request,
+                                       const Limits& limits) {
+  WatchTarget target;
+  switch (request.target_case()) {
+    case pb::WatchRequest::kLock:
+      if (request.lock().empty()) {
+        return InvalidField(ErrorCode::kInvalidArguments, "lock");
+      }
+      target.name = request.lock();
+      break;
+    case pb::WatchRequest::kPrefix:
+      target.name = request.prefix();
+      target.prefix = true;
+      break;
+    case pb::WatchRequest::TARGET_NOT_SET:
+      return InvalidField(ErrorCode::kInvalidArguments, "target");
+  }
+  if (target.name.size() > limits.max_lock_name_bytes) {
+    return LimitExceeded("max-lock-name-bytes",
+                         static_cast<int64_t>(limits.max_lock_name_bytes));
+  }
+  return target;
+}
+
+void ToWatchedLock(const std::string& name,
+                   const std::vector<HolderInfo>& holders,
+                   const std::vector<WaiterInfo>& queue, absl::Time wall_now,
+                   pb::WatchedLock* proto) {
+  proto->set_lock(name);
+  for (const HolderInfo& holder : holders) {
+    FillHolder(holder, wall_now, proto->add_holders());
+  }
+  for (const WaiterInfo& waiter : queue) FillWaiter(waiter, proto->add_queue());
+}
+
+void ToProto(const WatchEvent& event, pb::WatchEvent* proto) {
+  switch (event.kind) {
+    case WatchEvent::Kind::kGranted:
+      proto->set_kind(pb::WATCH_EVENT_KIND_GRANTED);
+      break;
+    case WatchEvent::Kind::kQueued:
+      proto->set_kind(pb::WATCH_EVENT_KIND_QUEUED);
+      break;
+    case WatchEvent::Kind::kReleased:
+      proto->set_kind(pb::WATCH_EVENT_KIND_RELEASED);
+      break;
+    case WatchEvent::Kind::kLapsed:
+      proto->set_kind(pb::WATCH_EVENT_KIND_LAPSED);
+      break;
+    case WatchEvent::Kind::kWithdrawn:
+      proto->set_kind(pb::WATCH_EVENT_KIND_WITHDRAWN);
+      break;
+    case WatchEvent::Kind::kForcedRelease:
+      proto->set_kind(pb::WATCH_EVENT_KIND_FORCED_RELEASE);
+      break;
+    case WatchEvent::Kind::kDeadlockAbort:
+      proto->set_kind(pb::WATCH_EVENT_KIND_DEADLOCK_ABORT);
+      break;
+  }
+  proto->set_lock(event.lock);
+  proto->set_client_id(event.client);
+  proto->set_mode(ModeToProto(event.mode));
+  proto->set_token(event.token);
+  proto->set_ttl_ms(event.ttl_ms);
+  SetTimestamp(event.wall_time, proto->mutable_time());
+  proto->set_sequence(event.sequence);
 }
 
 void ToProto(const SessionNotice& notice, pb::LockNotice* proto) {

@@ -14,6 +14,7 @@
 #define LEASEKEEPER_SERVER_CONVERT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,6 +22,7 @@
 #include "leasekeeper/v1/lock_service.pb.h"
 #include "server/answers.h"
 #include "server/server_config.h"
+#include "server/watch_hub.h"
 
 namespace leasekeeper::server {
 
@@ -80,6 +82,18 @@ void ToProto(const ListLocksAnswer& answer, absl::Time wall_now,
              v1::ListLocksResponse* response);
 void ToProto(const SessionNotice& notice, v1::LockNotice* proto);
 v1::LockMode ModeToProto(LockMode mode);
+
+// Watch: exactly one of lock (non-empty) and prefix (may be empty) set,
+// each within --max-lock-name-bytes. INVALID_ARGUMENT field "target" when
+// neither is set, "lock" when it is empty.
+absl::StatusOr<WatchTarget> ParseWatch(const v1::WatchRequest& request,
+                                       const Limits& limits);
+// One lock of a Watch snapshot; `wall_now` as for Inspect.
+void ToWatchedLock(const std::string& name,
+                   const std::vector<HolderInfo>& holders,
+                   const std::vector<WaiterInfo>& queue, absl::Time wall_now,
+                   v1::WatchedLock* proto);
+void ToProto(const WatchEvent& event, v1::WatchEvent* proto);
 
 // Page tokens are opaque: web-safe base64 of the last lock name shown.
 std::string EncodePageToken(const std::string& after);

@@ -70,6 +70,10 @@ CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
       retry_cache_(config_.retry_cache),
+      watch_hub_(WatchHub::Options{
+          .max_watchers = config_.limits.max_watchers,
+          .max_prefix_watchers = config_.limits.max_prefix_watchers,
+          .buffer_events = config_.limits.watch_buffer_events}),
       // The snapshot source runs inside machine_.Apply and Log, which run
       // under mu_.
       machine_(CoreConfigOf(config_),
@@ -194,7 +198,17 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   // A failed log refuses the operation before it reaches the core (a
   // refusal counts nothing); the passage of time still applies, and its
   // effects are never acknowledged (AfterDurable answers UNAVAILABLE).
-  return CountLocked(op, machine_.Apply(op));
+  const WatchScope watch = BeginWatchLocked(op);
+  const storage::LogPosition before = machine_.last_position();
+  absl::StatusOr<Reply> reply = CountLocked(op, machine_.Apply(op));
+  const storage::LogPosition after = machine_.last_position();
+  // An accepted operation whose record the log could not take is never
+  // told (the log has failed; Perform ends the watches).
+  if (reply.ok() && machine_.persistent() && after == before) return reply;
+  // Published at the position of its record (a refusal appended nothing:
+  // its events are the passage of time's, as of the records before it).
+  PublishWatchLocked(watch, op, reply, after);
+  return reply;
 }
 
 storage::ServerState CoreOwner::ServerStateLocked() const {
@@ -279,14 +293,17 @@ void CoreOwner::RestoreServerStateLocked(Tick now) {
 void CoreOwner::Perform(Effects& fx) {
   if (fx.wake_timer) clock_.Interrupt();
   fx.wake_timer = false;
-  if (fx.empty()) return;
+  // Watchers with published events wait for them to be durable, even after
+  // a call with nothing else to perform.
+  if (fx.empty() && !watch_hub_.AwaitsDurable()) return;
   // Inline when durable already (no store, --fsync never): a waiter's grant
   // is then sent by the thread that caused it, as the caller's own answer
   // is, not handed to the flusher thread (a wake-up and a context switch on
   // the path of every hand-over).
   const storage::LogPosition position = fx.position;
   durability_.WhenDurable(
-      position, [this, fx = std::move(fx)](absl::Status durable) mutable {
+      position,
+      [this, position, fx = std::move(fx)](absl::Status durable) mutable {
         if (!durable.ok()) {
           // Nothing not durable is told: waiting calls fail, notices are
           // dropped, streams still end.
@@ -294,8 +311,10 @@ void CoreOwner::Perform(Effects& fx) {
             reply = AcquireCallAnswer{durable};
           }
           fx.notices.clear();
+          watch_hub_.EndAll(durable);
         }
         PerformNow(fx, durable);
+        if (durable.ok()) watch_hub_.MarkDurable(position);
       });
 }
 
@@ -1047,6 +1066,56 @@ void CoreOwner::ListLocks(const std::string& prefix, const std::string& after,
       std::move(done));
 }
 
+absl::StatusOr<CoreOwner::WatchStart> CoreOwner::Watch(
+    const WatchTarget& target, std::shared_ptr<WatchSink> sink) {
+  Effects fx;
+  absl::StatusOr<WatchStart> result;
+  {
+    absl::MutexLock guard(&mu_);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    WatchStart start;
+    std::vector<std::string> names;
+    if (target.prefix) {
+      names = machine_.table().ActiveLocks(target.name, "", SIZE_MAX);
+    } else {
+      names.push_back(target.name);
+    }
+    for (std::string& name : names) {
+      // Names are never empty here (ParseWatch, active names), so the view
+      // is never an error.
+      absl::StatusOr<LockView> view = machine_.Inspect(now, name);
+      if (!view.ok() || (view->holders.empty() && view->queue.empty())) {
+        continue;
+      }
+      WatchStart::Lock lock{.name = std::move(name)};
+      for (const HolderView& holder : view->holders) {
+        lock.holders.push_back(HolderInfoLocked(holder, now));
+      }
+      int64_t position = 1;
+      for (WaiterView& waiter : view->queue) {
+        std::string label = LabelLocked(waiter.client, lock.name);
+        lock.queue.push_back(WaiterInfo{.view = std::move(waiter),
+                                        .position = position++,
+                                        .label = std::move(label)});
+      }
+      start.locks.push_back(std::move(lock));
+    }
+    absl::StatusOr<WatchHub::Subscribed> subscribed =
+        watch_hub_.Subscribe(target, std::move(sink));
+    if (subscribed.ok()) {
+      start.id = subscribed->id;
+      start.sequence = subscribed->sequence;
+      result = std::move(start);
+    } else {
+      result = subscribed.status();
+    }
+    ScheduleLocked(fx);
+  }
+  Perform(fx);
+  return result;
+}
+
 // ---------------------------------------------------------------------------
 // Sessions.
 
@@ -1238,6 +1307,7 @@ void CoreOwner::BeginShutdown() {
     ScheduleLocked(fx);
   }
   Perform(fx);
+  watch_hub_.EndAll(ShuttingDown());
 }
 
 CoreOwner::Stats CoreOwner::GetStats() {
@@ -1281,6 +1351,7 @@ absl::Status CoreOwner::CheckConsistency() {
     }
   }
   if (absl::Status s = parked_.CheckInvariants(); !s.ok()) return s;
+  if (absl::Status s = watch_hub_.CheckInvariants(); !s.ok()) return s;
   return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
 }
 
@@ -1299,6 +1370,7 @@ void CoreOwner::ForceRelease(
           result = view.status();
         } else {
           std::vector<ForcedRelease> released;
+          release_event_ = WatchEvent::Kind::kForcedRelease;
           // The holders as they are now, lowest token first: a waiter granted
           // by one of these releases is not released in turn.
           for (const HolderView& holder : view->holders) {
@@ -1311,6 +1383,7 @@ void CoreOwner::ForceRelease(
                                                .mode = holder.mode});
             }
           }
+          release_event_ = WatchEvent::Kind::kReleased;
           if (released.empty()) {
             result = MakeError(ErrorCode::kNotHolder);
           } else {

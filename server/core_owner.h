@@ -109,6 +109,7 @@
 #include "server/retry_cache.h"
 #include "server/session_table.h"
 #include "server/server_config.h"
+#include "server/watch_hub.h"
 #include "storage/durable_store.h"
 #include "storage/operation_log.h"
 #include "storage/server_records.h"
@@ -331,9 +332,36 @@ class CoreOwner {
   };
   Counters GetCounters();
 
+  // Watches (server/core_owner_watch.cc): registers `sink` with the watch
+  // hub (server/watch_hub.h) for `target` and takes the snapshot of the
+  // matching locks in the same hold of the mutex, so the watcher's first
+  // event is the first change after it. Every change the core applies is
+  // published to the hub as it is applied, with its log position; watchers
+  // are woken once it is durable (Perform). The caller shows the snapshot
+  // only once it is durable (AfterDurable, called after Watch returned).
+  // Unlike the queries it answers at once: the watcher must know its id
+  // before any event can wake it. Outcomes: the watcher
+  // and the snapshot (the matching locks with a holder or a waiter, by
+  // name); the hub's refusals (limits, shutdown). Cost: O(log n + holders
+  // and waiters of the matching locks) under the mutex.
+  struct WatchStart {
+    struct Lock {
+      std::string name{};
+      std::vector<HolderInfo> holders{};  // by token
+      std::vector<WaiterInfo> queue{};    // oldest first
+    };
+    WatchHub::WatcherId id = 0;
+    uint64_t sequence = 0;  // of the last event before the snapshot
+    std::vector<Lock> locks{};
+  };
+  absl::StatusOr<WatchStart> Watch(const WatchTarget& target,
+                                   std::shared_ptr<WatchSink> sink);
+  // The hub itself, for a watcher's Take and Unsubscribe and for stats.
+  WatchHub& watch_hub() { return watch_hub_; }
+
   // Checks the server's indexes against the core (invariants 1, 3, and
-  // that every label belongs to a lease or wait) and the core's own
-  // invariants. O(size); for tests.
+  // that every label belongs to a lease or wait), the core's own
+  // invariants and the watch hub's. O(size); for tests.
   absl::Status CheckConsistency();
 
  private:
@@ -481,6 +509,31 @@ class CoreOwner {
   absl::Status CheckStoreLimitsLocked(const WriteArgs& args)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Counters counters_ ABSL_GUARDED_BY(mu_);
+
+  // Watches (server/core_owner_watch.cc). What an operation is about to
+  // end, looked up before it applies (a Release's lease, a withdrawn wait),
+  // and where the core's pending events stood.
+  struct WatchScope {
+    size_t events_before = 0;
+    std::optional<HolderView> lease{};
+    std::optional<WaiterView> wait{};
+  };
+  WatchScope BeginWatchLocked(const Operation& op) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes what `op` changed, in the order it happened: a Release's or
+  // Withdraw's own event, then the core's events, then an Acquire's own
+  // grant or queueing (its deadlock aborts come first).
+  void PublishWatchLocked(const WatchScope& scope, const Operation& op,
+                          const absl::StatusOr<Reply>& reply,
+                          storage::LogPosition position)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How a Release operation is reported: kForcedRelease while ForceRelease
+  // applies its releases, kReleased otherwise.
+  WatchEvent::Kind release_event_ ABSL_GUARDED_BY(mu_) =
+      WatchEvent::Kind::kReleased;
+  // Its own mutex (a leaf under mu_). Outlives machine_, whose log's
+  // pending answers may still wake watchers.
+  WatchHub watch_hub_;
 
   // The core and its durable path: apply, append, snapshot. Its log is
   // opened once (OpenStorage or UseLog) before any other call. Last but

@@ -309,6 +309,27 @@ const std::vector<FlagSpec>& Specs() {
           },
           1, 100'000'000),
       Count(
+          kLimits, "max-watchers", "open Watch streams",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_watchers;
+          },
+          1, 100'000'000),
+      Count(
+          kLimits, "max-prefix-watchers",
+          "open Watch streams by prefix (also counted as watchers)",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.max_prefix_watchers;
+          },
+          1, 100'000'000),
+      Count(
+          kLimits, "watch-buffer-events",
+          "events a Watch stream may have unsent before it is cut as "
+          "fallen behind",
+          [](DaemonOptions& o) -> size_t& {
+            return o.config.limits.watch_buffer_events;
+          },
+          1, 1'000'000),
+      Count(
           kLimits, "max-locks-per-client", "leases one client may hold",
           [](DaemonOptions& o) -> size_t& {
             return o.config.limits.max_locks_per_client;

@@ -14,6 +14,7 @@
 #include "server/grpc_status.h"
 #include "server/server_errors.h"
 #include "server/session_reactor.h"
+#include "server/watch_stream.h"
 #include "spdlog/spdlog.h"
 #include "version/version.h"
 
@@ -465,6 +466,22 @@ grpc::ServerUnaryReactor* LockServiceImpl::ClusterStatus(
   }
   if (role_ != nullptr) role_->FillStatus(response);
   return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerWriteReactor<pb::WatchResponse>* LockServiceImpl::Watch(
+    grpc::CallbackServerContext* context, const pb::WatchRequest* request) {
+  // A follower's table is not the leader's: it refuses, as for every lock
+  // call, and the client watches the leader.
+  if (absl::Status refused = CheckRole(); !refused.ok()) {
+    return StartWatchStream(owner_, context, refused);
+  }
+  const security::PeerIdentity peer = PeerOf(context);
+  absl::Status denied =
+      request->target_case() == pb::WatchRequest::kPrefix
+          ? authorizer_.CheckListLocks(peer, request->prefix())
+          : authorizer_.CheckObserveLock(peer, request->lock());
+  if (!denied.ok()) return StartWatchStream(owner_, context, denied);
+  return StartWatchStream(owner_, context, ParseWatch(*request, limits_));
 }
 
 }  // namespace leasekeeper::server

@@ -13,7 +13,8 @@
 // (OnCancel); an answer that did not reach the client is undone (OnDone).
 // Session streams are bidi reactors that forward open/keepalive/close to
 // CoreOwner and write its notices; they parse their own messages (see
-// Session).
+// Session). Watch streams are write reactors fed by the watch hub
+// (server/watch_stream.h).
 //
 // Thread-safety: gRPC calls the handlers concurrently; all shared state is
 // in CoreOwner.
@@ -53,7 +54,9 @@ using LockServiceBase = v1::LockService::WithCallbackMethod_Acquire<
                                                     v1::LockService::
                                                         WithCallbackMethod_ClusterStatus<
                                                             v1::LockService::
-                                                                Service>>>>>>>>>>>>;
+                                                                WithCallbackMethod_Watch<
+                                                            v1::LockService::
+                                                                Service>>>>>>>>>>>>>;
 
 class LockServiceImpl final : public LockServiceBase {
  public:
@@ -117,6 +120,12 @@ class LockServiceImpl final : public LockServiceBase {
   // default) serves every call. REQUIRES: set before serving; outlives the
   // service.
   void SetClusterRole(const ClusterRole* role) { role_ = role; }
+
+  // Authorized as Inspect (a lock) or ListLocks (a prefix), then validated
+  // (ParseWatch); the stream itself is server/watch_stream.h.
+  grpc::ServerWriteReactor<v1::WatchResponse>* Watch(
+      grpc::CallbackServerContext* context,
+      const v1::WatchRequest* request) override;
 
  private:
   CoreOwner& owner_;

@@ -65,6 +65,13 @@ struct Limits {
   // by gRPC with RESOURCE_EXHAUSTED before any handler runs
   // (--max-request-bytes). 0: max(4 MiB, max_value_bytes + 64 KiB).
   size_t max_request_bytes = 0;
+  // Watch streams open at once (--max-watchers), of them by prefix
+  // (--max-prefix-watchers: each costs every event a lookup per distinct
+  // prefix length), and the events each may have buffered before it is cut
+  // as fallen behind (--watch-buffer-events).
+  size_t max_watchers = 10'000;
+  size_t max_prefix_watchers = 1'000;
+  size_t watch_buffer_events = 1'024;
   int32_t default_page_size = 100;  // ListLocks page_size 0
   int32_t max_page_size = 1'000;    // ListLocks page_size cap
   int32_t default_detail_page_size = 1'000;  // Inspect/Status page_size 0

@@ -157,6 +157,13 @@ absl::Status SessionOpenTimedOut(int64_t timeout_ms) {
                    absl::FormatDuration(absl::Milliseconds(timeout_ms))));
 }
 
+absl::Status WatchFellBehind(size_t buffer_events) {
+  return WithInfo(absl::ResourceExhaustedError("watch fell behind"),
+                  ErrorInfo{.reason = Reason::kWatchFellBehind,
+                            .limit = "watch-buffer-events",
+                            .limit_value = static_cast<int64_t>(buffer_events)});
+}
+
 pb::ErrorDetail ToErrorDetail(const ErrorInfo& info) {
   pb::ErrorDetail detail;
   detail.set_reason(info.reason);

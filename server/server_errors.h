@@ -65,6 +65,10 @@ absl::Status SessionOpenTimedOut(int64_t timeout_ms);
 absl::Status NotLeader(absl::string_view leader_address);
 // The leader address a NotLeader status carries; empty for any other.
 std::string LeaderAddressOf(const absl::Status& status);
+// A Watch stream whose buffer filled: RESOURCE_EXHAUSTED "watch fell
+// behind", reason WATCH_FELL_BEHIND, limit "watch-buffer-events" =
+// `buffer_events`.
+absl::Status WatchFellBehind(size_t buffer_events);
 
 // The ErrorInfo of any status made here or by core/errors.h; reason
 // ERROR_REASON_UNSPECIFIED for OK and for any other status.

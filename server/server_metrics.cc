@@ -211,6 +211,14 @@ std::vector<MetricFamily> ServerMetrics::Collect() const {
       static_cast<double>(counters.acquire_wait_ms_sum) / 1e3);
 
   AddFields(MetricType::Gauge, kGauges, stats, out);
+  const WatchHub::Stats watches = owner_.watch_hub().GetStats();
+  out.push_back(Single(MetricType::Gauge, "leasekeeper_watchers",
+                       "Watch streams open now (not cut).",
+                       static_cast<double>(watches.watchers)));
+  out.push_back(Single(MetricType::Counter, "leasekeeper_watchers_cut_total",
+                       "Watch streams cut because their buffer filled "
+                       "(WATCH_FELL_BEHIND).",
+                       static_cast<double>(watches.cut)));
   out.push_back(Single(MetricType::Gauge, "leasekeeper_build_info",
                        "The build: its version and git commit (value 1).", 1,
                        {{"version", BuildVersion()}, {"commit", BuildCommit()}}));

@@ -96,6 +96,7 @@ class CommandTree {
     AddInspect();
     AddStatus();
     AddLocks();
+    AddWatch();
     AddRun();
     AddForceRelease();
     AddVersion();
@@ -397,6 +398,37 @@ class CommandTree {
         ->type_name("P");
   }
 
+  void AddWatch() {
+    CLI::App* sub = AddCommand(
+        Command::kWatch, "watch", "Follow a lock's changes as they happen",
+        "Prints LOCK's (or every --prefix P lock's) holders and queue, then\n"
+        "one line per change: granted, queued, released, lapsed, withdrawn,\n"
+        "forced-release, deadlock-abort, each with the server's time and\n"
+        "sequence number. With -o json, one JSON object per line. Runs until\n"
+        "interrupted, --count changes, or the server ends the stream (exit\n"
+        "1; \"watch fell behind\" if this reader was too slow).");
+    sub->add_option("LOCK", in_->lock, "The lock's name")
+        ->type_name("")
+        ->check(NonEmpty());
+    watch_prefix_ =
+        sub->add_option("--prefix", in_->prefix,
+                        "Every lock whose name starts with P (\"\": all)")
+            ->type_name("P");
+    sub->add_option("--count", in_->count,
+                    "Exit after N changes (default: never)")
+        ->type_name("N")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+              int64_t count = 0;
+              if (!absl::SimpleAtoi(text, &count) || count < 1) {
+                return absl::StrCat("must be a whole number >= 1, not \"",
+                                    text, "\"");
+              }
+              return "";
+            },
+            ""));
+  }
+
   void AddRun() {
     CLI::App* sub = AddCommand(
         Command::kRun, "run", "Run a command under a lock",
@@ -518,6 +550,12 @@ class CommandTree {
       }
       if (!in_->ttl.has_value()) in_->ttl = absl::Seconds(30);
     }
+    if (in_->command == Command::kWatch) {
+      in_->watch_prefix = watch_prefix_->count() > 0;
+      if (in_->watch_prefix == !in_->lock.empty()) {
+        return "takes exactly one of LOCK and --prefix P";
+      }
+    }
     return "";
   }
 
@@ -569,6 +607,7 @@ class CommandTree {
   std::string help_topic_;
   CLI::App* completion_ = nullptr;
   std::string completion_shell_;
+  CLI::Option* watch_prefix_ = nullptr;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 //     duration, token or format is a usage error: the problem, named after
 //     the command, then that command's usage (exit code 2).
 //  6. For `run`, everything after `--` is the command to run.
+//  7. `watch` takes exactly one of LOCK and --prefix P.
 //
 // Thread-safety: ParseArguments reads the environment (getenv) and is
 // otherwise pure; do not call it while another thread changes the
@@ -62,6 +63,7 @@ enum class Command {
   kVersion,
   kHealth,
   kClusterStatus,  // cluster status
+  kWatch,
 };
 
 enum class OutputFormat { kTable, kJson };
@@ -95,6 +97,8 @@ struct Invocation {
   bool try_only = false;                          // --try
   client::FencingToken token = 0;                 // --token
   std::string prefix;                             // --prefix
+  bool watch_prefix = false;                      // watch --prefix given
+  int64_t count = 0;  // watch --count: stop after N events (0: never)
   std::string label;                              // --label
   std::string holder;                             // force-release --holder
   std::string reason;                             // force-release --reason

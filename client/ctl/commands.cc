@@ -372,6 +372,29 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
   return exit->exit_code;
 }
 
+// Prints each message as it arrives, flushed so that a pipe sees it at
+// once, until --count changes or the stream ends (the server cut it, or
+// stopped).
+int Watch(const Invocation& in, const client::RpcClient& rpc,
+          std::ostream& out, const Reporter& report) {
+  const std::string name = in.watch_prefix ? in.prefix : in.lock;
+  int64_t changes = 0;
+  absl::Status ended = rpc.Watch(
+      client::WatchCall{.name = name, .prefix = in.watch_prefix},
+      [&](const client::WatchUpdate& update) {
+        out << FormatWatchUpdate(update, in.output) << std::flush;
+        if (update.kind == client::WatchUpdate::Kind::kEvent) ++changes;
+        return in.count == 0 || changes < in.count;
+      },
+      Within(absl::InfiniteDuration()));
+  if (!ended.ok()) {
+    return report.Fail(
+        absl::StrCat("watch ", in.watch_prefix ? "--prefix " : "", name),
+        ended);
+  }
+  return kExitOk;
+}
+
 int Version(const Invocation& in, const client::RpcClient& rpc,
             std::ostream& out, const Reporter& report) {
   absl::StatusOr<ServerInfo> info = GetServerInfo(rpc, in.timeout);
@@ -526,6 +549,8 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       out << FormatClusterStatus(*info, in.output);
       return kExitOk;
     }
+    case Command::kWatch:
+      return Watch(in, rpc, out, report);
     case Command::kRun:
       break;
   }

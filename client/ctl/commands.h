@@ -3,7 +3,8 @@
 //
 // acquire/renew/release/write/read/inspect/status/locks/force-release/
 // version/health are one call each (RpcClient or operator_calls.h, no
-// session: an `acquire`d lease lasts its ttl unless renewed). Failures are printed in
+// session: an `acquire`d lease lasts its ttl unless renewed); `watch` is one
+// stream, printed line by line as it comes, with no deadline. Failures are printed in
 // the output format (output.h's FormatError), with two explanations gRPC
 // does not give: a TLS mismatch between the ctl and the port
 // (transport_probe.h), and which lock a CLIENT_BUSY client holds or waits

@@ -47,6 +47,14 @@ json HoldersJson(const std::vector<client::HolderInfo>& holders) {
   return list;
 }
 
+json WaiterJson(const client::WaiterInfo& waiter) {
+  return json{{"client", waiter.client_id},
+              {"mode", ModeName(waiter.mode)},
+              {"ttl_ms", absl::ToInt64Milliseconds(waiter.ttl)},
+              {"position", waiter.position},
+              {"label", waiter.holder_label}};
+}
+
 json ErrorJson(const absl::Status& status) {
   std::optional<client::ErrorReason> reason = client::ErrorReasonOf(status);
   return json{
@@ -185,11 +193,7 @@ std::string FormatInspect(const std::string& lock, const client::LockInfo& info,
   if (format == OutputFormat::kJson) {
     json queue = json::array();
     for (const client::WaiterInfo& waiter : info.queue) {
-      queue.push_back(json{{"client", waiter.client_id},
-                           {"mode", ModeName(waiter.mode)},
-                           {"ttl_ms", absl::ToInt64Milliseconds(waiter.ttl)},
-                           {"position", waiter.position},
-                           {"label", waiter.holder_label}});
+      queue.push_back(WaiterJson(waiter));
     }
     return Dump(json{{"lock", lock},
                      {"holders", HoldersJson(info.holders)},
@@ -312,6 +316,71 @@ std::string FormatForceReleased(const std::string& lock,
                     " (token ", lease.token, ", ", ModeName(lease.mode), ")\n");
   }
   return out;
+}
+
+std::string FormatWatchUpdate(const client::WatchUpdate& update,
+                              OutputFormat format) {
+  const bool as_json = format == OutputFormat::kJson;
+  switch (update.kind) {
+    case client::WatchUpdate::Kind::kCurrent: {
+      if (as_json) {
+        json queue = json::array();
+        for (const client::WaiterInfo& waiter : update.current.queue) {
+          queue.push_back(WaiterJson(waiter));
+        }
+        return Dump(json{{"current",
+                          {{"lock", update.lock},
+                           {"holders", HoldersJson(update.current.holders)},
+                           {"queue", queue}}}});
+      }
+      std::string out;
+      for (const client::HolderInfo& holder : update.current.holders) {
+        absl::StrAppend(&out, "current ", update.lock, " holder ",
+                        holder.client_id, " ", ModeName(holder.mode),
+                        " token=", holder.token, " expires_in=",
+                        FormatDurationForHumans(holder.expires_in), "\n");
+      }
+      for (const client::WaiterInfo& waiter : update.current.queue) {
+        absl::StrAppend(&out, "current ", update.lock, " waiter ",
+                        waiter.client_id, " ", ModeName(waiter.mode),
+                        " position=", waiter.position,
+                        " ttl=", FormatDurationForHumans(waiter.ttl), "\n");
+      }
+      return out;
+    }
+    case client::WatchUpdate::Kind::kSynced:
+      if (as_json) {
+        return Dump(json{{"synced",
+                          {{"sequence", update.sequence},
+                           {"locks", update.locks}}}});
+      }
+      return absl::StrCat("synced sequence=", update.sequence,
+                          " locks=", update.locks, "\n");
+    case client::WatchUpdate::Kind::kEvent:
+      break;
+  }
+  const client::WatchEvent& e = update.event;
+  const std::string kind(client::WatchEventKindName(e.kind));
+  if (as_json) {
+    return Dump(json{{"event",
+                      {{"kind", kind},
+                       {"lock", e.lock},
+                       {"client", e.client_id},
+                       {"mode", ModeName(e.mode)},
+                       {"token", e.token},
+                       {"ttl_ms", absl::ToInt64Milliseconds(e.ttl)},
+                       {"time", WallTime(e.time)},
+                       {"sequence", e.sequence}}}});
+  }
+  const json time = WallTime(e.time);
+  std::string out = absl::StrCat(
+      time.is_null() ? "-" : time.get<std::string>(), " #", e.sequence, " ",
+      kind, " ", e.lock, " ", e.client_id, " ", ModeName(e.mode));
+  if (e.token != 0) absl::StrAppend(&out, " token=", e.token);
+  if (e.ttl > absl::ZeroDuration()) {
+    absl::StrAppend(&out, " ttl=", FormatDurationForHumans(e.ttl));
+  }
+  return out + "\n";
 }
 
 std::string FormatVersion(const std::string& server,

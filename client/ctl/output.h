@@ -26,6 +26,13 @@
 //   cluster status: {"cluster","node","role","leader":{"id","address"} or
 //             null,"epoch","last_position","members":[{"node","address",
 //             "role","applied_position","lag"}]}
+//   watch:   one object per line: {"current":{"lock","holders":[holder],
+//             "queue":[waiter]}} per lock of the snapshot, then
+//             {"synced":{"sequence","locks"}}, then per change
+//             {"event":{"kind","lock","client","mode","token","ttl_ms",
+//             "time","sequence"}}  kind: "granted", "queued", "released",
+//             "lapsed", "withdrawn", "forced-release", "deadlock-abort";
+//             time: the server's wall-clock rendering or null
 //   error:   {"error":{"code","reason","message"}}  code: the gRPC code's
 //             name ("FAILED_PRECONDITION"); reason: the server's ErrorReason
 //             name ("CLIENT_BUSY") or null; on stderr, stdout stays empty
@@ -79,6 +86,14 @@ std::string FormatLocks(const std::vector<client::LockSummary>& locks,
 std::string FormatForceReleased(const std::string& lock,
                                 const std::vector<ForcedRelease>& released,
                                 OutputFormat format);
+
+// One message of a Watch stream. Table form, one line each:
+//   current LOCK holder CLIENT MODE token=T expires_in=D
+//   current LOCK waiter CLIENT MODE position=P ttl=D
+//   synced sequence=S locks=N
+//   TIME #SEQ KIND LOCK CLIENT MODE [token=T] [ttl=D]
+std::string FormatWatchUpdate(const client::WatchUpdate& update,
+                              OutputFormat format);
 
 // `server` is the address asked; `info` its answer, or the failure to get
 // it (then the JSON has "server": null and the table only the client's

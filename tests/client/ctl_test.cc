@@ -734,5 +734,88 @@ TEST_F(CtlTest, InspectPrintsEveryHolderAndWaiterAcrossPages) {
             std::string::npos);
 }
 
+AcquireCall Call(const std::string& client, const std::string& lock) {
+  AcquireCall call;
+  call.client_id = client;
+  call.lock = lock;
+  call.ttl = absl::Seconds(30);
+  return call;
+}
+
+TEST_F(CtlTest, WatchPrintsTheStateThenEachChangeAsLines) {
+  const std::string lock = LockName();
+  ASSERT_TRUE(rpc().Acquire(Call("first", lock)).ok());
+  absl::StatusOr<Subprocess> watch = StartCtl({"watch", lock, "--count", "3"});
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(watch->WaitForLine("synced", absl::Seconds(10)).has_value());
+  ASSERT_TRUE(rpc().Acquire(Call("second", lock)).ok());  // queued
+  ASSERT_TRUE(rpc().Release(ReleaseCall{"first", lock, "", ""}).ok());
+  ProcessResult done = watch->Wait(absl::Seconds(10));
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  std::vector<std::string> lines =
+      absl::StrSplit(done.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << done.out;
+  EXPECT_TRUE(absl::StartsWith(
+      lines[0], absl::StrCat("current ", lock, " holder first exclusive "
+                             "token=1 expires_in=")))
+      << lines[0];
+  EXPECT_TRUE(absl::StartsWith(lines[1], "synced sequence=")) << lines[1];
+  EXPECT_TRUE(absl::StrContains(lines[1], "locks=1")) << lines[1];
+  // TIME #SEQ KIND LOCK CLIENT MODE [token=T] [ttl=D]
+  EXPECT_TRUE(absl::StrContains(
+      lines[2], absl::StrCat(" queued ", lock, " second exclusive ttl=30s")))
+      << lines[2];
+  EXPECT_TRUE(absl::StrContains(
+      lines[3], absl::StrCat(" released ", lock, " first exclusive token=1")))
+      << lines[3];
+  EXPECT_TRUE(absl::StrContains(
+      lines[4],
+      absl::StrCat(" granted ", lock, " second exclusive token=2 ttl=30s")))
+      << lines[4];
+}
+
+TEST_F(CtlTest, WatchWithJsonPrintsOneObjectPerLineForAPrefix) {
+  const std::string prefix = LockName();
+  absl::StatusOr<Subprocess> watch =
+      StartCtl({"-o", "json", "watch", "--prefix", prefix, "--count", "2"});
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(watch->WaitForLine("synced", absl::Seconds(10)).has_value());
+  ASSERT_TRUE(rpc().Acquire(Call("job", prefix + "/a")).ok());
+  ASSERT_TRUE(rpc().Acquire(Call("job", "elsewhere-" + prefix)).ok());
+  ASSERT_TRUE(rpc().Release(ReleaseCall{"job", prefix + "/a", "", ""}).ok());
+  ProcessResult done = watch->Wait(absl::Seconds(10));
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  std::vector<std::string> lines =
+      absl::StrSplit(done.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << done.out;
+  nlohmann::json synced = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(synced["synced"]["locks"], 0);
+  nlohmann::json granted = nlohmann::json::parse(lines[1])["event"];
+  EXPECT_EQ(granted["kind"], "granted");
+  EXPECT_EQ(granted["lock"], prefix + "/a");
+  EXPECT_EQ(granted["client"], "job");
+  EXPECT_EQ(granted["mode"], "exclusive");
+  EXPECT_EQ(granted["ttl_ms"], 30'000);
+  EXPECT_TRUE(granted["time"].is_string());
+  nlohmann::json released = nlohmann::json::parse(lines[2])["event"];
+  EXPECT_EQ(released["kind"], "released");
+  EXPECT_EQ(released["token"], granted["token"]);
+  EXPECT_GT(released["sequence"], granted["sequence"]);
+}
+
+TEST_F(CtlTest, WatchTakesExactlyOneOfALockAndAPrefix) {
+  ProcessResult none = RunCtl({"watch"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(
+      none.err, "watch: takes exactly one of LOCK and --prefix P"))
+      << none.err;
+  ProcessResult both = RunCtl({"watch", "L", "--prefix", "p/"});
+  EXPECT_EQ(both.exit_code, 2);
+  ProcessResult help = RunCtl({"watch", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(help.out, "--prefix")) << help.out;
+  EXPECT_TRUE(absl::StrContains(help.out, "--count")) << help.out;
+}
+
 }  // namespace
 }  // namespace leasekeeper::client::testing

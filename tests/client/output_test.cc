@@ -31,6 +31,62 @@ LockInfo SampleLock() {
   return info;
 }
 
+client::WatchUpdate SampleEvent() {
+  client::WatchUpdate update;
+  update.kind = client::WatchUpdate::Kind::kEvent;
+  update.event.kind = client::WatchEventKind::kGranted;
+  update.event.lock = "exports/daily";
+  update.event.client_id = "etl-d";
+  update.event.mode = LockMode::kShared;
+  update.event.token = 4;
+  update.event.ttl = absl::Seconds(20);
+  update.event.time = absl::FromUnixMillis(1'764'589'407'123);
+  update.event.sequence = 1042;
+  return update;
+}
+
+TEST(OutputTest, WatchLinesShowTheSnapshotThenOneLinePerChange) {
+  client::WatchUpdate current;
+  current.kind = client::WatchUpdate::Kind::kCurrent;
+  current.lock = "exports/daily";
+  current.current = SampleLock();
+  EXPECT_EQ(FormatWatchUpdate(current, OutputFormat::kTable),
+            "current exports/daily holder etl-c exclusive token=3 "
+            "expires_in=29.5s\n"
+            "current exports/daily waiter etl-d shared position=1 ttl=20s\n");
+  client::WatchUpdate synced;
+  synced.kind = client::WatchUpdate::Kind::kSynced;
+  synced.sequence = 1041;
+  synced.locks = 1;
+  EXPECT_EQ(FormatWatchUpdate(synced, OutputFormat::kTable),
+            "synced sequence=1041 locks=1\n");
+  EXPECT_EQ(FormatWatchUpdate(SampleEvent(), OutputFormat::kTable),
+            "2025-12-01T11:43:27.123+00:00 #1042 granted exports/daily etl-d "
+            "shared token=4 ttl=20s\n");
+  client::WatchUpdate withdrawn = SampleEvent();
+  withdrawn.event.kind = client::WatchEventKind::kWithdrawn;
+  withdrawn.event.token = 0;
+  withdrawn.event.ttl = absl::ZeroDuration();
+  EXPECT_EQ(FormatWatchUpdate(withdrawn, OutputFormat::kTable),
+            "2025-12-01T11:43:27.123+00:00 #1042 withdrawn exports/daily "
+            "etl-d shared\n");
+}
+
+TEST(OutputTest, WatchJsonIsOneObjectPerLineWithTheDocumentedShape) {
+  const std::string line = FormatWatchUpdate(SampleEvent(), OutputFormat::kJson);
+  ASSERT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1);
+  nlohmann::json event = nlohmann::json::parse(line)["event"];
+  EXPECT_EQ(event["kind"], "granted");
+  EXPECT_EQ(event["lock"], "exports/daily");
+  EXPECT_EQ(event["client"], "etl-d");
+  EXPECT_EQ(event["mode"], "shared");
+  EXPECT_EQ(event["token"], 4);
+  EXPECT_EQ(event["ttl_ms"], 20'000);
+  EXPECT_EQ(event["time"], "2025-12-01T11:43:27.123+00:00");
+  EXPECT_EQ(event["sequence"], 1042);
+}
+
 TEST(OutputTest, TableColumnsAreAlignedAndLinesNotPadded) {
   EXPECT_EQ(RenderTable({{"A", "LONGER", "C"}, {"wide-cell", "x", ""}}),
             "A          LONGER  C\n"

@@ -119,6 +119,8 @@ TEST_F(ServerMetricsTest, CountersFollowAKnownSequenceOfOperations) {
       {"leasekeeper_waiters", 0},
       {"leasekeeper_waiting_calls", 0},
       {"leasekeeper_sessions_open", 0},
+      {"leasekeeper_watchers", 0},
+      {"leasekeeper_watchers_cut_total", 0},
   };
   for (const auto& [name, value] : expected) {
     EXPECT_EQ(Value(m, name), value) << name;
@@ -177,6 +179,29 @@ TEST_F(ServerMetricsTest, RefusalsAreCountedByCode) {
   EXPECT_EQ(
       Value(m, "leasekeeper_acquisitions_total", {{"outcome", "granted"}}), 0);
   EXPECT_EQ(Value(m, "leasekeeper_releases_total"), 0);
+}
+
+TEST_F(ServerMetricsTest, OpenWatchStreamsAreCountedUntilTheyEnd) {
+  StartWithMetrics();
+  grpc::ClientContext context;
+  pb::WatchRequest request;
+  request.set_lock("W");
+  auto stream = client_->stub().Watch(&context, request);
+  pb::WatchResponse synced;
+  ASSERT_TRUE(stream->Read(&synced));
+  ASSERT_TRUE(synced.has_synced());
+  const Exposition open = Scrape();
+  EXPECT_EQ(Value(open, "leasekeeper_watchers"), 1);
+  EXPECT_EQ(Value(open, "leasekeeper_watchers_cut_total"), 0);
+  context.TryCancel();
+  pb::WatchResponse rest;
+  while (stream->Read(&rest)) {
+  }
+  stream->Finish().IgnoreError();
+  EXPECT_TRUE(Eventually([&] {
+    return owner().watch_hub().GetStats().watchers == 0;
+  }));
+  EXPECT_EQ(Value(Scrape(), "leasekeeper_watchers"), 0);
 }
 
 TEST_F(ServerMetricsTest, LostSessionIsCountedWhenItsGraceRunsOut) {

@@ -139,8 +139,8 @@ TEST_F(OperatorsTest, ReflectionDescribesTheLockService) {
   EXPECT_EQ(methods, (std::vector<std::string>{
                          "Acquire", "Renew", "Release", "Write", "Read",
                          "Inspect", "Status", "ListLocks", "Session",
-                         "ForceRelease", "ServerInfo",
-                         "ClusterStatus"}));
+                         "ForceRelease", "ServerInfo", "ClusterStatus",
+                         "Watch"}));
 }
 
 TEST_F(OperatorsTest, HealthAnswersServing) {
