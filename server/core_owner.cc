@@ -197,7 +197,7 @@ void CoreOwner::ScheduleLocked(Effects& fx) {
 absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   // A failed log refuses the operation before it reaches the core (a
   // refusal counts nothing); the passage of time still applies, and its
-  // effects are never acknowledged (AfterDurable answers UNAVAILABLE).
+  // effects are never acknowledged (their completions get UNAVAILABLE).
   const WatchScope watch = BeginWatchLocked(op);
   const storage::LogPosition before = machine_.last_position();
   absl::StatusOr<Reply> reply = CountLocked(op, machine_.Apply(op));
@@ -976,7 +976,7 @@ void CoreOwner::Read(
           mu_) -> absl::StatusOr<std::optional<std::string>> {
         if (args.token == 0) return machine_.Read(now, args.lock, args.key);
         // A fenced read raises the lock's high-water mark: an operation,
-        // logged, so the barrier below covers its record.
+        // logged, so the answer waits for its record too.
         absl::StatusOr<Reply> applied = ApplyLocked(
             Operation{now, op::FencedRead{args.lock, args.key, args.token}});
         if (!applied.ok()) return applied.status();

@@ -3,18 +3,18 @@
 // Each unary handler asks the Authorizer whether the caller may make the
 // call (security/authorizer.h; refusals are UNAUTHENTICATED or
 // PERMISSION_DENIED and change nothing), validates its request (convert.h),
-// makes one CoreOwner call, converts the answer back and finishes; errors go
-// through ToGrpcStatus. ForceRelease (admin only) logs every use at warn
-// with the caller's identity and address. No handler blocks: an Acquire that
-// must wait parks its reactor in CoreOwner (keyed by client and lock) and
-// returns its thread; the reactor is finished later by whichever event settles
-// it (a grant, a withdrawal, an abort, its wait timeout, its cancellation,
-// shutdown). A cancelled or disconnected waiting call withdraws its request
-// (OnCancel); an answer that did not reach the client is undone (OnDone).
-// Session streams are bidi reactors that forward open/keepalive/close to
-// CoreOwner and write its notices; they parse their own messages (see
-// Session). Watch streams are write reactors fed by the watch hub
-// (server/watch_stream.h).
+// makes one CoreOwner call whose completion converts the answer back and
+// finishes (CoreOwner runs it once the answer is durable, inline or on the
+// store's thread); errors go through ToGrpcStatus. ForceRelease (admin
+// only) logs every use at warn with the caller's identity and address. No
+// handler blocks: an Acquire that must wait parks its reactor in CoreOwner
+// (keyed by client and lock) and returns its thread; the reactor is
+// finished later by whichever event settles it (a grant, a withdrawal, an
+// abort, its wait timeout, its cancellation, shutdown). A cancelled or
+// disconnected waiting call withdraws its request (OnCancel); an answer
+// that did not reach the client is undone (OnDone). Session streams are
+// SessionReactors (server/session_reactor.h); Watch streams are write
+// reactors fed by the watch hub (server/watch_stream.h).
 //
 // Thread-safety: gRPC calls the handlers concurrently; all shared state is
 // in CoreOwner.

@@ -1,6 +1,6 @@
-// Records the answers CoreOwner hands to its completions, for tests that
-// drive CoreOwner directly (no gRPC): how often a completion ran (a
-// completion runs exactly once) and with what.
+// Records the answers CoreOwner hands to its completions and to Acquire
+// calls, for tests that drive CoreOwner directly (no gRPC): how often a
+// completion ran (a completion runs exactly once) and with what.
 //
 // Thread-safety: none; a test reads it after the thread that answers (its
 // own, or the one it made durable on) is done.
@@ -34,6 +34,23 @@ class CompletionRecorder {
  private:
   std::optional<T> answer_;
   int calls_ = 0;
+};
+
+// An Acquire call that records its answer, and how often it got one.
+class RecordingCall final : public server::PendingAcquire {
+ public:
+  void Complete(server::AcquireCallAnswer reply) override {
+    reply_ = std::move(reply);
+    ++completions_;
+  }
+  const std::optional<server::AcquireCallAnswer>& reply() const {
+    return reply_;
+  }
+  int completions() const { return completions_; }
+
+ private:
+  std::optional<server::AcquireCallAnswer> reply_;
+  int completions_ = 0;
 };
 
 // Runs `call` with a completion and returns the answer it got before

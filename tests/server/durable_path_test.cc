@@ -19,29 +19,14 @@ namespace leasekeeper::server {
 namespace {
 
 using storage::LogPosition;
-using testing::FakeOperationLog;
-
 using testing::CompletionRecorder;
+using testing::FakeOperationLog;
+using testing::RecordingCall;
 
 class NullSink final : public SessionSink {
  public:
   void Notify(const SessionNotice&) override {}
   void End(const absl::Status&) override {}
-};
-
-// An Acquire call that records its answers.
-class RecordingCall final : public PendingAcquire {
- public:
-  void Complete(AcquireCallAnswer reply) override {
-    reply_ = std::move(reply);
-    ++completions_;
-  }
-  const std::optional<AcquireCallAnswer>& reply() const { return reply_; }
-  int completions() const { return completions_; }
-
- private:
-  std::optional<AcquireCallAnswer> reply_;
-  int completions_ = 0;
 };
 
 class DurablePathTest : public ::testing::Test {

@@ -20,20 +20,7 @@
 namespace leasekeeper::server {
 namespace {
 
-// An Acquire call that records its answer, and how often it got one.
-class RecordingCall final : public PendingAcquire {
- public:
-  void Complete(AcquireCallAnswer reply) override {
-    reply_ = std::move(reply);
-    ++completions_;
-  }
-  const std::optional<AcquireCallAnswer>& reply() const { return reply_; }
-  int completions() const { return completions_; }
-
- private:
-  std::optional<AcquireCallAnswer> reply_;
-  int completions_ = 0;
-};
+using testing::RecordingCall;
 
 absl::StatusOr<ReleaseAnswer> ReleaseNow(CoreOwner& owner,
                                          const ReleaseArgs& args) {
