@@ -91,14 +91,14 @@ absl::StatusOr<HealthStatus> CheckHealth(
       health::Health::NewStub(channel);
   health::HealthCheckRequest request;
   request.set_service(service);
-  absl::StatusOr<health::HealthCheckResponse> response =
-      Call<health::HealthCheckResponse>(
-          timeout, [&](grpc::ClientContext* context,
-                       health::HealthCheckResponse* out) {
-            return stub->Check(context, request, out);
-          });
-  if (!response.ok()) return response.status();
-  switch (response->status()) {
+  // One node's health: no endpoint choice, no redirect.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoNanoseconds(timeout));
+  health::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return client::FromGrpcStatus(context, status);
+  switch (response.status()) {
     case health::HealthCheckResponse::SERVING:
       return HealthStatus::kServing;
     case health::HealthCheckResponse::NOT_SERVING:
