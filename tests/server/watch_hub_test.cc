@@ -4,6 +4,7 @@
 // kind of change. No gRPC.
 #include "server/watch_hub.h"
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "server/clock.h"
 #include "server/core_owner.h"
 #include "server/server_errors.h"
+#include "tests/server/completion_recorder.h"
 #include "tests/server/fake_operation_log.h"
 
 namespace leasekeeper::server {
@@ -291,16 +293,17 @@ class CoreWatchTest : public ::testing::Test {
     EXPECT_TRUE(owner_.CheckConsistency().ok());
   }
 
-  std::optional<AcquireReply> Acquire(const std::string& client,
-                                      const std::string& lock,
-                                      int64_t ttl_ms = 60'000) {
-    return owner_.Acquire(
+  // Answered once durable (the fake log holds that back): the calls and
+  // completions live as long as the test.
+  void Acquire(const std::string& client, const std::string& lock,
+               int64_t ttl_ms = 60'000) {
+    owner_.Acquire(
         AcquireArgs{.client = client, .lock = lock, .ttl_ms = ttl_ms},
-        nullptr);
+        &calls_.emplace_back());
   }
   void Release(const std::string& client, const std::string& lock) {
-    EXPECT_TRUE(owner_.Release(ReleaseArgs{.client = client, .lock = lock})
-                    .ok());
+    owner_.Release(ReleaseArgs{.client = client, .lock = lock},
+                   releases_.emplace_back().Callback());
   }
   CoreOwner::WatchStart Watch(const std::string& name, bool prefix) {
     absl::StatusOr<CoreOwner::WatchStart> start = owner_.Watch(
@@ -324,6 +327,9 @@ class CoreWatchTest : public ::testing::Test {
   CoreOwner owner_;
   testing::FakeOperationLog* log_ = nullptr;
   std::shared_ptr<CountingSink> sink_ = std::make_shared<CountingSink>();
+  std::deque<testing::RecordingCall> calls_;
+  std::deque<testing::CompletionRecorder<absl::StatusOr<ReleaseAnswer>>>
+      releases_;
 };
 
 TEST_F(CoreWatchTest, TheSnapshotHoldsTheStateAndEventsContinueWithoutGap) {
@@ -410,8 +416,13 @@ TEST_F(CoreWatchTest, WithdrawalForcedReleaseAndDeadlockAbortAreEvents) {
   // a waits for M, held by b, which waits for L held by a: a cycle. The
   // youngest client on it (b) is aborted.
   Acquire("a", "M");
-  ASSERT_TRUE(owner_.ForceRelease("L", "a").ok());
+  testing::CompletionRecorder<
+      absl::StatusOr<std::vector<CoreOwner::ForcedRelease>>>
+      forced;
+  owner_.ForceRelease("L", "a", forced.Callback());
   std::vector<WatchEvent> events = DurableEvents(start.id);
+  ASSERT_TRUE(forced.answered());
+  EXPECT_TRUE(forced.answer().ok()) << forced.answer().status();
   std::vector<std::pair<WatchEvent::Kind, std::string>> seen;
   for (const WatchEvent& e : events) seen.emplace_back(e.kind, e.client);
   using K = WatchEvent::Kind;
