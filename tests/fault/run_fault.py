@@ -69,19 +69,27 @@ def run_nemesis(daemons: list[Daemon], actions: list[str], until: float,
         if time.monotonic() >= until or not actions:
             break
         daemon = rng.choice(daemons)
-        action = rng.choice(actions)
-        if action == "kill":
-            log.record("kill", daemon.address)
-            daemon.kill()
-            time.sleep(rng.uniform(0.1, 0.8))
-            daemon.start()
-            log.record("restarted", daemon.address)
-        elif action == "pause":
-            log.record("pause", daemon.address)
-            daemon.pause()
-            time.sleep(rng.uniform(0.2, 1.5))
-            daemon.resume()
-            log.record("resume", daemon.address)
+        inject(daemon, daemon.address, rng.choice(actions), rng, log,
+               down=(0.1, 0.8), paused=(0.2, 1.5))
+
+
+def inject(target: Process, name: str, action: str, rng: random.Random,
+           log: NemesisLog, down: tuple[float, float],
+           paused: tuple[float, float]) -> None:
+    """One fault, over before it returns: SIGKILL and a restart on the same
+    data after `down` seconds, or SIGSTOP and SIGCONT after `paused`."""
+    if action == "kill":
+        log.record("kill", name)
+        target.kill()
+        time.sleep(rng.uniform(*down))
+        target.start()  # type: ignore[attr-defined]
+        log.record("restarted", name)
+    elif action == "pause":
+        log.record("pause", name)
+        target.pause()
+        time.sleep(rng.uniform(*paused))
+        target.resume()
+        log.record("resume", name)
 
 
 def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
@@ -110,20 +118,9 @@ def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
         if target is None:
             log.record("no-target", role)
             continue
-        name = f"{role} {target.name}"
-        if action == "kill":
-            log.record("kill", name)
-            target.kill()
-            time.sleep(rng.uniform(0.5, 2.0))
-            target.start()  # type: ignore[attr-defined]
-            log.record("restarted", name)
-        elif action == "pause":
-            log.record("pause", name)
-            target.pause()
-            time.sleep(rng.uniform(1.5, 3.0) if role == "leader"
-                       else rng.uniform(0.2, 1.5))
-            target.resume()
-            log.record("resume", name)
+        inject(target, f"{role} {target.name}", action, rng, log,
+               down=(0.5, 2.0),
+               paused=(1.5, 3.0) if role == "leader" else (0.2, 1.5))
 
 
 def final_read(ctl: str, server: str, lock: str, key: str,
