@@ -7,7 +7,8 @@ leasekeeperd nodes (--cluster, --etcd-endpoints, --node-id, --advertise).
 As a program (what `scripts/run --cluster` runs):
   local_cluster.py --bin-dir build/bin [--dir DIR] [--nodes 3] [--etcd 3]
 starts the cluster, prints the endpoints and a leasekeeper-ctl line to try,
-and stops everything (by PID) on SIGINT or SIGTERM.
+supervises the nodes (a node that exits by itself, as a deposed leader
+does, is started again) and stops everything (by PID) on SIGINT or SIGTERM.
 
 As a module (tests/fault/run_fault.py): Daemon, EtcdMember, LocalCluster.
 Everything listens on 127.0.0.1 only; ports are picked free by the kernel.
@@ -241,6 +242,7 @@ class LocalCluster:
         one does within `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
+            self.supervise()
             for node in self.nodes:
                 status = self.status(node)
                 if status is not None and status.get("role") == "leader":
@@ -248,6 +250,18 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.2)
+
+    def supervise(self) -> list[str]:
+        """What a supervisor (systemd, the kubelet) does: starts again every
+        node that exited by itself (a deposed leader exits with 75 so that
+        it comes back as a follower). Returns the names restarted."""
+        restarted = []
+        for node in self.nodes:
+            if node.process is not None and node.process.poll() is not None:
+                node.process = None
+                node.start()
+                restarted.append(node.name)
+        return restarted
 
     def stop(self) -> None:
         for process in [*self.nodes, *self.etcd]:
@@ -294,6 +308,8 @@ def main() -> int:
               f"{cluster.ctl} cluster status")
         print("Ctrl-C stops everything.", flush=True)
         while not stopping:
+            for name in cluster.supervise():
+                print(f"{name} exited and was started again", flush=True)
             time.sleep(0.2)
     except RuntimeError as error:
         print(f"local cluster: {error}", file=sys.stderr)

@@ -10,7 +10,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace leasekeeper::client::internal {
 namespace {
@@ -153,11 +152,6 @@ bool ChannelSet::Report(const Pick& pick, const absl::Status& status) {
   if (fixed_) return false;
   absl::MutexLock lock(&mu_);
   return choice_.Report(pick.generation, status, MonotonicNow());
-}
-
-std::string ChannelSet::Describe() const {
-  absl::MutexLock lock(&mu_);
-  return absl::StrJoin(choice_.endpoints(), ",");
 }
 
 }  // namespace leasekeeper::client::internal

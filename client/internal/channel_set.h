@@ -99,8 +99,6 @@ class ChannelSet {
   // at once (or at its not_before).
   bool Report(const Pick& pick, const absl::Status& status);
 
-  // The endpoints as given (expanded), for messages.
-  std::string Describe() const;
 
  private:
   struct Endpoint {
@@ -115,7 +113,7 @@ class ChannelSet {
 
   const ChannelOptions options_;
   const bool fixed_;
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
   EndpointChoice choice_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Endpoint> channels_ ABSL_GUARDED_BY(mu_);
 };

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -69,19 +69,27 @@ def run_nemesis(daemons: list[Daemon], actions: list[str], until: float,
         if time.monotonic() >= until or not actions:
             break
         daemon = rng.choice(daemons)
-        action = rng.choice(actions)
-        if action == "kill":
-            log.record("kill", daemon.address)
-            daemon.kill()
-            time.sleep(rng.uniform(0.1, 0.8))
-            daemon.start()
-            log.record("restarted", daemon.address)
-        elif action == "pause":
-            log.record("pause", daemon.address)
-            daemon.pause()
-            time.sleep(rng.uniform(0.2, 1.5))
-            daemon.resume()
-            log.record("resume", daemon.address)
+        inject(daemon, daemon.address, rng.choice(actions), rng, log,
+               down=(0.1, 0.8), paused=(0.2, 1.5))
+
+
+def inject(target: Process, name: str, action: str, rng: random.Random,
+           log: NemesisLog, down: tuple[float, float],
+           paused: tuple[float, float]) -> None:
+    """One fault, over before it returns: SIGKILL and a restart on the same
+    data after `down` seconds, or SIGSTOP and SIGCONT after `paused`."""
+    if action == "kill":
+        log.record("kill", name)
+        target.kill()
+        time.sleep(rng.uniform(*down))
+        target.start()  # type: ignore[attr-defined]
+        log.record("restarted", name)
+    elif action == "pause":
+        log.record("pause", name)
+        target.pause()
+        time.sleep(rng.uniform(*paused))
+        target.resume()
+        log.record("resume", name)
 
 
 def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
@@ -93,6 +101,8 @@ def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
     comes back (restarted on its data, or resumed) before the next fault."""
     while time.monotonic() < until:
         time.sleep(rng.uniform(1.0, 3.0))
+        for name in cluster.supervise():
+            log.record("supervisor-restarted", name)
         if time.monotonic() >= until or not actions:
             break
         action = rng.choice(actions)
@@ -110,24 +120,13 @@ def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
         if target is None:
             log.record("no-target", role)
             continue
-        name = f"{role} {target.name}"
-        if action == "kill":
-            log.record("kill", name)
-            target.kill()
-            time.sleep(rng.uniform(0.5, 2.0))
-            target.start()  # type: ignore[attr-defined]
-            log.record("restarted", name)
-        elif action == "pause":
-            log.record("pause", name)
-            target.pause()
-            time.sleep(rng.uniform(1.5, 3.0) if role == "leader"
-                       else rng.uniform(0.2, 1.5))
-            target.resume()
-            log.record("resume", name)
+        inject(target, f"{role} {target.name}", action, rng, log,
+               down=(0.5, 2.0),
+               paused=(1.5, 3.0) if role == "leader" else (0.2, 1.5))
 
 
-def final_read(ctl: str, server: str, lock: str, key: str,
-               history: str) -> None:
+def final_read(ctl: str, server: str, lock: str, key: str, history: str,
+               between: Callable[[], object] = lambda: None) -> None:
     """Reads the counter as process "final", recorded like a worker's."""
     with open(history, "a", encoding="utf-8") as out:
         def record(kind: str, **fields: object) -> None:
@@ -148,6 +147,7 @@ def final_read(ctl: str, server: str, lock: str, key: str,
                 record("ok", value=value)
                 return
             record("info", message=result.stderr.strip())
+            between()
             time.sleep(0.5)
     raise RuntimeError(f"could not read {lock} from {server}")
 
@@ -225,9 +225,16 @@ def main() -> int:
         histories.append(final)
         target = cluster.endpoints if cluster is not None else daemons[0].address
         for lock in locks:
-            final_read(ctl, target, lock, "counter", final)
+            final_read(ctl, target, lock, "counter", final,
+                       cluster.supervise if cluster is not None else
+                       lambda: None)
     except RuntimeError as error:
-        print(f"fault run could not be made: {error}", file=sys.stderr)
+        # Safety is still checked on what was recorded; the run fails.
+        report = checker.check(checker.read_events(histories))
+        for kind, (count, example) in checker.kinds(report).items():
+            print(f"VIOLATION x{count} {kind}: e.g. {example}")
+        print(f"fault run could not be completed: {error}; the history so "
+              f"far: {report.summary()}; histories in {out}", file=sys.stderr)
         return 2
     finally:
         for process in workers:
