@@ -48,6 +48,17 @@ void PutHeader(std::string& out, Kind kind, Tick at) {
   PutSignedVarint64(out, at);
 }
 
+// The contract's acquire (kind 1) has no capacity; any other is kind 35.
+bool IsContractAcquire(const op::Acquire& a) {
+  return a.mode != LockMode::kSemaphore && a.capacity == 0;
+}
+
+absl::Status Malformed(absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("malformed log entry: ", what));
+}
+
+}  // namespace
+
 uint8_t ModeByte(LockMode mode) {
   switch (mode) {
     case LockMode::kExclusive:
@@ -60,16 +71,18 @@ uint8_t ModeByte(LockMode mode) {
   return 0;
 }
 
-// The contract's acquire (kind 1) has no capacity; any other is kind 35.
-bool IsContractAcquire(const op::Acquire& a) {
-  return a.mode != LockMode::kSemaphore && a.capacity == 0;
+std::optional<LockMode> ModeOfByte(uint8_t byte) {
+  switch (byte) {
+    case 0:
+      return LockMode::kExclusive;
+    case 1:
+      return LockMode::kShared;
+    case 2:
+      return LockMode::kSemaphore;
+    default:
+      return std::nullopt;
+  }
 }
-
-absl::Status Malformed(absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("malformed log entry: ", what));
-}
-
-}  // namespace
 
 void EncodeOperation(const Operation& operation, std::string& out) {
   std::visit(
@@ -266,7 +279,7 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
            in.GetString(a.lock, kAnyLength) && in.GetSignedVarint64(a.ttl) &&
            in.GetByte(mode) && mode <= 2 && in.GetVarint64(capacity) &&
            capacity <= std::numeric_limits<uint32_t>::max();
-      a.mode = mode == 2 ? LockMode::kSemaphore : mode_of(mode);
+      a.mode = ModeOfByte(mode).value_or(LockMode::kExclusive);
       a.capacity = static_cast<uint32_t>(capacity);
       // Kind 1 is the only spelling of a contract acquire.
       if (ok && IsContractAcquire(a)) ok = false;

@@ -65,6 +65,7 @@
 #define LEASEKEEPER_STORAGE_OPERATION_CODEC_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -81,6 +82,11 @@ inline constexpr uint8_t kOperationCodecVersion = 3;
 inline constexpr uint8_t kOldestOperationCodecVersion = 1;
 
 using LogEntry = std::variant<Operation, RestartGrace, ServerRecord>;
+
+// A lock mode's byte in log entries and snapshots: 0 exclusive, 1 shared,
+// 2 semaphore; and back (nullopt for any other byte).
+uint8_t ModeByte(LockMode mode);
+std::optional<LockMode> ModeOfByte(uint8_t byte);
 
 // Appends the encoding of `operation` / `grace` to `out`. O(size).
 void EncodeOperation(const Operation& operation, std::string& out);

@@ -11,24 +11,13 @@
 #include "storage/coding.h"
 #include "storage/crc32c.h"
 #include "storage/file.h"
+#include "storage/operation_codec.h"
 
 namespace leasekeeper::storage {
 namespace {
 
 constexpr absl::string_view kSnapshotMagic = "LKSNAPSH";
 constexpr uint64_t kAnyLength = std::numeric_limits<uint64_t>::max();
-
-uint8_t ModeByte(LockMode mode) {
-  switch (mode) {
-    case LockMode::kExclusive:
-      return 0;
-    case LockMode::kShared:
-      return 1;
-    case LockMode::kSemaphore:
-      return 2;
-  }
-  return 0;
-}
 
 // Decodes the payload; on failure `offset` tells where.
 class PayloadDecoder {
@@ -144,9 +133,7 @@ class PayloadDecoder {
     uint8_t b = 0;
     // Semaphores (2) from version 3 on.
     if (!in_.GetByte(b) || b > (version_ >= 3 ? 2 : 1)) return false;
-    mode = b == 2   ? LockMode::kSemaphore
-           : b == 1 ? LockMode::kShared
-                    : LockMode::kExclusive;
+    mode = *ModeOfByte(b);
     return true;
   }
 

@@ -58,17 +58,7 @@ constexpr int kLocks = 4;
 constexpr int kMaxSteps = 1500;
 constexpr int64_t kMaxTtl = CoreConfig{}.max_ttl;
 
-const char* ModeText(LockMode mode) {
-  switch (mode) {
-    case LockMode::kExclusive:
-      return "exclusive";
-    case LockMode::kShared:
-      return "shared";
-    case LockMode::kSemaphore:
-      return "semaphore";
-  }
-  return "?";
-}
+const char* ModeText(LockMode mode) { return LockModeName(mode).data(); }
 
 const char* KindText(Event::Kind kind) {
   switch (kind) {

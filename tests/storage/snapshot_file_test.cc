@@ -141,6 +141,23 @@ TEST(SnapshotFile, ServerStateRoundTripsWithTheCore) {
   EXPECT_EQ(CanonicalState(core), CanonicalState(machine));
 }
 
+// Writes `payload` as the snapshot file of an older build (format `version`)
+// covering `covered`; returns its path.
+std::string SpitOldSnapshotFile(const TempDir& dir, uint32_t version,
+                                LogPosition covered,
+                                const std::string& payload) {
+  std::string header("LKSNAPSH");
+  PutFixed32(header, version);
+  PutFixed32(header, 0);
+  PutFixed64(header, covered);
+  PutFixed64(header, payload.size());
+  PutFixed32(header, Crc32c(payload));
+  PutFixed32(header, Crc32c(header));
+  const std::string path = dir.path() + "/" + SnapshotFileName(covered);
+  Spit(path, header + payload);
+  return path;
+}
+
 // A data dir written before the server state was durable still opens: a
 // version 1 file (the core's payload alone) reads as an empty server state.
 TEST(SnapshotFile, VersionOneFileReadsAsAnEmptyServerState) {
@@ -149,15 +166,7 @@ TEST(SnapshotFile, VersionOneFileReadsAsAnEmptyServerState) {
   ApplyAll(machine, OperationGenerator(5).Take(200), 0, 200);
   std::string payload;
   EncodeSnapshotPayload(machine.Snapshot(), payload, /*version=*/1);
-  std::string header("LKSNAPSH");
-  PutFixed32(header, 1);
-  PutFixed32(header, 0);
-  PutFixed64(header, 3);
-  PutFixed64(header, payload.size());
-  PutFixed32(header, Crc32c(payload));
-  PutFixed32(header, Crc32c(header));
-  const std::string path = dir.path() + "/" + SnapshotFileName(3);
-  Spit(path, header + payload);
+  const std::string path = SpitOldSnapshotFile(dir, 1, 3, payload);
 
   CoreSnapshot core;
   ServerState server = SomeServerState();
@@ -203,15 +212,7 @@ TEST(SnapshotFile, VersionTwoFileStillReads) {
   EncodeSnapshotPayload(machine.Snapshot(), payload, /*version=*/2);
   PutVarint64(payload, 0);  // no sessions
   PutVarint64(payload, 0);  // no retries
-  std::string header("LKSNAPSH");
-  PutFixed32(header, 2);
-  PutFixed32(header, 0);
-  PutFixed64(header, 4);
-  PutFixed64(header, payload.size());
-  PutFixed32(header, Crc32c(payload));
-  PutFixed32(header, Crc32c(header));
-  const std::string path = dir.path() + "/" + SnapshotFileName(4);
-  Spit(path, header + payload);
+  const std::string path = SpitOldSnapshotFile(dir, 2, 4, payload);
   CoreSnapshot core;
   absl::StatusOr<SnapshotFileInfo> info = ReadSnapshotFile(path, &core);
   ASSERT_TRUE(info.ok()) << info.status();
