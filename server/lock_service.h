@@ -16,6 +16,14 @@
 // SessionReactors (server/session_reactor.h); Watch streams are write
 // reactors fed by the watch hub (server/watch_stream.h).
 //
+// Cluster mode (cluster_role.h): before anything else, every lock call
+// (Acquire, Renew, Release, Write, Read, Inspect, Status, ListLocks,
+// ForceRelease, and a Session stream, ended at once) asks the ClusterRole
+// whether this node serves now; if not it is refused with its NotLeader
+// status (UNAVAILABLE, reason NOT_LEADER, trailing metadata
+// leasekeeper-leader when the leader is known) and changes nothing.
+// ServerInfo and ClusterStatus are answered on every node.
+//
 // Thread-safety: gRPC calls the handlers concurrently; all shared state is
 // in CoreOwner.
 #ifndef LEASEKEEPER_SERVER_LOCK_SERVICE_H_

@@ -120,6 +120,19 @@ class ClusterTest : public ::testing::Test {
   }
   std::string LeaderAddress() const { return cluster_->address(leader_); }
 
+  // The applied position the leader's ClusterStatus reports for `node`
+  // (0 if it reports none).
+  uint64_t AppliedAsLeaderSees(int node) const {
+    std::optional<pb::ClusterStatusResponse> status = cluster_->Status(leader_);
+    if (!status.has_value()) return 0;
+    for (const pb::ClusterMember& member : status->members()) {
+      if (member.node_id() == cluster_->node_id(node)) {
+        return member.applied_position();
+      }
+    }
+    return 0;
+  }
+
   // Retries `attempt` on every running node, following NOT_LEADER's
   // leader address, until it succeeds or `timeout` passes; returns the
   // address that answered OK (empty on timeout).
@@ -163,14 +176,19 @@ TEST_F(ClusterTest, FollowersRefuseLockCallsWithTheLeadersAddress) {
   EXPECT_EQ(refused.status.error_message(),
             absl::StrCat("not leader; leader is ", LeaderAddress()));
   ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "a", "L", 5000, &response).ok());
-  // Every node knows the leader and the epoch.
+  // Every node knows the leader and the epoch (a follower learns them at
+  // its next 50 ms poll).
   for (int i = 0; i < 3; ++i) {
-    std::optional<pb::ClusterStatusResponse> status = cluster_->Status(i);
-    ASSERT_TRUE(status.has_value());
-    EXPECT_EQ(status->leader_address(), LeaderAddress());
-    EXPECT_EQ(status->cluster(), "test");
-    EXPECT_GT(status->epoch(), 0u);
-    EXPECT_EQ(status->role(), i == leader_ ? pb::LEADER : pb::FOLLOWER);
+    EXPECT_TRUE(Eventually(
+        [&] {
+          std::optional<pb::ClusterStatusResponse> status = cluster_->Status(i);
+          return status.has_value() &&
+                 status->leader_address() == LeaderAddress() &&
+                 status->cluster() == "test" && status->epoch() > 0 &&
+                 status->role() == (i == leader_ ? pb::LEADER : pb::FOLLOWER);
+        },
+        milliseconds(3000)))
+        << "node " << i;
   }
 }
 
@@ -427,15 +445,7 @@ TEST_F(ClusterTest, FollowerRestartedEmptyCatchesUpFromTheLog) {
   const uint64_t end = leader_status->last_position();
   ASSERT_TRUE(Eventually(
       [&] {
-        std::optional<pb::ClusterStatusResponse> status =
-            cluster_->Status(leader_);
-        if (!status.has_value()) return false;
-        for (const pb::ClusterMember& member : status->members()) {
-          if (member.node_id() == cluster_->node_id(follower)) {
-            return member.applied_position() >= end;
-          }
-        }
-        return false;
+        return AppliedAsLeaderSees(follower) >= end;
       },
       milliseconds(10'000)));
   // Its state is the leader's: make it the only candidate and ask it.
@@ -488,15 +498,7 @@ TEST_F(ClusterTest, LogIsTrimmedOnceEveryMemberSnapshotsPastIt) {
   const uint64_t end = cluster_->Status(leader_)->last_position();
   EXPECT_TRUE(Eventually(
       [&] {
-        std::optional<pb::ClusterStatusResponse> status =
-            cluster_->Status(leader_);
-        if (!status.has_value()) return false;
-        for (const pb::ClusterMember& member : status->members()) {
-          if (member.node_id() == cluster_->node_id(follower)) {
-            return member.applied_position() >= end;
-          }
-        }
-        return false;
+        return AppliedAsLeaderSees(follower) >= end;
       },
       milliseconds(10'000)));
 }

@@ -135,6 +135,13 @@ class EtcdLogTest : public ::testing::Test {
     return log.ok() ? *std::move(log) : nullptr;
   }
 
+  // Appends `op` and waits until etcd has it.
+  static void AppendDurably(storage::EtcdLog& log, const Operation& op) {
+    absl::StatusOr<LogPosition> position = log.Append(op);
+    ASSERT_TRUE(position.ok()) << position.status();
+    ASSERT_TRUE(log.WaitDurable(*position).ok());
+  }
+
   std::vector<LogPosition> ReadPositions(LogPosition from) {
     std::vector<LogPosition> positions;
     absl::Status read = storage::ReadLogFrom(
@@ -178,8 +185,7 @@ TEST_F(EtcdLogTest, DeposedLeaderCanNeverAppend) {
   const int64_t epoch = Lead(lease, "n1");
   std::unique_ptr<storage::EtcdLog> log = OpenLog(*lease, epoch, 1);
   ASSERT_NE(log, nullptr);
-  ASSERT_TRUE(log->Append(AcquireOp(1, "a", "L")).ok());
-  ASSERT_TRUE(log->WaitDurable(1).ok());
+  AppendDurably(*log, AcquireOp(1, "a", "L"));
   // Another node leads now (the old key gone, a new one created), while
   // this node's lease is still valid: only the compare can stop it.
   ASSERT_TRUE(storage::Resign(*client_, keys_, epoch).ok());
@@ -222,10 +228,8 @@ TEST_F(EtcdLogTest, ReadingFromATrimmedPositionIsOutOfRange) {
   const int64_t epoch = Lead(lease, "n1");
   std::unique_ptr<storage::EtcdLog> log = OpenLog(*lease, epoch, 1);
   ASSERT_NE(log, nullptr);
-  ASSERT_TRUE(log->Append(AcquireOp(1, "a", "L")).ok());
-  ASSERT_TRUE(log->WaitDurable(1).ok());
-  ASSERT_TRUE(log->Append(AcquireOp(2, "b", "M")).ok());
-  ASSERT_TRUE(log->WaitDurable(2).ok());
+  AppendDurably(*log, AcquireOp(1, "a", "L"));
+  AppendDurably(*log, AcquireOp(2, "b", "M"));
   etcdserverpb::DeleteRangeRequest trim;
   trim.set_key(keys_.log(1));
   ASSERT_TRUE(client_->DeleteRange(trim).ok());
