@@ -159,7 +159,7 @@ absl::Status SessionOpenTimedOut(int64_t timeout_ms) {
 
 absl::Status WatchFellBehind(size_t buffer_events) {
   return WithInfo(absl::ResourceExhaustedError("watch fell behind"),
-                  ErrorInfo{.reason = Reason::kWatchFellBehind,
+                  ErrorInfo{.reason = pb::WATCH_FELL_BEHIND,
                             .limit = "watch-buffer-events",
                             .limit_value = static_cast<int64_t>(buffer_events)});
 }
