@@ -79,7 +79,7 @@ TEST_F(WatchHubTest, AWatcherMayBufferUpToTheLimitAndIsCutByTheNextEvent) {
   EXPECT_EQ(next.end->code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(next.end->message(), "watch fell behind");
   const ErrorInfo info = ErrorInfoOf(*next.end);
-  EXPECT_EQ(info.reason, Reason::kWatchFellBehind);
+  EXPECT_EQ(info.reason, v1::WATCH_FELL_BEHIND);
   EXPECT_EQ(info.limit, "watch-buffer-events");
   EXPECT_EQ(info.limit_value, 3);
   EXPECT_EQ(hub_.GetStats().cut, 1u);
@@ -261,11 +261,11 @@ TEST_F(WatchHubTest, EndAllEndsEveryWatcherAndRefusesLaterOnes) {
   WatchHub::Next next = hub_.Take(id);
   EXPECT_FALSE(next.event.has_value());
   ASSERT_TRUE(next.end.has_value());
-  EXPECT_EQ(ErrorInfoOf(*next.end).reason, Reason::kShuttingDown);
+  EXPECT_EQ(ErrorInfoOf(*next.end).reason, v1::SHUTTING_DOWN);
   absl::StatusOr<WatchHub::Subscribed> later = hub_.Subscribe(
       WatchTarget{.name = "L"}, std::make_shared<CountingSink>());
   ASSERT_FALSE(later.ok());
-  EXPECT_EQ(ErrorInfoOf(later.status()).reason, Reason::kShuttingDown);
+  EXPECT_EQ(ErrorInfoOf(later.status()).reason, v1::SHUTTING_DOWN);
 }
 
 TEST_F(WatchHubTest, AnUnsubscribedWatcherLeavesNoTrace) {
