@@ -196,10 +196,17 @@ std::string FormatInspect(const std::string& lock, const client::LockInfo& info,
       queue.push_back(WaiterJson(waiter));
     }
     return Dump(json{{"lock", lock},
+                     {"capacity", info.capacity == 0 ? json(nullptr)
+                                                     : json(info.capacity)},
                      {"holders", HoldersJson(info.holders)},
                      {"queue", queue}});
   }
-  std::string out = absl::StrCat("lock ", lock, "\n\n");
+  std::string out = absl::StrCat(
+      "lock ", lock,
+      info.capacity == 0
+          ? std::string()
+          : absl::StrCat(" (semaphore, capacity ", info.capacity, ")"),
+      "\n\n");
   if (info.holders.empty()) {
     out += "holders: none\n";
   } else {
@@ -274,6 +281,9 @@ std::string FormatLocks(const std::vector<client::LockSummary>& locks,
     json list = json::array();
     for (const client::LockSummary& summary : locks) {
       list.push_back(json{{"lock", summary.lock},
+                          {"capacity", summary.capacity == 0
+                                           ? json(nullptr)
+                                           : json(summary.capacity)},
                           {"holders", HoldersJson(summary.holders)},
                           {"queue_length", summary.queue_length}});
     }

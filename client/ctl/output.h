@@ -14,9 +14,11 @@
 //   release: {"lock","client","result":"released"|"withdrawn"}
 //   write:   {"lock","key","token","accepted":true}
 //   read:    {"lock","key","found","value"}  value null when not found
-//   inspect: {"lock","holders":[holder],"queue":[waiter]}
+//   inspect: {"lock","capacity","holders":[holder],"queue":[waiter]}
+//             capacity: a semaphore's, else null
 //   status:  {"client","registered","age","session","waiting_for","holds"}
-//   locks:   {"locks":[{"lock","holders":[holder],"queue_length"}]}
+//   locks:   {"locks":[{"lock","capacity","holders":[holder],
+//             "queue_length"}]}  capacity as in inspect
 //   force-release: {"lock","released":[{"client","token","mode"}]}
 //   version: {"client":{"version","commit","grpc_version"},
 //             "server":{"address","version","commit","grpc_version",

@@ -121,6 +121,22 @@ TEST(OutputTest, InspectJsonHasTheDocumentedShape) {
   EXPECT_EQ(json["queue"][0]["position"], 1);
 }
 
+TEST(OutputTest, InspectNamesASemaphoresCapacityInTableAndJson) {
+  LockInfo info = SampleLock();
+  info.capacity = 4;
+  EXPECT_EQ(FormatInspect("pool", info, OutputFormat::kTable)
+                .substr(0, std::string("lock pool (semaphore, capacity 4)\n")
+                               .size()),
+            "lock pool (semaphore, capacity 4)\n");
+  EXPECT_EQ(nlohmann::json::parse(
+                FormatInspect("pool", info, OutputFormat::kJson))["capacity"],
+            4);
+  EXPECT_TRUE(nlohmann::json::parse(FormatInspect("L", SampleLock(),
+                                                  OutputFormat::kJson))
+                  ["capacity"]
+                      .is_null());
+}
+
 TEST(OutputTest, EmptyLockSaysSo) {
   EXPECT_EQ(FormatInspect("L", LockInfo{}, OutputFormat::kTable),
             "lock L\n\nholders: none\n\nqueue: empty\n");
