@@ -421,7 +421,7 @@ TEST(Semaphore, SnapshotKeepsTheCapacityOfAHeldSemaphore) {
   CoreSnapshot snapshot = sm.Snapshot();
   StateMachine restored;
   ASSERT_TRUE(restored.Restore(snapshot).ok());
-  EXPECT_EQ(restored.table().Inspect(1, "S").capacity, 3u);
+  EXPECT_EQ(restored.Inspect(1, "S")->capacity, 3u);
   absl::StatusOr<Reply> mismatch =
       restored.Apply({1, op::Acquire{"c", "S", 10, kSem, 2}});
   EXPECT_EQ(ErrorCodeOf(mismatch.status()), ErrorCode::kCapacityMismatch);

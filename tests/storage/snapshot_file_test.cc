@@ -193,7 +193,7 @@ TEST(SnapshotFile, SemaphoreCapacitySurvivesTheFile) {
   StateMachine restored;
   ASSERT_TRUE(restored.Restore(core).ok());
   EXPECT_EQ(CanonicalState(restored), CanonicalState(machine));
-  EXPECT_EQ(restored.table().Inspect(2, "pool").capacity, 3u);
+  EXPECT_EQ(restored.Inspect(2, "pool")->capacity, 3u);
 }
 
 // A data dir written before semaphores still opens: a version 2 file (no
