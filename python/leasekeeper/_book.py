@@ -231,6 +231,29 @@ class LeaseBook:
                 self.queue_release(lease.lock, lease.session_id, request_id,
                                    now)
 
+    def begin_close(self) -> tuple[list[LeaseState],
+                                   list[tuple[str, str, str]]]:
+        """The owner closes: marks every live lease releasing. Returns those
+        leases (for finish_close) and what to release lease by lease if the
+        session's close does not release everything at once: (lock, session
+        id, request id) of each live lease, then of each background release
+        not in flight."""
+        live = list(self.leases.values())
+        for lease in live:
+            lease.releasing = True
+        releases = ([(s.lock, s.session_id, self._ids()) for s in live]
+                    + [(r.lock, r.session_id, r.request_id)
+                       for r in self.pending_releases.values()
+                       if not r.in_flight])
+        return live, releases
+
+    def finish_close(self, live: list[LeaseState], now: float) -> None:
+        """Ends the leases begin_close returned "released" and drops every
+        background release."""
+        for lease in live:
+            self.end(lease, EndReason.RELEASED, now)
+        self.pending_releases.clear()
+
     def take_ended(self) -> list[LeaseState]:
         """Leases ended since the last call, for the owner to signal."""
         ended, self._ended = self._ended, []

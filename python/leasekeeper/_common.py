@@ -339,6 +339,12 @@ def write_request(lock: str, key: str, value: bytes, token: int,
                            client_id=client_id, require_held=True)
 
 
+def release_request(client_id: str, lock: str, request_id: str,
+                    session_id: str) -> pb.ReleaseRequest:
+    return pb.ReleaseRequest(client_id=client_id, lock=lock,
+                             request_id=request_id, session_id=session_id)
+
+
 @dataclass(frozen=True)
 class Holder:
     """One lease, as Inspect, Status and ListLocks show it."""
@@ -431,3 +437,40 @@ class ReleasedLease:
         return [ReleasedLease(r.client_id, r.token,
                               r.mode == pb.LOCK_MODE_SHARED)
                 for r in response.released]
+
+
+class InspectPages:
+    """Inspect's pages merged into one LockInfo: holders by token, then the
+    queue; the latest page's capacity. Send `request`, add() each answer
+    until it returns the whole."""
+
+    def __init__(self, lock: object) -> None:
+        self.request = pb.InspectRequest(lock=check_str("lock", lock))
+        self._whole = pb.InspectResponse()
+
+    def add(self, page: pb.InspectResponse) -> Optional[LockInfo]:
+        self._whole.holders.extend(page.holders)
+        self._whole.queue.extend(page.queue)
+        self._whole.capacity = page.capacity
+        if not page.next_page_token:
+            return LockInfo.of(self._whole)
+        self.request.page_token = page.next_page_token
+        return None
+
+
+class StatusPages:
+    """Status's pages merged into one ClientStatus (every hold, by lock
+    name); used as InspectPages."""
+
+    def __init__(self, client_id: str) -> None:
+        self.request = pb.StatusRequest(client_id=client_id)
+        self._holds: list[pb.Holder] = []
+
+    def add(self, page: pb.StatusResponse) -> Optional[ClientStatus]:
+        self._holds.extend(page.holds)
+        if not page.next_page_token:
+            del page.holds[:]
+            page.holds.extend(self._holds)
+            return ClientStatus.of(page)
+        self.request.page_token = page.next_page_token
+        return None

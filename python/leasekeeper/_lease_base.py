@@ -1,6 +1,6 @@
 """LeaseBase: what the threaded and the asyncio Lease share: the grant's
-fixed fields, `held`, and the rule for a `with` block whose lease ended
-before the block did.
+fixed fields, `held`, the rule for a `with` block whose lease ended
+before the block did, and the errors of a lease that has ended.
 
 Thread-safety: the fixed fields never change; subclasses say how end_reason
 and time_left are read.
@@ -12,7 +12,26 @@ import abc
 from typing import Optional
 
 from leasekeeper._book import EndReason, LeaseState
-from leasekeeper.errors import LeaseLost
+from leasekeeper.errors import LeasekeeperError, LeaseLost
+
+
+def ended_error(state: LeaseState) -> LeaseLost:
+    """What a call on a lease that has ended raises."""
+    return LeaseLost(f"the lease on {state.lock} (token {state.token}) "
+                     f"has ended: {state.end_reason}", state.end_reason)
+
+
+def not_writing_error(state: LeaseState) -> LeaseLost:
+    """What Lease.write raises, sending nothing, once the lease has ended."""
+    return LeaseLost(f"not writing with the token of the lease on "
+                     f"{state.lock}: it has ended ({state.end_reason})",
+                     state.end_reason)
+
+
+def ends_lease(error: LeasekeeperError) -> bool:
+    """A release answered so (the lease was lost before it) raises
+    ended_error rather than the error itself."""
+    return error.reason in ("NOT_HOLDER", "SESSION_ENDED")
 
 
 class LeaseBase(abc.ABC):

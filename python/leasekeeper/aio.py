@@ -34,7 +34,8 @@ import grpc.aio
 from leasekeeper import _common
 from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
-from leasekeeper._lease_base import LeaseBase
+from leasekeeper._lease_base import (LeaseBase, ended_error, ends_lease,
+                                     not_writing_error)
 from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
                                  ReleasedLease, TlsFiles)
 from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
@@ -86,7 +87,7 @@ class Lease(LeaseBase):
         self._client._book.expire_if_due(self._state, monotonic())
         self._client._deliver()
         if self._state.end_reason is not None:
-            raise self._client._ended_error(self._state)
+            raise ended_error(self._state)
 
     async def renew(self) -> None:
         await self._client._renew(self._state)
@@ -365,27 +366,17 @@ class Client:
         if self._closed:
             return
         self._closed = True
-        live = list(self._book.leases.values())
-        for lease in live:
-            lease.releasing = True
-        pending = [r for r in self._book.pending_releases.values()
-                   if not r.in_flight]
+        live, releases = self._book.begin_close()
         if self._maintenance is not None:
             self._changed()
             await self._maintenance
         if not await self._session.close(self.call_timeout):
-            for lock, session_id, request_id in (
-                    [(s.lock, s.session_id, self._ids()) for s in live]
-                    + [(r.lock, r.session_id, r.request_id) for r in pending]):
+            for lock, session_id, request_id in releases:
                 with contextlib.suppress(LeasekeeperError):
-                    await self._unary("Release", pb.ReleaseRequest(
-                        client_id=self.client_id, lock=lock,
-                        request_id=request_id, session_id=session_id),
+                    await self._unary("Release", _common.release_request(
+                        self.client_id, lock, request_id, session_id),
                         self.call_timeout)
-        now = monotonic()
-        for lease in live:
-            self._book.end(lease, EndReason.RELEASED, now)
-        self._book.pending_releases.clear()
+        self._book.finish_close(live, monotonic())
         for task in list(self._background):
             task.cancel()
         self._deliver()
@@ -441,30 +432,22 @@ class Client:
         return bytes(response.value) if response.found else None
 
     async def inspect(self, lock: str) -> LockInfo:
-        request = pb.InspectRequest(lock=_common.check_str("lock", lock))
-        whole = pb.InspectResponse()
-        while True:  # every page: holders by token, then the queue
-            page = await self._unary("Inspect", request, self.call_timeout)
-            whole.holders.extend(page.holders)
-            whole.queue.extend(page.queue)
-            whole.capacity = page.capacity  # the latest page's
-            if not page.next_page_token:
-                return LockInfo.of(whole)
-            request.page_token = page.next_page_token
+        pages = _common.InspectPages(lock)
+        while True:
+            info = pages.add(await self._unary("Inspect", pages.request,
+                                               self.call_timeout))
+            if info is not None:
+                return info
 
     async def status(self, client_id: Optional[str] = None) -> ClientStatus:
         who = self.client_id if client_id is None else _common.check_str(
             "client_id", client_id)
-        request = pb.StatusRequest(client_id=who)
-        holds: list[pb.Holder] = []
-        while True:  # every page of holds, by lock name
-            page = await self._unary("Status", request, self.call_timeout)
-            holds.extend(page.holds)
-            if not page.next_page_token:
-                del page.holds[:]
-                page.holds.extend(holds)
-                return ClientStatus.of(page)
-            request.page_token = page.next_page_token
+        pages = _common.StatusPages(who)
+        while True:
+            status = pages.add(await self._unary("Status", pages.request,
+                                                 self.call_timeout))
+            if status is not None:
+                return status
 
     async def list_locks(self, prefix: str = "",
                          page_size: int = 0) -> list[LockSummary]:
@@ -526,9 +509,8 @@ class Client:
     async def _withdraw(self, lock: str, session_id: str) -> None:
         request_id = self._ids()
         try:
-            await self._release_with_retries(pb.ReleaseRequest(
-                client_id=self.client_id, lock=lock, request_id=request_id,
-                session_id=session_id))
+            await self._release_with_retries(_common.release_request(
+                self.client_id, lock, request_id, session_id))
         except LeasekeeperError as error:
             if is_transient(error):
                 self._book.queue_release(lock, session_id, request_id,
@@ -543,10 +525,9 @@ class Client:
                 continue
             error: Optional[LeasekeeperError] = None
             try:
-                await self._release_with_retries(pb.ReleaseRequest(
-                    client_id=self.client_id, lock=lock,
-                    request_id=release.request_id,
-                    session_id=release.session_id))
+                await self._release_with_retries(_common.release_request(
+                    self.client_id, lock, release.request_id,
+                    release.session_id))
             except LeasekeeperError as failure:
                 error = failure
             self._book.release_done(release, error, monotonic())
@@ -643,16 +624,12 @@ class Client:
         self._changed()
         return Lease(self, state)
 
-    def _ended_error(self, state: LeaseState) -> LeaseLost:
-        return LeaseLost(f"the lease on {state.lock} (token {state.token}) "
-                         f"has ended: {state.end_reason}", state.end_reason)
-
     async def _renew(self, state: LeaseState) -> None:
         now = monotonic()
         self._book.expire_if_due(state, now)
         self._deliver()
         if state.end_reason is not None:
-            raise self._ended_error(state)
+            raise ended_error(state)
         budget = min(self.call_timeout, state.timer.deadline - now)
         outcome: int | LeasekeeperError
         try:
@@ -665,20 +642,19 @@ class Client:
         self._book.apply_renew(state, now, outcome, False, monotonic())
         self._deliver()
         if state.end_reason is not None:
-            raise self._ended_error(state)
+            raise ended_error(state)
         if isinstance(outcome, LeasekeeperError):
             raise outcome
 
     async def _release(self, state: LeaseState) -> None:
         if state.end_reason is not None:
-            raise self._ended_error(state)
+            raise ended_error(state)
         state.releasing = True
         request_id = self._ids()
         error: Optional[LeasekeeperError] = None
         try:
-            await self._release_with_retries(pb.ReleaseRequest(
-                client_id=self.client_id, lock=state.lock,
-                request_id=request_id, session_id=state.session_id))
+            await self._release_with_retries(_common.release_request(
+                self.client_id, state.lock, request_id, state.session_id))
         except LeasekeeperError as failure:
             error = failure
         self._book.finish_release(state, error, request_id, monotonic())
@@ -686,8 +662,8 @@ class Client:
         self._changed()
         if error is None:
             return
-        if error.reason in ("NOT_HOLDER", "SESSION_ENDED"):
-            raise self._ended_error(state) from error
+        if ends_lease(error):
+            raise ended_error(state) from error
         raise error
 
     async def _write(self, state: LeaseState, key: str,
@@ -697,9 +673,7 @@ class Client:
         self._book.expire_if_due(state, monotonic())
         self._deliver()
         if state.end_reason is not None:
-            raise LeaseLost(f"not writing with the token of the lease on "
-                            f"{state.lock}: it has ended ({state.end_reason})",
-                            state.end_reason)
+            raise not_writing_error(state)
         await self._unary("Write", _common.write_request(
             state.lock, key, data, state.token, self.client_id),
             self.call_timeout)
@@ -770,10 +744,9 @@ class Client:
     async def _background_release(self, release: PendingRelease) -> None:
         error: Optional[LeasekeeperError] = None
         try:
-            await self._unary("Release", pb.ReleaseRequest(
-                client_id=self.client_id, lock=release.lock,
-                request_id=release.request_id, session_id=release.session_id),
-                self.call_timeout)
+            await self._unary("Release", _common.release_request(
+                self.client_id, release.lock, release.request_id,
+                release.session_id), self.call_timeout)
         except LeasekeeperError as failure:
             error = failure
         self._book.release_done(release, error, monotonic())

@@ -47,7 +47,8 @@ import grpc
 from leasekeeper import _common
 from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
-from leasekeeper._lease_base import LeaseBase
+from leasekeeper._lease_base import (LeaseBase, ended_error, ends_lease,
+                                     not_writing_error)
 from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
                                  ReleasedLease, TlsFiles)
 from leasekeeper._session import Session
@@ -87,11 +88,8 @@ class Lease(LeaseBase):
     def check(self) -> None:
         """Raises LeaseLost if the lease has ended (or its deadline passed:
         it then ends "expired")."""
-        reason = self._client._check(self._state)
-        if reason is not None:
-            raise LeaseLost(
-                f"the lease on {self.lock} (token {self.token}) has ended: "
-                f"{reason}", reason)
+        if self._client._check(self._state) is not None:
+            raise ended_error(self._state)
 
     def renew(self) -> None:
         """Renews the lease now with one Renew call, e.g. before a step that
@@ -210,32 +208,22 @@ class Client:
             if self._closed:
                 return
             self._closed = True
-            live = list(self._book.leases.values())
-            for lease in live:
-                lease.releasing = True
-            pending = [r for r in self._book.pending_releases.values()
-                       if not r.in_flight]
+            live, releases = self._book.begin_close()
             self._cv.notify_all()
         self._maintenance.join()
         # Closing the session releases everything at once; without one (or
         # if the close fails) release lease by lease.
         if not self._session.close(self.call_timeout):
             give_up_at = monotonic() + self.call_timeout
-            for lock, session_id, request_id in (
-                    [(s.lock, s.session_id, self._ids()) for s in live]
-                    + [(r.lock, r.session_id, r.request_id) for r in pending]):
+            for lock, session_id, request_id in releases:
                 try:
-                    self._unary("Release", pb.ReleaseRequest(
-                        client_id=self.client_id, lock=lock,
-                        request_id=request_id, session_id=session_id),
+                    self._unary("Release", _common.release_request(
+                        self.client_id, lock, request_id, session_id),
                         max(0.001, give_up_at - monotonic()))
                 except LeasekeeperError:
                     pass
         with self._cv:
-            now = monotonic()
-            for lease in live:
-                self._book.end(lease, EndReason.RELEASED, now)
-            self._book.pending_releases.clear()
+            self._book.finish_close(live, monotonic())
             calls = list(self._calls)
         for call in calls:
             call.cancel()
@@ -320,32 +308,24 @@ class Client:
     def inspect(self, lock: str) -> LockInfo:
         """The lock's holders and queue (two empty lists for an unused
         lock)."""
-        request = pb.InspectRequest(lock=_common.check_str("lock", lock))
-        whole = pb.InspectResponse()
-        while True:  # every page: holders by token, then the queue
-            page = self._unary("Inspect", request, self.call_timeout)
-            whole.holders.extend(page.holders)
-            whole.queue.extend(page.queue)
-            whole.capacity = page.capacity  # the latest page's
-            if not page.next_page_token:
-                return LockInfo.of(whole)
-            request.page_token = page.next_page_token
+        pages = _common.InspectPages(lock)
+        while True:
+            info = pages.add(self._unary("Inspect", pages.request,
+                                         self.call_timeout))
+            if info is not None:
+                return info
 
     def status(self, client_id: Optional[str] = None) -> ClientStatus:
         """A client's registration, leases, wait and session state (this
         Client's by default)."""
         who = self.client_id if client_id is None else _common.check_str(
             "client_id", client_id)
-        request = pb.StatusRequest(client_id=who)
-        holds: list[pb.Holder] = []
-        while True:  # every page of holds, by lock name
-            page = self._unary("Status", request, self.call_timeout)
-            holds.extend(page.holds)
-            if not page.next_page_token:
-                del page.holds[:]
-                page.holds.extend(holds)
-                return ClientStatus.of(page)
-            request.page_token = page.next_page_token
+        pages = _common.StatusPages(who)
+        while True:
+            status = pages.add(self._unary("Status", pages.request,
+                                           self.call_timeout))
+            if status is not None:
+                return status
 
     def list_locks(self, prefix: str = "",
                    page_size: int = 0) -> Iterator[LockSummary]:
@@ -451,9 +431,8 @@ class Client:
         failures leave it to a background release."""
         request_id = self._ids()
         try:
-            self._release_with_retries(pb.ReleaseRequest(
-                client_id=self.client_id, lock=lock, request_id=request_id,
-                session_id=session_id))
+            self._release_with_retries(_common.release_request(
+                self.client_id, lock, request_id, session_id))
         except LeasekeeperError as error:
             if is_transient(error):
                 with self._cv:
@@ -473,9 +452,8 @@ class Client:
                 self._cv.wait(0.05)
         error: Optional[LeasekeeperError] = None
         try:
-            self._release_with_retries(pb.ReleaseRequest(
-                client_id=self.client_id, lock=lock,
-                request_id=release.request_id, session_id=release.session_id))
+            self._release_with_retries(_common.release_request(
+                self.client_id, lock, release.request_id, release.session_id))
         except LeasekeeperError as failure:
             error = failure
         with self._cv:
@@ -596,11 +574,6 @@ class Client:
         self._deliver()
         return reason
 
-    def _ended_error(self, state: LeaseState) -> LeaseLost:
-        reason = state.end_reason
-        return LeaseLost(f"the lease on {state.lock} (token {state.token}) "
-                         f"has ended: {reason}", reason)
-
     def _renew(self, state: LeaseState) -> None:
         with self._cv:
             now = monotonic()
@@ -609,7 +582,7 @@ class Client:
             budget = min(self.call_timeout, state.timer.deadline - now)
         if ended:
             self._deliver()
-            raise self._ended_error(state)
+            raise ended_error(state)
         sent_at = monotonic()
         try:
             response = self._unary("Renew", renew_request(
@@ -623,21 +596,20 @@ class Client:
             ended = state.end_reason is not None
         self._deliver()
         if ended:
-            raise self._ended_error(state)
+            raise ended_error(state)
         if isinstance(outcome, LeasekeeperError):
             raise outcome
 
     def _release(self, state: LeaseState) -> None:
         with self._cv:
             if state.end_reason is not None:
-                raise self._ended_error(state)
+                raise ended_error(state)
             state.releasing = True
         request_id = self._ids()
         error: Optional[LeasekeeperError] = None
         try:
-            self._release_with_retries(pb.ReleaseRequest(
-                client_id=self.client_id, lock=state.lock,
-                request_id=request_id, session_id=state.session_id))
+            self._release_with_retries(_common.release_request(
+                self.client_id, state.lock, request_id, state.session_id))
         except LeasekeeperError as failure:
             error = failure
         with self._cv:
@@ -647,17 +619,15 @@ class Client:
         self._deliver()
         if error is None:
             return
-        if error.reason in ("NOT_HOLDER", "SESSION_ENDED"):
-            raise self._ended_error(state) from error
+        if ends_lease(error):
+            raise ended_error(state) from error
         raise error
 
     def _write(self, state: LeaseState, key: str, value: bytes | str) -> None:
         key = _common.check_str("key", key)
         data = _common.check_value(value)
-        reason = self._check(state)
-        if reason is not None:
-            raise LeaseLost(f"not writing with the token of the lease on "
-                            f"{state.lock}: it has ended ({reason})", reason)
+        if self._check(state) is not None:
+            raise not_writing_error(state)
         self._unary("Write", _common.write_request(
             state.lock, key, data, state.token, self.client_id),
             self.call_timeout)
@@ -768,10 +738,9 @@ class Client:
                  error: Optional[LeasekeeperError]) -> None:
             self._book.release_done(release, error, monotonic())
 
-        self._start_async("Release", pb.ReleaseRequest(
-            client_id=self.client_id, lock=release.lock,
-            request_id=release.request_id, session_id=release.session_id),
-            self.call_timeout, done)
+        self._start_async("Release", _common.release_request(
+            self.client_id, release.lock, release.request_id,
+            release.session_id), self.call_timeout, done)
 
     # -- SessionListener (the session thread) ---------------------------------------
 
