@@ -207,7 +207,8 @@ class LocalCluster:
                 port=port, name=f"n{i}"))
         self.endpoints = ",".join(n.address for n in self.nodes)
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0) -> Daemon:
+        """Starts etcd, then the nodes; returns the node elected leader."""
         for member in self.etcd:
             member.start()
         deadline = time.monotonic() + timeout
@@ -218,8 +219,10 @@ class LocalCluster:
             time.sleep(0.2)
         for node in self.nodes:
             node.start()
-        if self.leader(timeout=deadline - time.monotonic()) is None:
+        leader = self.leader(timeout=deadline - time.monotonic())
+        if leader is None:
             raise RuntimeError("no leasekeeper leader was elected")
+        return leader
 
     def status(self, node: Daemon) -> Optional[dict[str, object]]:
         """The node's `cluster status -o json`, or None."""
@@ -293,11 +296,9 @@ def main() -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     try:
-        cluster.start()
-        leader = cluster.leader()
+        leader = cluster.start()
         print(f"etcd:        {cluster.etcd_endpoints}")
-        print(f"leasekeeper: {cluster.endpoints} (leader "
-              f"{leader.name if leader else 'unknown'})")
+        print(f"leasekeeper: {cluster.endpoints} (leader {leader.name})")
         for process in [*cluster.etcd, *cluster.nodes]:
             assert process.process is not None
             where = (process.address if isinstance(process, Daemon)
