@@ -22,11 +22,14 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python"))
+from leasekeeper.testing import LocalServer  # noqa: E402
 
 README_ADDRESS = re.compile(r"^(127\.0\.0\.1|localhost):\d+$")
 ASSIGNMENTS = re.compile(r"^\s*(?:[A-Z_][A-Z0-9_]*=\S+?;?\s*)+$")
@@ -86,32 +89,6 @@ def extract(readme: str) -> list[Recipe]:
     return recipes
 
 
-class Daemon:
-    def __init__(self, binary: str) -> None:
-        self.data_dir = tempfile.TemporaryDirectory(prefix="lk-recipes-")
-        self.process = subprocess.Popen(
-            [binary, "--listen=127.0.0.1:0", f"--data-dir={self.data_dir.name}",
-             "--log-level=warn"],
-            stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        match = re.match(r"leasekeeperd listening on (\S+)", line)
-        if not match:
-            self.stop()
-            raise SystemExit(f"leasekeeperd did not start: {line!r}")
-        self.address = match.group(1)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.data_dir.cleanup()
-
-
 def run_standin(args: argparse.Namespace, argv: list[str]
                 ) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=args.stubs)
@@ -119,7 +96,7 @@ def run_standin(args: argparse.Namespace, argv: list[str]
                           capture_output=True, text=True, timeout=60)
 
 
-def check_recipe(args: argparse.Namespace, daemon: Daemon,
+def check_recipe(args: argparse.Namespace, daemon: LocalServer,
                  recipe: Recipe) -> str | None:
     """None if the recipe works as the README says, else what went wrong."""
     argv = recipe.argv[1:]
@@ -141,7 +118,7 @@ def check_recipe(args: argparse.Namespace, daemon: Daemon,
     return None
 
 
-def check_reflection_versions(args: argparse.Namespace, daemon: Daemon
+def check_reflection_versions(args: argparse.Namespace, daemon: LocalServer
                               ) -> list[str]:
     problems = []
     default = run_standin(args, ["-plaintext", "-v", daemon.address, "list"])
@@ -178,9 +155,11 @@ def main() -> int:
             print(f"FAIL: README.md has no `grpcurl ... {needed}` recipe "
                   "(or the extraction lost it)")
             return 1
-    daemon = Daemon(args.leasekeeperd)
     failures = 0
-    try:
+    # The daemon's own session grace (2 s), with a data dir, as a reader's.
+    with tempfile.TemporaryDirectory(prefix="lk-recipes-") as data_dir, \
+            LocalServer(session_grace=2.0, binary=args.leasekeeperd,
+                        extra_flags=[f"--data-dir={data_dir}"]) as daemon:
         for recipe in recipes:
             problem = check_recipe(args, daemon, recipe)
             status = "ok  " if problem is None else "FAIL"
@@ -191,8 +170,6 @@ def main() -> int:
         for problem in check_reflection_versions(args, daemon):
             failures += 1
             print(f"FAIL reflection: {problem}")
-    finally:
-        daemon.stop()
     print(f"{len(recipes)} recipes, {failures} failures")
     return 1 if failures else 0
 
