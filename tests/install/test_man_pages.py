@@ -60,24 +60,24 @@ def test_daemon_page_lists_every_flag_of_its_help() -> None:
     assert not missing, f"leasekeeperd.8 lacks {sorted(missing)}"
 
 
-def ctl_commands() -> list[str]:
-    """The commands leasekeeper-ctl --help lists, `help` aside."""
-    overview = output([str(BUILD / "bin" / "leasekeeper-ctl"), "--help"])
+def ctl_commands(overview: str) -> list[str]:
+    """The commands `overview` (leasekeeper-ctl --help) lists, `help`
+    aside."""
     block = overview.split("\nCommands:\n", 1)[1].split("\n\n", 1)[0]
     return [line.split()[0] for line in block.splitlines()
             if line.split() and line.split()[0] != "help"]
 
 
 def test_ctl_page_has_every_command_with_each_of_its_flags() -> None:
-    commands = ctl_commands()
+    overview = output([str(BUILD / "bin" / "leasekeeper-ctl"), "--help"])
+    commands = ctl_commands(overview)
     assert {"acquire", "release", "run", "inspect", "locks", "force-release",
             "version", "health", "completion"} <= set(commands)
     text = rendered(CTL_PAGE)
     assert "leasekeeper-ctl - command-line client" in section(text, "NAME")
     assert "leasekeeper-ctl [GLOBAL FLAGS] COMMAND" in section(text,
                                                               "SYNOPSIS")
-    global_flags = set(FLAG.findall(output(
-        [str(BUILD / "bin" / "leasekeeper-ctl"), "--help"])))
+    global_flags = set(FLAG.findall(overview))
     assert {"--server", "--output", "--timeout", "--tls", "--ca", "--cert",
             "--key", "--tls-server-name"} <= global_flags
     missing = global_flags - set(FLAG.findall(section(text, "DESCRIPTION")))
