@@ -10,7 +10,7 @@ from leasekeeper._acquire import AcquireAttempts, Step
 from leasekeeper._book import (NOTICE_ABORTED_DEADLOCK_VICTIM,
                                NOTICE_LEASE_LAPSED, EndReason, LeaseBook,
                                LeaseState)
-from leasekeeper._common import RequestIdSource
+from leasekeeper._common import InspectPages, RequestIdSource, StatusPages
 from leasekeeper.errors import LeasekeeperError, LockBusy, make_error
 from leasekeeper.timer import LeaseTimer, safety_margin
 from leasekeeper.v1 import lock_service_pb2 as pb
@@ -167,6 +167,54 @@ def test_a_lost_session_ends_only_its_own_leases() -> None:
     a, b = hold(book, "a", session="s1"), hold(book, "b", session="s2")
     book.on_session_lost("s1", now=1.0)
     assert a.end_reason == EndReason.SESSION_LOST and b.end_reason is None
+
+
+def test_close_releases_live_leases_then_idle_background_releases() -> None:
+    book = new_book()
+    a = hold(book, "a", session="s1")
+    book.queue_release("b", "s0", "r-b", now=0.0)
+    book.queue_release("c", "s0", "r-c", now=0.0)
+    assert book.claim_release("c") is not None  # in flight: not retried
+    live, releases = book.begin_close()
+    assert live == [a] and a.releasing
+    [(lock, session, _), second] = releases
+    assert (lock, session) == ("a", "s1")
+    assert second == ("b", "s0", "r-b")
+    book.finish_close(live, now=1.0)
+    assert a.end_reason == EndReason.RELEASED and book.take_ended() == [a]
+    assert not book.pending_releases and not book.leases
+
+
+def holder(client_id: str) -> pb.Holder:
+    return pb.Holder(client_id=client_id)
+
+
+def test_inspect_pages_merge_holders_and_queue_and_ask_for_the_next() -> None:
+    pages = InspectPages("pool")
+    assert pages.request.lock == "pool" and not pages.request.page_token
+    first = pb.InspectResponse(holders=[holder("a")], capacity=2,
+                               next_page_token="p2")
+    assert pages.add(first) is None
+    assert pages.request.page_token == "p2"
+    last = pb.InspectResponse(holders=[holder("b")], capacity=3,
+                              queue=[pb.Waiter(client_id="w", position=1)])
+    info = pages.add(last)
+    assert info is not None
+    assert [h.client_id for h in info.holders] == ["a", "b"]
+    assert [w.client_id for w in info.queue] == ["w"]
+    assert info.capacity == 3  # the latest page's
+
+
+def test_status_pages_merge_every_hold() -> None:
+    pages = StatusPages("me")
+    assert pages.request.client_id == "me"
+    assert pages.add(pb.StatusResponse(registered=True, holds=[holder("me")],
+                                       next_page_token="p2")) is None
+    assert pages.request.page_token == "p2"
+    status = pages.add(pb.StatusResponse(registered=True,
+                                         holds=[holder("me")]))
+    assert status is not None and status.registered
+    assert len(status.holds) == 2
 
 
 def attempts(wait: float | None = 10.0, try_only: bool = False,
