@@ -3,14 +3,13 @@
 #include <grpcpp/client_context.h>
 
 #include <algorithm>
-#include <chrono>
 #include <iterator>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/notification.h"
 #include "client/errors.h"
 #include "client/internal/call_messages.h"
+#include "client/internal/call_timing.h"
 #include "client/internal/channel_set.h"
 
 namespace leasekeeper::client {
@@ -136,21 +135,21 @@ WatchUpdate FromProto(const pb::WatchResponse& message) {
   return update;
 }
 
-// The deadline and wait-for-ready of `options` on a call's context.
-void ApplyOptions(const CallOptions& options, grpc::ClientContext& context) {
-  if (options.timeout != absl::InfiniteDuration()) {
-    context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoNanoseconds(
-                             std::max(options.timeout, absl::ZeroDuration())));
-  }
-  context.set_wait_for_ready(options.wait_for_ready);
+// When a call started now with `options` must be over (all its attempts).
+MonotonicTime DeadlineOf(const CallOptions& options) {
+  return options.timeout == absl::InfiniteDuration()
+             ? absl::InfiniteDuration()
+             : MonotonicNow() + std::max(options.timeout, absl::ZeroDuration());
 }
 
-// Sleeps for `duration` or until `stop` is requested; false if stopped.
-bool SleepUnlessStopped(absl::Duration duration, std::stop_token stop) {
-  absl::Notification stopped;
-  std::stop_callback on_stop(stop, [&stopped] { stopped.Notify(); });
-  return !stopped.WaitForNotificationWithTimeout(duration);
+// An attempt's deadline and wait-for-ready, the same for every call.
+void SetUpAttempt(MonotonicTime deadline, const CallOptions& options,
+                  const internal::ChannelSet::Pick& pick,
+                  grpc::ClientContext& context) {
+  internal::SetDeadlineAfter(deadline - MonotonicNow(), context);
+  // Waiting for one endpoint to connect would stall a call the service
+  // may answer elsewhere.
+  context.set_wait_for_ready(options.wait_for_ready && !pick.can_move);
 }
 
 // A call may go to as many endpoints as a cluster has nodes, and a redirect
@@ -168,30 +167,19 @@ absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
   if (options.cancel.stop_requested()) {
     return absl::CancelledError("cancelled before the call started");
   }
-  const MonotonicTime deadline =
-      options.timeout == absl::InfiniteDuration()
-          ? absl::InfiniteDuration()
-          : MonotonicNow() + std::max(options.timeout, absl::ZeroDuration());
+  const MonotonicTime deadline = DeadlineOf(options);
   absl::Status status;
   for (int attempt = 0;; ++attempt) {
     internal::ChannelSet::Pick pick = channels.Current();
     if (attempt > 0 && pick.not_before > MonotonicNow()) {
       if (pick.not_before >= deadline) return status;
-      if (!SleepUnlessStopped(pick.not_before - MonotonicNow(),
-                              options.cancel)) {
+      if (!internal::SleepUnlessStopped(pick.not_before - MonotonicNow(),
+                                        options.cancel)) {
         return absl::CancelledError("cancelled before the call started");
       }
     }
     grpc::ClientContext context;
-    if (deadline != absl::InfiniteDuration()) {
-      context.set_deadline(
-          std::chrono::system_clock::now() +
-          absl::ToChronoNanoseconds(
-              std::max(deadline - MonotonicNow(), absl::ZeroDuration())));
-    }
-    // Waiting for one endpoint to connect would stall a call the service
-    // may answer elsewhere.
-    context.set_wait_for_ready(options.wait_for_ready && !pick.can_move);
+    SetUpAttempt(deadline, options, pick, context);
     std::stop_callback cancel_on_stop(options.cancel,
                                       [&context] { context.TryCancel(); });
     Response response;
@@ -399,13 +387,13 @@ absl::Status RpcClient::Watch(
   } else {
     request.set_lock(call.name);
   }
-  grpc::ClientContext context;
-  ApplyOptions(options, context);
-  std::stop_callback cancel_on_stop(options.cancel,
-                                    [&context] { context.TryCancel(); });
   // A stream is not moved once it runs; a NOT_LEADER refusal at its start
   // moves the next call (a watch again) to the leader.
   internal::ChannelSet::Pick pick = channels_->Current();
+  grpc::ClientContext context;
+  SetUpAttempt(DeadlineOf(options), options, pick, context);
+  std::stop_callback cancel_on_stop(options.cancel,
+                                    [&context] { context.TryCancel(); });
   std::unique_ptr<grpc::ClientReader<pb::WatchResponse>> reader =
       pick.stub->Watch(&context, request);
   pb::WatchResponse message;

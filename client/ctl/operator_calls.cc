@@ -1,6 +1,7 @@
 #include "client/ctl/operator_calls.h"
 
 #include "client/errors.h"
+#include "client/internal/call_timing.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -93,8 +94,7 @@ absl::StatusOr<HealthStatus> CheckHealth(
   request.set_service(service);
   // One node's health: no endpoint choice, no redirect.
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoNanoseconds(timeout));
+  client::internal::SetDeadlineAfter(timeout, context);
   health::HealthCheckResponse response;
   const grpc::Status status = stub->Check(&context, request, &response);
   if (!status.ok()) return client::FromGrpcStatus(context, status);
