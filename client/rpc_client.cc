@@ -17,22 +17,11 @@ namespace {
 
 namespace pb = ::leasekeeper::v1;
 
-LockMode FromProto(pb::LockMode mode) {
-  switch (mode) {
-    case pb::LOCK_MODE_SHARED:
-      return LockMode::kShared;
-    case pb::LOCK_MODE_SEMAPHORE:
-      return LockMode::kSemaphore;
-    default:
-      return LockMode::kExclusive;
-  }
-}
-
 HolderInfo FromProto(const pb::Holder& holder) {
   HolderInfo info;
   info.client_id = holder.client_id();
   info.lock = holder.lock();
-  info.mode = FromProto(holder.mode());
+  info.mode = internal::ModeFromProto(holder.mode());
   info.token = holder.token();
   info.expires_in = absl::Milliseconds(holder.expires_in_ms());
   if (holder.has_expires_at()) {
@@ -70,7 +59,7 @@ std::vector<HolderInfo> FromProto(
 WaiterInfo FromProto(const pb::Waiter& waiter) {
   WaiterInfo info;
   info.client_id = waiter.client_id();
-  info.mode = FromProto(waiter.mode());
+  info.mode = internal::ModeFromProto(waiter.mode());
   info.ttl = absl::Milliseconds(waiter.ttl_ms());
   info.position = waiter.position();
   info.holder_label = waiter.holder_label();
@@ -121,7 +110,7 @@ WatchUpdate FromProto(const pb::WatchResponse& message) {
       update.event.kind = FromProto(e.kind());
       update.event.lock = e.lock();
       update.event.client_id = e.client_id();
-      update.event.mode = FromProto(e.mode());
+      update.event.mode = internal::ModeFromProto(e.mode());
       update.event.token = e.token();
       update.event.ttl = absl::Milliseconds(e.ttl_ms());
       if (e.has_time()) {

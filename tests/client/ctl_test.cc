@@ -559,6 +559,20 @@ TEST_F(CtlTest, ForceReleaseEndsTheLeaseAndNeedsAReason) {
   EXPECT_NE(again.err.find("not holder"), std::string::npos) << again.err;
 }
 
+TEST_F(CtlTest, ForceReleaseNamesASemaphoreLeaseSemaphore) {
+  const std::string lock = LockName();
+  ASSERT_EQ(RunCtl({"acquire", lock, "--client", "stuck", "--ttl", "1m",
+                    "--semaphore", "2"})
+                .exit_code,
+            0);
+  ProcessResult forced = RunCtl(
+      {"-o", "json", "force-release", lock, "--reason", "INC-2 job hung"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  nlohmann::json json = nlohmann::json::parse(forced.out);
+  ASSERT_EQ(json["released"].size(), 1u);
+  EXPECT_EQ(json["released"][0]["mode"], "semaphore");
+}
+
 TEST_F(CtlTest, ReacquiringAHeldLockSaysAlreadyHoldsWithTheToken) {
   const std::string lock = LockName();
   ProcessResult first =
