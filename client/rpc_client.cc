@@ -190,6 +190,21 @@ absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
   }
 }
 
+// RunCall of one of the Stub's unary methods with `request`.
+template <typename Request, typename Response>
+absl::StatusOr<Response> RunCall(
+    internal::ChannelSet& channels, const CallOptions& options, bool repeatable,
+    grpc::Status (pb::LockService::Stub::*method)(grpc::ClientContext*,
+                                                  const Request&, Response*),
+    const Request& request) {
+  return RunCall<Response>(
+      channels, options, repeatable,
+      [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
+          Response* response) {
+        return (stub.*method)(context, request, response);
+      });
+}
+
 }  // namespace
 
 absl::string_view MemberRoleName(MemberRole role) {
@@ -255,13 +270,9 @@ absl::Status RpcClient::CallWith(
 
 absl::StatusOr<ClusterInfo> RpcClient::ClusterStatus(
     const CallOptions& options) const {
-  absl::StatusOr<pb::ClusterStatusResponse> response =
-      RunCall<pb::ClusterStatusResponse>(
-          *channels_, options, /*repeatable=*/true,
-          [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
-              pb::ClusterStatusResponse* out) {
-            return stub.ClusterStatus(context, pb::ClusterStatusRequest(), out);
-          });
+  absl::StatusOr<pb::ClusterStatusResponse> response = RunCall(
+      *channels_, options, /*repeatable=*/true,
+      &pb::LockService::Stub::ClusterStatus, pb::ClusterStatusRequest());
   if (!response.ok()) return response.status();
   ClusterInfo info;
   info.cluster = response->cluster();
@@ -284,9 +295,9 @@ RpcClient::~RpcClient() = default;
 absl::StatusOr<AcquireResult> RpcClient::Acquire(
     const AcquireCall& call, const CallOptions& options) const {
   const pb::AcquireRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::AcquireResponse> response = RunCall<pb::AcquireResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::AcquireResponse* out) {
-        return stub.Acquire(context, request, out);
-      });
+  absl::StatusOr<pb::AcquireResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/!call.request_id.empty(),
+              &pb::LockService::Stub::Acquire, request);
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
 }
@@ -294,9 +305,9 @@ absl::StatusOr<AcquireResult> RpcClient::Acquire(
 absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
                                              const CallOptions& options) const {
   const pb::RenewRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::RenewResponse> response = RunCall<pb::RenewResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::RenewResponse* out) {
-        return stub.Renew(context, request, out);
-      });
+  absl::StatusOr<pb::RenewResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/!call.request_id.empty(),
+              &pb::LockService::Stub::Renew, request);
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
 }
@@ -304,9 +315,9 @@ absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
 absl::StatusOr<ReleaseOutcome> RpcClient::Release(
     const ReleaseCall& call, const CallOptions& options) const {
   const pb::ReleaseRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::ReleaseResponse> response = RunCall<pb::ReleaseResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::ReleaseResponse* out) {
-        return stub.Release(context, request, out);
-      });
+  absl::StatusOr<pb::ReleaseResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/!call.request_id.empty(),
+              &pb::LockService::Stub::Release, request);
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
 }
@@ -320,10 +331,8 @@ absl::Status RpcClient::Write(const WriteCall& call,
   request.set_token(call.token);
   request.set_client_id(call.client_id);
   request.set_require_held(call.require_held);
-  return RunCall<pb::WriteResponse>(*channels_, options, /*repeatable=*/true,
-             [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::WriteResponse* out) {
-               return stub.Write(context, request, out);
-             })
+  return RunCall(*channels_, options, /*repeatable=*/true,
+                 &pb::LockService::Stub::Write, request)
       .status();
 }
 
@@ -333,9 +342,9 @@ absl::StatusOr<std::optional<std::string>> RpcClient::Read(
   pb::ReadRequest request;
   request.set_lock(std::string(lock));
   request.set_key(std::string(key));
-  absl::StatusOr<pb::ReadResponse> response = RunCall<pb::ReadResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::ReadResponse* out) {
-        return stub.Read(context, request, out);
-      });
+  absl::StatusOr<pb::ReadResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/true,
+              &pb::LockService::Stub::Read, request);
   if (!response.ok()) return response.status();
   if (!response->found()) return std::optional<std::string>();
   return std::optional<std::string>(response->value());
@@ -413,10 +422,8 @@ absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
   LockInfo info;
   do {
     absl::StatusOr<pb::InspectResponse> response =
-        RunCall<pb::InspectResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
-                         pb::InspectResponse* out) {
-              return stub.Inspect(context, request, out);
-            });
+        RunCall(*channels_, options, /*repeatable=*/true,
+                &pb::LockService::Stub::Inspect, request);
     if (!response.ok()) return response.status();
     std::vector<HolderInfo> holders = FromProto(response->holders());
     std::move(holders.begin(), holders.end(), std::back_inserter(info.holders));
@@ -435,9 +442,9 @@ absl::StatusOr<ClientStatus> RpcClient::Status(
   request.set_client_id(std::string(client_id));
   ClientStatus status;
   do {
-    absl::StatusOr<pb::StatusResponse> response = RunCall<pb::StatusResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::StatusResponse* out) {
-          return stub.Status(context, request, out);
-        });
+    absl::StatusOr<pb::StatusResponse> response =
+        RunCall(*channels_, options, /*repeatable=*/true,
+                &pb::LockService::Stub::Status, request);
     if (!response.ok()) return response.status();
     std::vector<HolderInfo> holds = FromProto(response->holds());
     std::move(holds.begin(), holds.end(), std::back_inserter(status.holds));
@@ -472,10 +479,8 @@ absl::StatusOr<LockPage> RpcClient::ListLocks(
   request.set_page_size(page_size);
   request.set_page_token(std::string(page_token));
   absl::StatusOr<pb::ListLocksResponse> response =
-      RunCall<pb::ListLocksResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
-                                                  pb::ListLocksResponse* out) {
-        return stub.ListLocks(context, request, out);
-      });
+      RunCall(*channels_, options, /*repeatable=*/true,
+              &pb::LockService::Stub::ListLocks, request);
   if (!response.ok()) return response.status();
   LockPage page;
   for (const pb::LockSummary& summary : response->locks()) {
