@@ -66,10 +66,6 @@ class CtlTest : public LiveServerTest {
     return Subprocess::Start(args,
                              {{"LEASEKEEPER_SERVER", server().address()}});
   }
-  static std::vector<HolderInfo> Holders(const std::string& lock) {
-    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
-    return info.ok() ? info->holders : std::vector<HolderInfo>{};
-  }
 };
 
 TEST_F(CtlTest, AServerListIsFollowedToTheLeaderAFollowerNames) {
