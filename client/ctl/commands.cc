@@ -83,12 +83,16 @@ class Reporter {
 
  private:
   // A transport failure (no server reason) may be a TLS mismatch: the
-  // port is asked what it speaks, and if it is the other protocol the
-  // message says so.
+  // port (of a list, the first: a cluster's nodes are set up alike) is
+  // asked what it speaks, and if it is the other protocol the message
+  // says so.
   absl::Status Explained(const absl::Status& status) const {
     if (!IsUnexplainedTransportFailure(status)) return status;
+    absl::StatusOr<std::vector<std::string>> endpoints =
+        client::ParseEndpoints(in_.server);
+    if (!endpoints.ok()) return status;
     std::optional<std::string> mismatch = ExplainTlsMismatch(
-        in_.server, in_.tls, std::min(in_.timeout, absl::Seconds(3)));
+        endpoints->front(), in_.tls, std::min(in_.timeout, absl::Seconds(3)));
     if (!mismatch.has_value()) return status;
     return absl::UnavailableError(*mismatch);
   }

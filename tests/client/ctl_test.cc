@@ -698,6 +698,19 @@ TEST_F(CtlMutualTlsTest, PlaintextCtlAgainstATlsPortSaysSo) {
       << result.err;
 }
 
+TEST_F(CtlMutualTlsTest, PlaintextCtlAgainstAListOfTlsPortsSaysSo) {
+  ProcessResult result = RunProcess(
+      {Ctl(), "inspect", "billing/x", "--timeout", "3s"},
+      {{"LEASEKEEPER_SERVER",
+        absl::StrCat(server_->address(), ",", server_->address())}});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find(absl::StrCat(server_->address(),
+                                         " speaks TLS but this call was "
+                                         "plaintext")),
+            std::string::npos)
+      << result.err;
+}
+
 TEST_F(CtlMutualTlsTest, VersionWorksOverMutualTls) {
   ProcessResult result =
       RunProcess({Ctl(), "version", "-o", "json"}, TlsEnvironment());
