@@ -194,44 +194,11 @@ absl::Status ServerError(grpc::StatusCode code, const std::string& message,
 
 }  // namespace
 
+// The proto's enum names are the names; ToProtoReason covers every reason.
 absl::string_view ErrorReasonName(ErrorReason reason) {
-  switch (reason) {
-    case ErrorReason::kInvalidArguments:
-      return "INVALID_ARGUMENTS";
-    case ErrorReason::kInvalidTtl:
-      return "INVALID_TTL";
-    case ErrorReason::kClientBusy:
-      return "CLIENT_BUSY";
-    case ErrorReason::kNotHolder:
-      return "NOT_HOLDER";
-    case ErrorReason::kStaleToken:
-      return "STALE_TOKEN";
-    case ErrorReason::kDeadlockVictim:
-      return "DEADLOCK_VICTIM";
-    case ErrorReason::kLimitExceeded:
-      return "LIMIT_EXCEEDED";
-    case ErrorReason::kSessionEnded:
-      return "SESSION_ENDED";
-    case ErrorReason::kWaitTimeout:
-      return "WAIT_TIMEOUT";
-    case ErrorReason::kShuttingDown:
-      return "SHUTTING_DOWN";
-    case ErrorReason::kRequestIdReused:
-      return "REQUEST_ID_REUSED";
-    case ErrorReason::kSupersededByRetry:
-      return "SUPERSEDED_BY_RETRY";
-    case ErrorReason::kTokenNotIssued:
-      return "TOKEN_NOT_ISSUED";
-    case ErrorReason::kNotLeader:
-      return "NOT_LEADER";
-    case ErrorReason::kCapacityMismatch:
-      return "CAPACITY_MISMATCH";
-    case ErrorReason::kModeMismatch:
-      return "MODE_MISMATCH";
-    case ErrorReason::kWatchFellBehind:
-      return "WATCH_FELL_BEHIND";
-  }
-  return "UNKNOWN";
+  const pb::ErrorReason proto = ToProtoReason(reason);
+  if (proto == pb::ERROR_REASON_UNSPECIFIED) return "UNKNOWN";
+  return pb::ErrorReason_Name(proto);
 }
 
 absl::Status FromGrpcStatus(const grpc::ClientContext& context,

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "client/errors.h"
+#include "client/internal/call_timing.h"
 
 namespace leasekeeper::client {
 namespace {
@@ -23,13 +23,6 @@ bool WorthContendingAgain(const absl::Status& status) {
 absl::Status Cancelled(absl::string_view lock) {
   return absl::CancelledError(
       absl::StrCat("leader election for ", lock, " stopped"));
-}
-
-// Sleeps for `duration` or until `stop`; false if stopped.
-bool SleepUnlessStopped(absl::Duration duration, std::stop_token stop) {
-  absl::Notification stopped;
-  std::stop_callback on_stop(stop, [&stopped] { stopped.Notify(); });
-  return !stopped.WaitForNotificationWithTimeout(duration);
 }
 
 }  // namespace
@@ -67,7 +60,7 @@ absl::Status RunAsLeader(Client& client, absl::string_view lock,
       if (options.on_contention_error) {
         options.on_contention_error(acquired.status());
       }
-      if (!SleepUnlessStopped(retry_delay, stop)) return Cancelled(lock);
+      if (!internal::SleepUnlessStopped(retry_delay, stop)) return Cancelled(lock);
       continue;
     }
     Lease lease = *std::move(acquired);

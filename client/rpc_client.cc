@@ -3,14 +3,13 @@
 #include <grpcpp/client_context.h>
 
 #include <algorithm>
-#include <chrono>
 #include <iterator>
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/notification.h"
 #include "client/errors.h"
 #include "client/internal/call_messages.h"
+#include "client/internal/call_timing.h"
 #include "client/internal/channel_set.h"
 
 namespace leasekeeper::client {
@@ -18,22 +17,11 @@ namespace {
 
 namespace pb = ::leasekeeper::v1;
 
-LockMode FromProto(pb::LockMode mode) {
-  switch (mode) {
-    case pb::LOCK_MODE_SHARED:
-      return LockMode::kShared;
-    case pb::LOCK_MODE_SEMAPHORE:
-      return LockMode::kSemaphore;
-    default:
-      return LockMode::kExclusive;
-  }
-}
-
 HolderInfo FromProto(const pb::Holder& holder) {
   HolderInfo info;
   info.client_id = holder.client_id();
   info.lock = holder.lock();
-  info.mode = FromProto(holder.mode());
+  info.mode = internal::ModeFromProto(holder.mode());
   info.token = holder.token();
   info.expires_in = absl::Milliseconds(holder.expires_in_ms());
   if (holder.has_expires_at()) {
@@ -71,7 +59,7 @@ std::vector<HolderInfo> FromProto(
 WaiterInfo FromProto(const pb::Waiter& waiter) {
   WaiterInfo info;
   info.client_id = waiter.client_id();
-  info.mode = FromProto(waiter.mode());
+  info.mode = internal::ModeFromProto(waiter.mode());
   info.ttl = absl::Milliseconds(waiter.ttl_ms());
   info.position = waiter.position();
   info.holder_label = waiter.holder_label();
@@ -122,7 +110,7 @@ WatchUpdate FromProto(const pb::WatchResponse& message) {
       update.event.kind = FromProto(e.kind());
       update.event.lock = e.lock();
       update.event.client_id = e.client_id();
-      update.event.mode = FromProto(e.mode());
+      update.event.mode = internal::ModeFromProto(e.mode());
       update.event.token = e.token();
       update.event.ttl = absl::Milliseconds(e.ttl_ms());
       if (e.has_time()) {
@@ -136,21 +124,21 @@ WatchUpdate FromProto(const pb::WatchResponse& message) {
   return update;
 }
 
-// The deadline and wait-for-ready of `options` on a call's context.
-void ApplyOptions(const CallOptions& options, grpc::ClientContext& context) {
-  if (options.timeout != absl::InfiniteDuration()) {
-    context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoNanoseconds(
-                             std::max(options.timeout, absl::ZeroDuration())));
-  }
-  context.set_wait_for_ready(options.wait_for_ready);
+// When a call started now with `options` must be over (all its attempts).
+MonotonicTime DeadlineOf(const CallOptions& options) {
+  return options.timeout == absl::InfiniteDuration()
+             ? absl::InfiniteDuration()
+             : MonotonicNow() + std::max(options.timeout, absl::ZeroDuration());
 }
 
-// Sleeps for `duration` or until `stop` is requested; false if stopped.
-bool SleepUnlessStopped(absl::Duration duration, std::stop_token stop) {
-  absl::Notification stopped;
-  std::stop_callback on_stop(stop, [&stopped] { stopped.Notify(); });
-  return !stopped.WaitForNotificationWithTimeout(duration);
+// An attempt's deadline and wait-for-ready, the same for every call.
+void SetUpAttempt(MonotonicTime deadline, const CallOptions& options,
+                  const internal::ChannelSet::Pick& pick,
+                  grpc::ClientContext& context) {
+  internal::SetDeadlineAfter(deadline - MonotonicNow(), context);
+  // Waiting for one endpoint to connect would stall a call the service
+  // may answer elsewhere.
+  context.set_wait_for_ready(options.wait_for_ready && !pick.can_move);
 }
 
 // A call may go to as many endpoints as a cluster has nodes, and a redirect
@@ -168,30 +156,19 @@ absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
   if (options.cancel.stop_requested()) {
     return absl::CancelledError("cancelled before the call started");
   }
-  const MonotonicTime deadline =
-      options.timeout == absl::InfiniteDuration()
-          ? absl::InfiniteDuration()
-          : MonotonicNow() + std::max(options.timeout, absl::ZeroDuration());
+  const MonotonicTime deadline = DeadlineOf(options);
   absl::Status status;
   for (int attempt = 0;; ++attempt) {
     internal::ChannelSet::Pick pick = channels.Current();
     if (attempt > 0 && pick.not_before > MonotonicNow()) {
       if (pick.not_before >= deadline) return status;
-      if (!SleepUnlessStopped(pick.not_before - MonotonicNow(),
-                              options.cancel)) {
+      if (!internal::SleepUnlessStopped(pick.not_before - MonotonicNow(),
+                                        options.cancel)) {
         return absl::CancelledError("cancelled before the call started");
       }
     }
     grpc::ClientContext context;
-    if (deadline != absl::InfiniteDuration()) {
-      context.set_deadline(
-          std::chrono::system_clock::now() +
-          absl::ToChronoNanoseconds(
-              std::max(deadline - MonotonicNow(), absl::ZeroDuration())));
-    }
-    // Waiting for one endpoint to connect would stall a call the service
-    // may answer elsewhere.
-    context.set_wait_for_ready(options.wait_for_ready && !pick.can_move);
+    SetUpAttempt(deadline, options, pick, context);
     std::stop_callback cancel_on_stop(options.cancel,
                                       [&context] { context.TryCancel(); });
     Response response;
@@ -211,6 +188,21 @@ absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
       return status;
     }
   }
+}
+
+// RunCall of one of the Stub's unary methods with `request`.
+template <typename Request, typename Response>
+absl::StatusOr<Response> RunCall(
+    internal::ChannelSet& channels, const CallOptions& options, bool repeatable,
+    grpc::Status (pb::LockService::Stub::*method)(grpc::ClientContext*,
+                                                  const Request&, Response*),
+    const Request& request) {
+  return RunCall<Response>(
+      channels, options, repeatable,
+      [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
+          Response* response) {
+        return (stub.*method)(context, request, response);
+      });
 }
 
 }  // namespace
@@ -278,13 +270,9 @@ absl::Status RpcClient::CallWith(
 
 absl::StatusOr<ClusterInfo> RpcClient::ClusterStatus(
     const CallOptions& options) const {
-  absl::StatusOr<pb::ClusterStatusResponse> response =
-      RunCall<pb::ClusterStatusResponse>(
-          *channels_, options, /*repeatable=*/true,
-          [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
-              pb::ClusterStatusResponse* out) {
-            return stub.ClusterStatus(context, pb::ClusterStatusRequest(), out);
-          });
+  absl::StatusOr<pb::ClusterStatusResponse> response = RunCall(
+      *channels_, options, /*repeatable=*/true,
+      &pb::LockService::Stub::ClusterStatus, pb::ClusterStatusRequest());
   if (!response.ok()) return response.status();
   ClusterInfo info;
   info.cluster = response->cluster();
@@ -307,9 +295,9 @@ RpcClient::~RpcClient() = default;
 absl::StatusOr<AcquireResult> RpcClient::Acquire(
     const AcquireCall& call, const CallOptions& options) const {
   const pb::AcquireRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::AcquireResponse> response = RunCall<pb::AcquireResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::AcquireResponse* out) {
-        return stub.Acquire(context, request, out);
-      });
+  absl::StatusOr<pb::AcquireResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/!call.request_id.empty(),
+              &pb::LockService::Stub::Acquire, request);
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
 }
@@ -317,9 +305,9 @@ absl::StatusOr<AcquireResult> RpcClient::Acquire(
 absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
                                              const CallOptions& options) const {
   const pb::RenewRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::RenewResponse> response = RunCall<pb::RenewResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::RenewResponse* out) {
-        return stub.Renew(context, request, out);
-      });
+  absl::StatusOr<pb::RenewResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/!call.request_id.empty(),
+              &pb::LockService::Stub::Renew, request);
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
 }
@@ -327,9 +315,9 @@ absl::StatusOr<RenewResult> RpcClient::Renew(const RenewCall& call,
 absl::StatusOr<ReleaseOutcome> RpcClient::Release(
     const ReleaseCall& call, const CallOptions& options) const {
   const pb::ReleaseRequest request = internal::ToRequest(call);
-  absl::StatusOr<pb::ReleaseResponse> response = RunCall<pb::ReleaseResponse>(*channels_, options, !call.request_id.empty(), [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::ReleaseResponse* out) {
-        return stub.Release(context, request, out);
-      });
+  absl::StatusOr<pb::ReleaseResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/!call.request_id.empty(),
+              &pb::LockService::Stub::Release, request);
   if (!response.ok()) return response.status();
   return internal::FromResponse(*response);
 }
@@ -343,10 +331,8 @@ absl::Status RpcClient::Write(const WriteCall& call,
   request.set_token(call.token);
   request.set_client_id(call.client_id);
   request.set_require_held(call.require_held);
-  return RunCall<pb::WriteResponse>(*channels_, options, /*repeatable=*/true,
-             [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::WriteResponse* out) {
-               return stub.Write(context, request, out);
-             })
+  return RunCall(*channels_, options, /*repeatable=*/true,
+                 &pb::LockService::Stub::Write, request)
       .status();
 }
 
@@ -356,9 +342,9 @@ absl::StatusOr<std::optional<std::string>> RpcClient::Read(
   pb::ReadRequest request;
   request.set_lock(std::string(lock));
   request.set_key(std::string(key));
-  absl::StatusOr<pb::ReadResponse> response = RunCall<pb::ReadResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::ReadResponse* out) {
-        return stub.Read(context, request, out);
-      });
+  absl::StatusOr<pb::ReadResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/true,
+              &pb::LockService::Stub::Read, request);
   if (!response.ok()) return response.status();
   if (!response->found()) return std::optional<std::string>();
   return std::optional<std::string>(response->value());
@@ -399,13 +385,13 @@ absl::Status RpcClient::Watch(
   } else {
     request.set_lock(call.name);
   }
-  grpc::ClientContext context;
-  ApplyOptions(options, context);
-  std::stop_callback cancel_on_stop(options.cancel,
-                                    [&context] { context.TryCancel(); });
   // A stream is not moved once it runs; a NOT_LEADER refusal at its start
   // moves the next call (a watch again) to the leader.
   internal::ChannelSet::Pick pick = channels_->Current();
+  grpc::ClientContext context;
+  SetUpAttempt(DeadlineOf(options), options, pick, context);
+  std::stop_callback cancel_on_stop(options.cancel,
+                                    [&context] { context.TryCancel(); });
   std::unique_ptr<grpc::ClientReader<pb::WatchResponse>> reader =
       pick.stub->Watch(&context, request);
   pb::WatchResponse message;
@@ -436,10 +422,8 @@ absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,
   LockInfo info;
   do {
     absl::StatusOr<pb::InspectResponse> response =
-        RunCall<pb::InspectResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
-                         pb::InspectResponse* out) {
-              return stub.Inspect(context, request, out);
-            });
+        RunCall(*channels_, options, /*repeatable=*/true,
+                &pb::LockService::Stub::Inspect, request);
     if (!response.ok()) return response.status();
     std::vector<HolderInfo> holders = FromProto(response->holders());
     std::move(holders.begin(), holders.end(), std::back_inserter(info.holders));
@@ -458,9 +442,9 @@ absl::StatusOr<ClientStatus> RpcClient::Status(
   request.set_client_id(std::string(client_id));
   ClientStatus status;
   do {
-    absl::StatusOr<pb::StatusResponse> response = RunCall<pb::StatusResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context, pb::StatusResponse* out) {
-          return stub.Status(context, request, out);
-        });
+    absl::StatusOr<pb::StatusResponse> response =
+        RunCall(*channels_, options, /*repeatable=*/true,
+                &pb::LockService::Stub::Status, request);
     if (!response.ok()) return response.status();
     std::vector<HolderInfo> holds = FromProto(response->holds());
     std::move(holds.begin(), holds.end(), std::back_inserter(status.holds));
@@ -495,10 +479,8 @@ absl::StatusOr<LockPage> RpcClient::ListLocks(
   request.set_page_size(page_size);
   request.set_page_token(std::string(page_token));
   absl::StatusOr<pb::ListLocksResponse> response =
-      RunCall<pb::ListLocksResponse>(*channels_, options, /*repeatable=*/true, [&](pb::LockService::Stub& stub, grpc::ClientContext* context,
-                                                  pb::ListLocksResponse* out) {
-        return stub.ListLocks(context, request, out);
-      });
+      RunCall(*channels_, options, /*repeatable=*/true,
+              &pb::LockService::Stub::ListLocks, request);
   if (!response.ok()) return response.status();
   LockPage page;
   for (const pb::LockSummary& summary : response->locks()) {

@@ -71,6 +71,23 @@ CLI::Validator AtMostBytes(size_t limit) {
       "");
 }
 
+// A validator: a whole number >= 1 that fits T; stored in *out (when not
+// null) as soon as it is checked.
+template <typename T>
+CLI::Validator WholeNumberAtLeastOne(T* out = nullptr) {
+  return CLI::Validator(
+      [out](std::string& text) -> std::string {
+        T number = 0;
+        if (!absl::SimpleAtoi(text, &number) || number < 1) {
+          return absl::StrCat("must be a whole number >= 1, not \"", text,
+                              "\"");
+        }
+        if (out != nullptr) *out = number;
+        return "";
+      },
+      "");
+}
+
 // The command line: one CLI11 app per command, bound to an Invocation.
 class CommandTree {
  public:
@@ -355,17 +372,7 @@ class CommandTree {
            "The writer's fencing token (e.g. $LEASEKEEPER_FENCING_TOKEN)")
         ->type_name("N")
         ->required()
-        ->check(CLI::Validator(
-            [this](std::string& text) -> std::string {
-              uint64_t token = 0;
-              if (!absl::SimpleAtoi(text, &token) || token < 1) {
-                return absl::StrCat("must be a whole number >= 1, not \"", text,
-                                    "\"");
-              }
-              in_->token = token;
-              return "";
-            },
-            ""));
+        ->check(WholeNumberAtLeastOne(&in_->token));
   }
 
   void AddRead() {
@@ -417,16 +424,7 @@ class CommandTree {
     sub->add_option("--count", in_->count,
                     "Exit after N changes (default: never)")
         ->type_name("N")
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string {
-              int64_t count = 0;
-              if (!absl::SimpleAtoi(text, &count) || count < 1) {
-                return absl::StrCat("must be a whole number >= 1, not \"",
-                                    text, "\"");
-              }
-              return "";
-            },
-            ""));
+        ->check(WholeNumberAtLeastOne<int64_t>());
   }
 
   void AddRun() {

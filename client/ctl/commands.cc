@@ -54,6 +54,15 @@ absl::Status Reworded(const absl::Status& status, absl::string_view message) {
   return reworded;
 }
 
+// UNAVAILABLE or CANCELLED without a server reason: what a call that lost
+// its transport, or a stream the server ended, shows. The cause may be
+// found by asking again.
+bool IsUnexplainedTransportFailure(const absl::Status& status) {
+  return (status.code() == absl::StatusCode::kUnavailable ||
+          status.code() == absl::StatusCode::kCancelled) &&
+         !client::ErrorReasonOf(status).has_value();
+}
+
 // Tells failures in the invocation's output format (output.h: text or a
 // JSON object, both on stderr), in words where gRPC's are not enough.
 class Reporter {
@@ -74,15 +83,16 @@ class Reporter {
 
  private:
   // A transport failure (no server reason) may be a TLS mismatch: the
-  // port is asked what it speaks, and if it is the other protocol the
-  // message says so.
+  // port (of a list, the first: a cluster's nodes are set up alike) is
+  // asked what it speaks, and if it is the other protocol the message
+  // says so.
   absl::Status Explained(const absl::Status& status) const {
-    const bool transport = (status.code() == absl::StatusCode::kUnavailable ||
-                            status.code() == absl::StatusCode::kCancelled) &&
-                           !client::ErrorReasonOf(status).has_value();
-    if (!transport) return status;
+    if (!IsUnexplainedTransportFailure(status)) return status;
+    absl::StatusOr<std::vector<std::string>> endpoints =
+        client::ParseEndpoints(in_.server);
+    if (!endpoints.ok()) return status;
     std::optional<std::string> mismatch = ExplainTlsMismatch(
-        in_.server, in_.tls, std::min(in_.timeout, absl::Seconds(3)));
+        endpoints->front(), in_.tls, std::min(in_.timeout, absl::Seconds(3)));
     if (!mismatch.has_value()) return status;
     return absl::UnavailableError(*mismatch);
   }
@@ -100,11 +110,7 @@ absl::Status ExplainRefusedClient(const client::RpcClient& rpc,
                                   const std::string& client_id,
                                   const absl::Status& status,
                                   absl::Duration timeout) {
-  if (status.ok() || client::ErrorReasonOf(status).has_value() ||
-      (status.code() != absl::StatusCode::kUnavailable &&
-       status.code() != absl::StatusCode::kCancelled)) {
-    return status;
-  }
+  if (!IsUnexplainedTransportFailure(status)) return status;
   absl::StatusOr<client::ClientStatus> probe =
       rpc.Status(client_id, Within(timeout));
   if (probe.status().code() == absl::StatusCode::kPermissionDenied ||

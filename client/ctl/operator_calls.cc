@@ -1,6 +1,8 @@
 #include "client/ctl/operator_calls.h"
 
 #include "client/errors.h"
+#include "client/internal/call_messages.h"
+#include "client/internal/call_timing.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -63,10 +65,9 @@ absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
   if (!response.ok()) return response.status();
   std::vector<ForcedRelease> released;
   for (const pb::ReleasedLease& lease : response->released()) {
-    released.push_back(ForcedRelease{lease.client_id(), lease.token(),
-                                     lease.mode() == pb::LOCK_MODE_SHARED
-                                         ? client::LockMode::kShared
-                                         : client::LockMode::kExclusive});
+    released.push_back(
+        ForcedRelease{lease.client_id(), lease.token(),
+                      client::internal::ModeFromProto(lease.mode())});
   }
   return released;
 }
@@ -93,8 +94,7 @@ absl::StatusOr<HealthStatus> CheckHealth(
   request.set_service(service);
   // One node's health: no endpoint choice, no redirect.
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoNanoseconds(timeout));
+  client::internal::SetDeadlineAfter(timeout, context);
   health::HealthCheckResponse response;
   const grpc::Status status = stub->Check(&context, request, &response);
   if (!status.ok()) return client::FromGrpcStatus(context, status);

@@ -14,18 +14,6 @@ int64_t ToWholeMilliseconds(absl::Duration duration) {
   return absl::ToInt64Milliseconds(duration);
 }
 
-pb::LockMode ToProto(LockMode mode) {
-  switch (mode) {
-    case LockMode::kExclusive:
-      return pb::LOCK_MODE_EXCLUSIVE;
-    case LockMode::kShared:
-      return pb::LOCK_MODE_SHARED;
-    case LockMode::kSemaphore:
-      return pb::LOCK_MODE_SEMAPHORE;
-  }
-  return pb::LOCK_MODE_EXCLUSIVE;
-}
-
 // The fields that say who asks for which lock, in every request here.
 template <typename Call, typename Request>
 void SetCaller(const Call& call, Request& request) {
@@ -48,11 +36,34 @@ absl::Status CheckAnswers(const pb::SessionCallResult& result,
 
 }  // namespace
 
+pb::LockMode ModeToProto(LockMode mode) {
+  switch (mode) {
+    case LockMode::kExclusive:
+      return pb::LOCK_MODE_EXCLUSIVE;
+    case LockMode::kShared:
+      return pb::LOCK_MODE_SHARED;
+    case LockMode::kSemaphore:
+      return pb::LOCK_MODE_SEMAPHORE;
+  }
+  return pb::LOCK_MODE_EXCLUSIVE;
+}
+
+LockMode ModeFromProto(pb::LockMode mode) {
+  switch (mode) {
+    case pb::LOCK_MODE_SHARED:
+      return LockMode::kShared;
+    case pb::LOCK_MODE_SEMAPHORE:
+      return LockMode::kSemaphore;
+    default:
+      return LockMode::kExclusive;
+  }
+}
+
 pb::AcquireRequest ToRequest(const AcquireCall& call) {
   pb::AcquireRequest request;
   SetCaller(call, request);
   request.set_ttl_ms(ToWholeMilliseconds(call.ttl));
-  request.set_mode(ToProto(call.mode));
+  request.set_mode(ModeToProto(call.mode));
   request.set_capacity(call.capacity);
   if (call.wait > absl::ZeroDuration()) {
     request.set_wait_timeout_ms(std::max<int64_t>(

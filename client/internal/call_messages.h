@@ -16,6 +16,11 @@
 
 namespace leasekeeper::client::internal {
 
+// A lock mode each way. An unset or unknown proto mode is EXCLUSIVE, as
+// the server takes it.
+leasekeeper::v1::LockMode ModeToProto(LockMode mode);
+LockMode ModeFromProto(leasekeeper::v1::LockMode mode);
+
 leasekeeper::v1::AcquireRequest ToRequest(const AcquireCall& call);
 leasekeeper::v1::RenewRequest ToRequest(const RenewCall& call);
 leasekeeper::v1::ReleaseRequest ToRequest(const ReleaseCall& call);

@@ -141,8 +141,7 @@ ChannelSet::Pick ChannelSet::Current() {
       !fixed_ && (choice_.endpoints().size() > 1 ||
                   choice_.current() != choice_.endpoints().front());
   if (can_move) (void)endpoint.channel->GetState(/*try_to_connect=*/true);
-  return Pick{endpoint.channel,     endpoint.stub,
-              choice_.current(),    choice_.generation(),
+  return Pick{endpoint.stub, choice_.current(), choice_.generation(),
               choice_.not_before(), can_move};
 }
 

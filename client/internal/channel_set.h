@@ -3,9 +3,9 @@
 // client library: RpcClient, Session and ClientCore make every call through
 // it.
 //
-// Each call takes a Pick (the current endpoint's stub, channel and the
-// choice's generation), makes the call, and reports its outcome with
-// Report; EndpointChoice decides from the outcomes where later calls go
+// Each call takes a Pick (the current endpoint's stub and the choice's
+// generation), makes the call, and reports its outcome with Report;
+// EndpointChoice decides from the outcomes where later calls go
 // (see its rules: follow NOT_LEADER's leader at once, else the next
 // endpoint, with backoff once a whole round failed). A ChannelSet made of
 // one caller-given channel never moves: the caller's channel is all it has.
@@ -65,7 +65,6 @@ std::vector<std::string> ExpandEndpoints(std::vector<std::string> endpoints,
 class ChannelSet {
  public:
   struct Pick {
-    std::shared_ptr<grpc::Channel> channel;
     // Shares ownership with the ChannelSet; valid as long as the Pick.
     std::shared_ptr<leasekeeper::v1::LockService::Stub> stub;
     std::string target;
@@ -98,7 +97,6 @@ class ChannelSet {
   // because of it: a call that may be repeated can go again, to Current(),
   // at once (or at its not_before).
   bool Report(const Pick& pick, const absl::Status& status);
-
 
  private:
   struct Endpoint {

@@ -4,16 +4,15 @@
 #include <grpcpp/support/client_callback.h>
 
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/notification.h"
 #include "client/errors.h"
 #include "client/internal/backoff.h"
 #include "client/internal/call_messages.h"
+#include "client/internal/call_timing.h"
 
 namespace leasekeeper::client::internal {
 namespace {
@@ -32,18 +31,6 @@ std::string RandomHex(int digits) {
     hex.push_back("0123456789abcdef"[absl::Uniform(random, 0, 16)]);
   }
   return hex;
-}
-
-std::chrono::system_clock::time_point TransportDeadline(absl::Duration budget) {
-  return std::chrono::system_clock::now() +
-         absl::ToChronoNanoseconds(std::max(budget, absl::ZeroDuration()));
-}
-
-// Sleeps for `duration` or until `stop` is requested; false if stopped.
-bool SleepUnlessStopped(absl::Duration duration, std::stop_token stop) {
-  absl::Notification stopped;
-  std::stop_callback on_stop(stop, [&stopped] { stopped.Notify(); });
-  return !stopped.WaitForNotificationWithTimeout(duration);
 }
 
 absl::Status EndedError(const LeaseState& lease, LeaseEndReason reason) {
@@ -831,9 +818,9 @@ void ClientCore::StartRenewCall(std::shared_ptr<LeaseState> lease) {
       ApplyRenewResult(*lease, sent_at, result, /*background=*/true);
     };
     // No point waiting past the lease's deadline.
-    call->context.set_deadline(TransportDeadline(
-        std::clamp(lease->timer.deadline() - now, absl::Milliseconds(1),
-                   options_.call_timeout)));
+    SetDeadlineAfter(std::clamp(lease->timer.deadline() - now,
+                                absl::Milliseconds(1), options_.call_timeout),
+                     call->context);
     calls_.emplace(call, std::move(owned));
   }
   call->pick.stub->async()->Renew(&call->context, &call->request,
@@ -908,7 +895,7 @@ void ClientCore::StartBackgroundRelease(const std::string& lock) {
     call->request =
         ToRequest(ReleaseCall{options_.client_id, lock, it->second.request_id,
                               it->second.session_id});
-    call->context.set_deadline(TransportDeadline(options_.call_timeout));
+    SetDeadlineAfter(options_.call_timeout, call->context);
     // Every background release follows a failure or an outage: wait for
     // the channel within the deadline (CallOptions::wait_for_ready), unless
     // the service may answer elsewhere.

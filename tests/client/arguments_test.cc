@@ -229,6 +229,8 @@ TEST(ArgumentsTest, UsageErrorsNameTheCommandAndSayWhatIsWrong) {
       {{"write", "L", "k", "v"}, "write: --token is required"},
       {{"write", "L", "k", "v", "--token", "0"}, "--token: must be a whole"},
       {{"write", "L", "k", "v", "--token", "x"}, "--token: must be a whole"},
+      {{"watch", "L", "--count", "0"}, "--count: must be a whole"},
+      {{"watch", "L", "--count", "x"}, "--count: must be a whole"},
       {{"acquire", "L", "--client", "c", "--ttl", "30"},
        "acquire: --ttl: invalid duration \"30\""},
       {{"acquire", "L", "--client", "c", "--ttl", "0s"}, "outside 1ms..24h"},

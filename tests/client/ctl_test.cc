@@ -66,10 +66,6 @@ class CtlTest : public LiveServerTest {
     return Subprocess::Start(args,
                              {{"LEASEKEEPER_SERVER", server().address()}});
   }
-  static std::vector<HolderInfo> Holders(const std::string& lock) {
-    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
-    return info.ok() ? info->holders : std::vector<HolderInfo>{};
-  }
 };
 
 TEST_F(CtlTest, AServerListIsFollowedToTheLeaderAFollowerNames) {
@@ -559,6 +555,20 @@ TEST_F(CtlTest, ForceReleaseEndsTheLeaseAndNeedsAReason) {
   EXPECT_NE(again.err.find("not holder"), std::string::npos) << again.err;
 }
 
+TEST_F(CtlTest, ForceReleaseNamesASemaphoreLeaseSemaphore) {
+  const std::string lock = LockName();
+  ASSERT_EQ(RunCtl({"acquire", lock, "--client", "stuck", "--ttl", "1m",
+                    "--semaphore", "2"})
+                .exit_code,
+            0);
+  ProcessResult forced = RunCtl(
+      {"-o", "json", "force-release", lock, "--reason", "INC-2 job hung"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  nlohmann::json json = nlohmann::json::parse(forced.out);
+  ASSERT_EQ(json["released"].size(), 1u);
+  EXPECT_EQ(json["released"][0]["mode"], "semaphore");
+}
+
 TEST_F(CtlTest, ReacquiringAHeldLockSaysAlreadyHoldsWithTheToken) {
   const std::string lock = LockName();
   ProcessResult first =
@@ -680,6 +690,19 @@ TEST_F(CtlMutualTlsTest, PlaintextCtlAgainstATlsPortSaysSo) {
   ProcessResult result =
       RunProcess({Ctl(), "inspect", "billing/x", "--timeout", "3s"},
                  {{"LEASEKEEPER_SERVER", server_->address()}});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find(absl::StrCat(server_->address(),
+                                         " speaks TLS but this call was "
+                                         "plaintext")),
+            std::string::npos)
+      << result.err;
+}
+
+TEST_F(CtlMutualTlsTest, PlaintextCtlAgainstAListOfTlsPortsSaysSo) {
+  ProcessResult result = RunProcess(
+      {Ctl(), "inspect", "billing/x", "--timeout", "3s"},
+      {{"LEASEKEEPER_SERVER",
+        absl::StrCat(server_->address(), ",", server_->address())}});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find(absl::StrCat(server_->address(),
                                          " speaks TLS but this call was "

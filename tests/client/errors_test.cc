@@ -26,6 +26,17 @@ TEST(ErrorsTest, CodeAndMessageArePreserved) {
   EXPECT_EQ(status.message(), "not holder");
 }
 
+TEST(ErrorsTest, ReasonNamesAreTheProtosNames) {
+  EXPECT_EQ(ErrorReasonName(ErrorReason::kInvalidArguments),
+            "INVALID_ARGUMENTS");
+  EXPECT_EQ(ErrorReasonName(ErrorReason::kNotHolder), "NOT_HOLDER");
+  EXPECT_EQ(ErrorReasonName(ErrorReason::kSupersededByRetry),
+            "SUPERSEDED_BY_RETRY");
+  EXPECT_EQ(ErrorReasonName(ErrorReason::kWatchFellBehind),
+            "WATCH_FELL_BEHIND");
+  EXPECT_EQ(ErrorReasonName(static_cast<ErrorReason>(-1)), "UNKNOWN");
+}
+
 TEST(ErrorsTest, ReasonIsInferredFromTheContractTextWithoutMetadata) {
   struct Case {
     grpc::StatusCode code;

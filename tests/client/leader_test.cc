@@ -54,14 +54,6 @@ absl::Status LeadUntilStopped(std::stop_token term) {
 
 class LeaderTest : public LiveServerTest {
  protected:
-  static bool IsQueued(const std::string& lock, const std::string& client_id) {
-    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
-    if (!info.ok()) return false;
-    for (const WaiterInfo& waiter : info->queue) {
-      if (waiter.client_id == client_id) return true;
-    }
-    return false;
-  }
   static bool IsFree(const std::string& lock) {
     absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
     return info.ok() && info->holders.empty() && info->queue.empty();

@@ -70,15 +70,6 @@ class CallCounter {
 
 class LeaseTest : public LiveServerTest {
  protected:
-  // True once `client_id` waits in the queue of `lock`.
-  static bool IsQueued(const std::string& lock, const std::string& client_id) {
-    absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
-    if (!info.ok()) return false;
-    for (const WaiterInfo& waiter : info->queue) {
-      if (waiter.client_id == client_id) return true;
-    }
-    return false;
-  }
   static std::vector<HolderInfo> Holders(const std::string& lock) {
     absl::StatusOr<LockInfo> info = rpc().Inspect(lock);
     EXPECT_TRUE(info.ok()) << info.status();

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,31 @@ bool Eventually(Condition condition,
     absl::SleepFor(absl::Milliseconds(20));
   }
   return condition();
+}
+
+// The server's view through `rpc`, for assertions. Each is empty (nullopt,
+// false) when the call fails, so that it may be polled with Eventually
+// while the server restarts.
+inline std::vector<HolderInfo> HoldersAt(const RpcClient& rpc,
+                                         const std::string& lock) {
+  absl::StatusOr<LockInfo> info = rpc.Inspect(lock);
+  return info.ok() ? info->holders : std::vector<HolderInfo>{};
+}
+// True when `client_id` waits in the queue of `lock`.
+inline bool QueuedAt(const RpcClient& rpc, const std::string& lock,
+                     const std::string& client_id) {
+  absl::StatusOr<LockInfo> info = rpc.Inspect(lock);
+  if (!info.ok()) return false;
+  for (const WaiterInfo& waiter : info->queue) {
+    if (waiter.client_id == client_id) return true;
+  }
+  return false;
+}
+inline std::optional<SessionState> SessionAt(const RpcClient& rpc,
+                                             const std::string& client_id) {
+  absl::StatusOr<ClientStatus> status = rpc.Status(client_id);
+  if (!status.ok()) return std::nullopt;
+  return status->session;
 }
 
 // A plaintext channel to `address` whose calls pass through the
@@ -134,6 +160,13 @@ class LiveServerTest : public ::testing::Test {
   }
 
   static RpcClient& rpc() { return *rpc_; }
+  static std::vector<HolderInfo> Holders(const std::string& lock) {
+    return HoldersAt(rpc(), lock);
+  }
+  // True once `client_id` waits in the queue of `lock`.
+  static bool IsQueued(const std::string& lock, const std::string& client_id) {
+    return QueuedAt(rpc(), lock, client_id);
+  }
 
  private:
   static inline LocalServer* server_ = nullptr;

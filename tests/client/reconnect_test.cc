@@ -185,15 +185,10 @@ class ReconnectTest : public ::testing::Test {
 
   // The server's view, asked directly (not through the proxy).
   std::vector<HolderInfo> Holders(const std::string& lock) {
-    RpcClient rpc(server_->NewChannel());
-    absl::StatusOr<LockInfo> info = rpc.Inspect(lock);
-    return info.ok() ? info->holders : std::vector<HolderInfo>{};
+    return HoldersAt(RpcClient(server_->NewChannel()), lock);
   }
   std::optional<SessionState> SessionOf(const std::string& client_id) {
-    RpcClient rpc(server_->NewChannel());
-    absl::StatusOr<ClientStatus> status = rpc.Status(client_id);
-    if (!status.ok()) return std::nullopt;
-    return status->session;
+    return SessionAt(RpcClient(server_->NewChannel()), client_id);
   }
 
   // True once `lease` was renewed after this call: its client-side deadline
