@@ -393,6 +393,29 @@ TEST(SemaphoreDeadlock, SharedHeadNeedsEveryHolderEvenWhenOneIsFree) {
   EXPECT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
 }
 
+TEST(SemaphoreDeadlock, SharedHeadIsFreeOnceEveryHolderIsFree) {
+  // The AND side when it does resolve: R is held shared by r1 and r2, and
+  // c's exclusive request on R waits for both. r1 waits for S (capacity 2),
+  // held by f (free) and c: c -> r1 -> c is a cycle, but r1 is freed by f's
+  // release and r2 waits for nothing, so every holder of R is free and so
+  // is c. Nobody is aborted.
+  LockTable t;
+  Sem(t, 0, "f", "S", 100, 2);
+  Sem(t, 0, "c", "S", 100, 2);
+  MustAcquire(t, 0, "r1", "R", 100, kS);
+  MustAcquire(t, 0, "r2", "R", 100, kS);
+  ExpectQueued(Sem(t, 1, "r1", "S", 100, 2), 1);
+  AcquireOutcome out = MustAcquire(t, 2, "c", "R", 100);
+  ExpectQueued(out, 1);
+  EXPECT_THAT(out.aborted, IsEmpty());
+  EXPECT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
+  // And it does resolve: f releases, r1 gets S and then lets R go, r2 too.
+  ASSERT_TRUE(t.Release(3, "f", "S").ok());
+  ASSERT_TRUE(t.Release(4, "r1", "R").ok());
+  ASSERT_TRUE(t.Release(5, "r2", "R").ok());
+  EXPECT_THAT(Holders(t, 5, "R"), ElementsAre("c #3 ->105"));
+}
+
 // --- Snapshots -------------------------------------------------------------
 
 TEST(Semaphore, SnapshotKeepsTheCapacityOfAHeldSemaphore) {
