@@ -22,6 +22,14 @@ size_t LockTable::LockState::holder_count() const {
   return 1 + (crowd == nullptr ? 0 : crowd->more_holders.size());
 }
 
+uint16_t LockTable::LockState::capacity() const {
+  // Derived rather than stored: a lock stays 88 bytes (LP64, libstdc++).
+  static_assert(sizeof(void*) != 8 || sizeof(std::string) != 32 ||
+                sizeof(LockState) == 88);
+  if (has_holders()) return first.capacity;
+  return queue_empty() ? 0 : queue().front().capacity;
+}
+
 LockTable::Holder* LockTable::LockState::FindHolder(FencingToken token) {
   if (!has_holders()) return nullptr;
   if (first.token == token) return &first;
@@ -114,9 +122,10 @@ void LockTable::Emit(Event::Kind kind, Tick at, const ClientState& client,
                           std::string(lock.name), mode, token, expires_at});
 }
 
-bool LockTable::Compatible(const LockState& lock, LockMode mode) const {
+bool LockTable::Compatible(const LockState& lock, LockMode mode,
+                           uint16_t capacity) const {
   if (mode == LockMode::kSemaphore) {
-    return lock.holder_count() < lock.capacity;
+    return lock.holder_count() < capacity;
   }
   if (!lock.has_holders()) return true;
   // An exclusive holder is always the only holder, so the first holder's mode
@@ -133,14 +142,14 @@ void LockTable::UpdateActive(LockState& lock) {
 }
 
 void LockTable::AddHolder(LockState& lock, ClientState& client, LockMode mode,
-                          Tick at, int64_t ttl) {
+                          uint16_t capacity, Tick at, int64_t ttl) {
   MarkBusy(client);
   const FencingToken token = ++lock.last_token;
   const uint64_t sequence = ++last_sequence_;
   const Tick expires_at = at + ttl;
   // ttl <= max_ttl <= kMaxCoreTtl (ValidateTtl, ImportFrom).
   lock.InsertHolder(Holder{&client, token, expires_at, sequence,
-                           static_cast<int32_t>(ttl), mode});
+                           static_cast<int32_t>(ttl), mode, capacity});
   client.holds.insert(Hold{&lock, token});
   expiry_.insert(ExpiryKey{expires_at, sequence, &lock, token});
   UpdateActive(lock);
@@ -184,9 +193,9 @@ void LockTable::MarkBusy(ClientState& client) {
 void LockTable::GrantFromQueue(LockState& lock, Tick at) {
   while (!lock.queue_empty()) {
     const Waiter head = lock.queue().front();
-    if (!Compatible(lock, head.mode)) break;
+    if (!Compatible(lock, head.mode, head.capacity)) break;
     RemoveWaiter(*head.client, at);
-    AddHolder(lock, *head.client, head.mode, at, head.ttl);
+    AddHolder(lock, *head.client, head.mode, head.capacity, at, head.ttl);
     Emit(Event::Kind::kGrantedFromQueue, at, *head.client, lock, head.mode,
          lock.last_token, at + head.ttl);
   }
@@ -242,10 +251,10 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
   LockState* found = FindLock(lock_name);
   if (found != nullptr && !found->idle()) {
     // The lock's kind and capacity stand while anybody holds or waits.
-    if ((found->capacity != 0) != semaphore) {
+    if ((found->capacity() != 0) != semaphore) {
       return MakeError(ErrorCode::kModeMismatch);
     }
-    if (found->capacity != capacity) {
+    if (found->capacity() != capacity) {
       return MakeError(ErrorCode::kCapacityMismatch);
     }
   }
@@ -258,12 +267,13 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
     found = locks_.insert(std::make_unique<LockState>(lock_name)).first->get();
   }
   LockState& lock = *found;
-  // The first acquirer of an idle lock decides what it is.
-  if (lock.idle()) lock.capacity = capacity;
+  // The first acquirer of an idle lock decides what it is: its lease or
+  // queue entry carries the capacity, as every later one does.
+  const uint16_t request_capacity = static_cast<uint16_t>(capacity);
 
   AcquireOutcome outcome;
-  if (lock.queue_empty() && Compatible(lock, mode)) {
-    AddHolder(lock, *client, mode, now, ttl);
+  if (lock.queue_empty() && Compatible(lock, mode, request_capacity)) {
+    AddHolder(lock, *client, mode, request_capacity, now, ttl);
     outcome.kind = AcquireOutcome::Kind::kGranted;
     outcome.token = lock.last_token;
     outcome.expires_at = now + ttl;
@@ -271,7 +281,8 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
   }
 
   Queue& queue = lock.MutableQueue();
-  queue.push_back(Waiter{client, static_cast<int32_t>(ttl), mode});
+  queue.push_back(
+      Waiter{client, static_cast<int32_t>(ttl), mode, request_capacity});
   client->waiting = &lock;
   client->waiting_entry = std::prev(queue.end());
   ++waiter_count_;
@@ -401,7 +412,7 @@ std::vector<LockTable::ClientState*> LockTable::DeadlockedWith(
       // A semaphore head needs one free holder (OR); any other head all of
       // them (AND).
       const size_t holders = lock.holder_count();
-      if (lock.capacity != 0 || holders == 1) {
+      if (lock.capacity() != 0 || holders == 1) {
         set_free(head);
         continue;
       }
@@ -596,7 +607,7 @@ LockView LockTable::Inspect(Tick now, absl::string_view lock_name) {
   LockView view;
   const LockState* lock = FindLock(lock_name);
   if (lock == nullptr) return view;
-  view.capacity = lock->active_capacity();
+  view.capacity = lock->capacity();
   view.holders.reserve(lock->holder_count());
   lock->ForEachHolder([&](const Holder& holder) {
     view.holders.push_back(ViewOf(*lock, holder));
@@ -633,7 +644,7 @@ LockPage LockTable::InspectPage(Tick now, absl::string_view lock_name,
   LockPage page;
   const LockState* lock = FindLock(lock_name);
   if (lock == nullptr) return page;
-  page.capacity = lock->active_capacity();
+  page.capacity = lock->capacity();
   if (!from.in_queue && lock->has_holders()) {
     if (lock->first.token > from.after_token) {
       page.holders.push_back(ViewOf(*lock, lock->first));
@@ -779,7 +790,7 @@ void LockTable::ExportTo(CoreSnapshot& snapshot) const {
     CoreSnapshot::Lock& out = snapshot.locks.emplace_back();
     out.name = lock->name;
     out.last_token = lock->last_token;
-    out.capacity = lock->active_capacity();
+    out.capacity = lock->capacity();
     out.holders.reserve(lock->holder_count());
     lock->ForEachHolder([&](const Holder& holder) {
       out.holders.push_back({holder.client->name, holder.mode, holder.token,
@@ -846,21 +857,22 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
         (in.capacity != 0 && in.holders.empty() && in.queue.empty())) {
       return fail(absl::StrCat("capacity of ", in.name));
     }
-    lock.capacity = in.capacity;
+    const auto capacity = static_cast<uint16_t>(in.capacity);
     // Every holder and waiter is a semaphore request iff the lock is one.
-    auto kind_fits = [&lock](LockMode mode) {
-      return (mode == LockMode::kSemaphore) == (lock.capacity != 0);
+    auto kind_fits = [capacity](LockMode mode) {
+      return (mode == LockMode::kSemaphore) == (capacity != 0);
     };
     for (const CoreSnapshot::Holder& holder : in.holders) {
       ClientState* client = FindClient(holder.client);
       if (client == nullptr || !kind_fits(holder.mode) || holder.token < 1 ||
           holder.token > lock.last_token || holder.ttl < 1 ||
           holder.ttl > kMaxCoreTtl || holder.expires_at <= now_ ||
-          holder.sequence > last_sequence_ || !Compatible(lock, holder.mode) ||
+          holder.sequence > last_sequence_ ||
+          !Compatible(lock, holder.mode, capacity) ||
           !client->holds.insert(Hold{&lock, holder.token}).second ||
-          !lock.InsertHolder(
-              Holder{client, holder.token, holder.expires_at, holder.sequence,
-                     static_cast<int32_t>(holder.ttl), holder.mode})) {
+          !lock.InsertHolder(Holder{
+              client, holder.token, holder.expires_at, holder.sequence,
+              static_cast<int32_t>(holder.ttl), holder.mode, capacity})) {
         return fail(absl::StrCat("holder ", holder.client, " of ", in.name));
       }
       expiry_.insert(
@@ -874,13 +886,14 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
         return fail(absl::StrCat("waiter ", waiter.client, " of ", in.name));
       }
       Queue& queue = lock.MutableQueue();
-      queue.push_back(
-          Waiter{client, static_cast<int32_t>(waiter.ttl), waiter.mode});
+      queue.push_back(Waiter{client, static_cast<int32_t>(waiter.ttl),
+                             waiter.mode, capacity});
       client->waiting = &lock;
       client->waiting_entry = std::prev(queue.end());
       ++waiter_count_;
     }
-    if (!lock.queue_empty() && Compatible(lock, lock.queue().front().mode)) {
+    if (!lock.queue_empty() &&
+        Compatible(lock, lock.queue().front().mode, capacity)) {
       return fail(absl::StrCat("grantable head in ", in.name));
     }
     UpdateActive(lock);
@@ -953,24 +966,27 @@ absl::Status LockTable::CheckInvariants() const {
     if (exclusive > 0 && lock.holder_count() != 1) {
       return absl::InternalError(absl::StrCat("incompatible holders: ", name));
     }
-    if (lock.capacity > kMaxSemaphoreCapacity ||
-        (lock.capacity != 0 && lock.holder_count() > lock.capacity)) {
+    const uint16_t capacity = lock.capacity();
+    if (capacity != 0 && lock.holder_count() > capacity) {
       return absl::InternalError(absl::StrCat("capacity exceeded: ", name));
     }
-    if (!lock.idle()) {
-      const bool semaphore = lock.capacity != 0;
-      bool kinds_fit = true;
-      lock.ForEachHolder([&](const Holder& holder) {
-        kinds_fit &= (holder.mode == LockMode::kSemaphore) == semaphore;
-      });
-      for (const Waiter& waiter : lock.queue()) {
-        kinds_fit &= (waiter.mode == LockMode::kSemaphore) == semaphore;
-      }
-      if (!kinds_fit) {
-        return absl::InternalError(absl::StrCat("mixed kinds: ", name));
-      }
+    // Every holder and waiter is a semaphore request of the lock's capacity
+    // iff the lock is a semaphore.
+    bool kinds_fit = true;
+    auto fits = [&](LockMode mode, uint16_t entry_capacity) {
+      kinds_fit &= entry_capacity == capacity &&
+                   (mode == LockMode::kSemaphore) == (capacity != 0);
+    };
+    lock.ForEachHolder(
+        [&](const Holder& holder) { fits(holder.mode, holder.capacity); });
+    for (const Waiter& waiter : lock.queue()) {
+      fits(waiter.mode, waiter.capacity);
     }
-    if (!lock.queue_empty() && Compatible(lock, lock.queue().front().mode)) {
+    if (!kinds_fit) {
+      return absl::InternalError(absl::StrCat("mixed kinds: ", name));
+    }
+    if (!lock.queue_empty() &&
+        Compatible(lock, lock.queue().front().mode, capacity)) {
       return absl::InternalError(absl::StrCat("grantable head waits: ", name));
     }
     const Queue& queue = lock.queue();
@@ -1011,7 +1027,7 @@ absl::Status LockTable::CheckInvariants() const {
       ++successors;
     }
     // A semaphore waiter needs one free successor; any other all of them.
-    missing[&client] = lock.capacity != 0 ? 1 : successors;
+    missing[&client] = lock.capacity() != 0 ? 1 : successors;
   }
   for (size_t i = 0; i < free_clients.size(); ++i) {
     auto found = predecessors.find(free_clients[i]);

@@ -393,9 +393,12 @@ class LockTable {
   // in its LockState, its other holders and its queue in a Crowd allocated
   // only while they exist, and locks and clients are single allocations that
   // carry their own name (every other index points at it). A held lock costs
-  // a 96-byte LockState (88 before it carried a semaphore's capacity), its
-  // hash slot, a 16-byte entry in its client's holds, 8 in the active-locks
-  // index and 32 in the expiry index.
+  // an 88-byte LockState, its hash slot, a 16-byte entry in its client's
+  // holds, 8 in the active-locks index and 32 in the expiry index. A
+  // semaphore's capacity costs nothing more: every lease and queue entry of
+  // a semaphore carries it in the padding beside its mode, so the lock's is
+  // its first holder's (or, between a lapse and the grant it causes, its
+  // head waiter's).
 
   struct Holder {
     ClientState* client = nullptr;
@@ -405,12 +408,20 @@ class LockTable {
     // Of the last grant or renewal, for RenewAll. 32 bits: <= kMaxCoreTtl.
     int32_t ttl = 0;
     LockMode mode = LockMode::kExclusive;
+    // The semaphore's capacity for a kSemaphore lease, else 0.
+    uint16_t capacity = 0;
   };
   struct Waiter {
     ClientState* client;
     int32_t ttl;  // <= kMaxCoreTtl
     LockMode mode;
+    uint16_t capacity;  // as Holder::capacity
   };
+  static_assert(kMaxSemaphoreCapacity <= UINT16_MAX);
+  // The capacity sits in padding (LP64): it costs a lease and an entry
+  // nothing.
+  static_assert(sizeof(void*) != 8 ||
+                (sizeof(Holder) == 40 && sizeof(Waiter) == 16));
   using Queue = std::list<Waiter>;
   // A lock's holders beyond the lowest-token one (shared holders) and its
   // queue. Exists iff either is non-empty.
@@ -425,17 +436,14 @@ class LockTable {
     // The holder with the lowest token; client == nullptr when nobody holds
     // the lock. Every other holder has a higher token and is in the crowd.
     Holder first;
-    // The semaphore's N while the lock is a semaphore with holders or
-    // waiters; 0 for an exclusive/shared lock. Meaningless while the lock
-    // is idle: the next acquire of an idle lock sets it.
-    uint32_t capacity = 0;
     std::unique_ptr<Crowd> crowd;
 
     bool has_holders() const { return first.client != nullptr; }
     bool idle() const { return !has_holders() && queue_empty(); }
-    // 0 unless an active semaphore (the capacity as views and snapshots
-    // show it).
-    uint32_t active_capacity() const { return idle() ? 0 : capacity; }
+    // The semaphore's N while the lock is a semaphore with holders or
+    // waiters (all of them carry it); 0 for an exclusive/shared or idle
+    // lock.
+    uint16_t capacity() const;
     size_t holder_count() const;
     // nullptr if no holder has `token`. Invalidated by Insert/EraseHolder.
     Holder* FindHolder(FencingToken token);
@@ -544,11 +552,12 @@ class LockTable {
   absl::Status ValidateTtl(int64_t ttl) const;
   void Retire(Tick now);
   // Part 2 rule 1, and "fewer than capacity hold" for a semaphore request.
-  // REQUIRES: `mode` is the lock's kind (a semaphore request iff
-  // lock.capacity > 0), or the lock is idle.
-  bool Compatible(const LockState& lock, LockMode mode) const;
-  void AddHolder(LockState& lock, ClientState& client, LockMode mode, Tick at,
-                 int64_t ttl);
+  // REQUIRES: the request (`mode`, `capacity`) is of the lock's kind and
+  // capacity, or the lock is idle.
+  bool Compatible(const LockState& lock, LockMode mode,
+                  uint16_t capacity) const;
+  void AddHolder(LockState& lock, ClientState& client, LockMode mode,
+                 uint16_t capacity, Tick at, int64_t ttl);
   // REQUIRES: `holder` is one of lock's holders (it is invalidated).
   // `at`: the instant the lease or wait ended (for the idle index).
   void RemoveHolder(LockState& lock, const Holder& holder, Tick at);

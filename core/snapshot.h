@@ -7,7 +7,8 @@
 // that influences a later decision is here: the time, the age and grant
 // sequence counters, every lock's fencing counter (also for locks nobody
 // holds: a counter never goes back), holders with their expiry tie-break
-// sequence, queues in order, semaphore capacities, registered clients and the fenced store.
+// sequence, queues in order, semaphore capacities, registered clients and
+// the fenced store.
 //
 // Thread-safety: a plain value.
 #ifndef LEASEKEEPER_CORE_SNAPSHOT_H_

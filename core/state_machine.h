@@ -14,8 +14,8 @@
 #ifndef LEASEKEEPER_CORE_STATE_MACHINE_H_
 #define LEASEKEEPER_CORE_STATE_MACHINE_H_
 
-#include <optional>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>

@@ -30,8 +30,9 @@ using FencingToken = uint64_t;
 // kExclusive and kShared are the contract's modes. kSemaphore is the
 // daemon's counting semaphore (a lock held by at most its capacity of
 // holders at once, see LockTable); the contract knows no such mode, so the
-// replay never produces it.
-enum class LockMode { kExclusive, kShared, kSemaphore };
+// replay never produces it. One byte: a lease and a queue entry in the
+// LockTable keep their semaphore's capacity beside it.
+enum class LockMode : uint8_t { kExclusive, kShared, kSemaphore };
 
 // "exclusive" / "shared" (the contract's spelling) / "semaphore".
 absl::string_view LockModeName(LockMode mode);
@@ -39,7 +40,7 @@ absl::string_view LockModeName(LockMode mode);
 // spelling, "semaphore" included (the replay parses modes with it).
 std::optional<LockMode> ParseLockMode(absl::string_view name);
 
-// A semaphore's capacity is in [1, kMaxSemaphoreCapacity].
+// A semaphore's capacity is in [1, kMaxSemaphoreCapacity] (it fits 16 bits).
 inline constexpr uint32_t kMaxSemaphoreCapacity = 65535;
 
 // Limits of the core itself. Everything else (name sizes, waiters per lock)

@@ -91,6 +91,17 @@ ojson VictimList(const std::vector<std::string>& victims) {
   return list;
 }
 
+ojson HolderJson(const HolderView& holder, bool with_lock) {
+  ojson entry = ojson::array();
+  entry.push_back(with_lock ? holder.lock : holder.client);
+  entry.push_back(ModeName(holder.mode));
+  entry.push_back(holder.token);
+  entry.push_back(holder.expires_at);
+  return entry;
+}
+
+}  // namespace
+
 ojson AcquireJson(const AcquireOutcome& outcome) {
   ojson result = ojson::array();
   switch (outcome.kind) {
@@ -105,15 +116,6 @@ ojson AcquireJson(const AcquireOutcome& outcome) {
   }
   if (!outcome.aborted.empty()) result.push_back(VictimList(outcome.aborted));
   return result;
-}
-
-ojson HolderJson(const HolderView& holder, bool with_lock) {
-  ojson entry = ojson::array();
-  entry.push_back(with_lock ? holder.lock : holder.client);
-  entry.push_back(ModeName(holder.mode));
-  entry.push_back(holder.token);
-  entry.push_back(holder.expires_at);
-  return entry;
 }
 
 ojson InspectJson(const LockView& view) {
@@ -142,6 +144,8 @@ ojson StatusJson(const ClientView& view) {
   result["waiting"] = view.waiting ? ojson(*view.waiting) : ojson(nullptr);
   return result;
 }
+
+namespace {
 
 // A repeat template's string argument, split into literal text and
 // placeholders so that each run only formats numbers.

@@ -52,6 +52,15 @@ class Replay {
   StateMachine machine_;
 };
 
+// The contract's JSON shapes of the core's answers, as Apply prints them:
+// ["granted", token, expires_at[, aborted]], ["queued", position[,
+// aborted]], ["deadlock", aborted]; inspect's {"holders", "queue"} and
+// status's {"age", "holds", "waiting"}. For tools that drive the core in
+// the replay's format (tests/differential/semaphore_driver).
+nlohmann::ordered_json AcquireJson(const AcquireOutcome& outcome);
+nlohmann::ordered_json InspectJson(const LockView& view);
+nlohmann::ordered_json StatusJson(const ClientView& view);
+
 // run(operations) on a fresh service: one result per operation.
 // REQUIRES: operations.is_array().
 nlohmann::ordered_json RunOperations(const nlohmann::json& operations);

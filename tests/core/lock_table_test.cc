@@ -16,6 +16,7 @@
 #include "core/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/acquire_helpers.h"
 
 namespace leasekeeper {
 namespace {
@@ -99,25 +100,6 @@ std::vector<std::string> Queue(const LockView& view) {
   std::vector<std::string> out;
   for (const WaiterView& w : view.queue) out.push_back(w.client);
   return out;
-}
-
-AcquireOutcome MustAcquire(LockTable& t, Tick now, const std::string& client,
-                           const std::string& lock, int64_t ttl,
-                           LockMode mode = kX) {
-  absl::StatusOr<AcquireOutcome> out = t.Acquire(now, client, lock, ttl, mode);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : AcquireOutcome{};
-}
-
-void ExpectGranted(const AcquireOutcome& out, FencingToken token,
-                   Tick expires_at) {
-  EXPECT_EQ(out.kind, AcquireOutcome::Kind::kGranted);
-  EXPECT_EQ(out.token, token);
-  EXPECT_EQ(out.expires_at, expires_at);
-}
-void ExpectQueued(const AcquireOutcome& out, int64_t position) {
-  EXPECT_EQ(out.kind, AcquireOutcome::Kind::kQueued);
-  EXPECT_EQ(out.position, position);
 }
 
 // --- Events ---------------------------------------------------------------

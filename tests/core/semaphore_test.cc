@@ -14,6 +14,7 @@
 #include "core/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/acquire_helpers.h"
 
 namespace leasekeeper {
 namespace {
@@ -63,27 +64,7 @@ std::vector<std::string> Handovers(LockTable& t) {
 
 AcquireOutcome Sem(LockTable& t, Tick now, const std::string& client,
                    const std::string& lock, int64_t ttl, uint32_t capacity) {
-  absl::StatusOr<AcquireOutcome> out =
-      t.Acquire(now, client, lock, ttl, kSem, capacity);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : AcquireOutcome{};
-}
-AcquireOutcome Plain(LockTable& t, Tick now, const std::string& client,
-                     const std::string& lock, int64_t ttl, LockMode mode = kX) {
-  absl::StatusOr<AcquireOutcome> out = t.Acquire(now, client, lock, ttl, mode);
-  EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : AcquireOutcome{};
-}
-
-void ExpectGranted(const AcquireOutcome& out, FencingToken token,
-                   Tick expires_at) {
-  EXPECT_EQ(out.kind, AcquireOutcome::Kind::kGranted);
-  EXPECT_EQ(out.token, token);
-  EXPECT_EQ(out.expires_at, expires_at);
-}
-void ExpectQueued(const AcquireOutcome& out, int64_t position) {
-  EXPECT_EQ(out.kind, AcquireOutcome::Kind::kQueued);
-  EXPECT_EQ(out.position, position);
+  return MustAcquire(t, now, client, lock, ttl, kSem, capacity);
 }
 
 std::optional<ErrorCode> AcquireError(LockTable& t, Tick now,
@@ -224,7 +205,7 @@ TEST(Semaphore, FirstAcquirerOfAnIdleLockSetsTheCapacityAndTheKind) {
   ExpectGranted(Sem(t, 2, "b", "S", 10, 4), 3, 12);
   EXPECT_EQ(t.Inspect(2, "S").capacity, 4u);
   EXPECT_THAT(Holders(t, 12, "S"), IsEmpty());  // both lapsed at 12
-  ExpectGranted(Plain(t, 13, "c", "S", 10), 4, 23);
+  ExpectGranted(MustAcquire(t, 13, "c", "S", 10), 4, 23);
   EXPECT_EQ(t.Inspect(13, "S").capacity, 0u);
 }
 
@@ -233,8 +214,8 @@ TEST(Semaphore, PlainRequestOnASemaphoreAndTheReverseAreModeMismatch) {
   Sem(t, 0, "a", "S", 10, 2);
   EXPECT_EQ(AcquireError(t, 1, "b", "S", kX, 0), ErrorCode::kModeMismatch);
   EXPECT_EQ(AcquireError(t, 1, "b", "S", kS, 0), ErrorCode::kModeMismatch);
-  Plain(t, 0, "a", "R", 10, kS);
-  Plain(t, 0, "a", "W", 10, kX);
+  MustAcquire(t, 0, "a", "R", 10, kS);
+  MustAcquire(t, 0, "a", "W", 10, kX);
   EXPECT_EQ(AcquireError(t, 1, "b", "R", kSem, 2), ErrorCode::kModeMismatch);
   EXPECT_EQ(AcquireError(t, 1, "b", "W", kSem, 1), ErrorCode::kModeMismatch);
   EXPECT_FALSE(t.Status(1, "b").age.has_value());
@@ -308,8 +289,8 @@ TEST(SemaphoreDeadlock, CycleThroughASemaphoreWithAFreeHolderAbortsNobody) {
   LockTable t;
   Sem(t, 0, "a", "S", 100, 2);
   Sem(t, 0, "f", "S", 100, 2);
-  Plain(t, 0, "c", "X", 100);
-  ExpectQueued(Plain(t, 1, "a", "X", 100), 1);
+  MustAcquire(t, 0, "c", "X", 100);
+  ExpectQueued(MustAcquire(t, 1, "a", "X", 100), 1);
   AcquireOutcome out = Sem(t, 2, "c", "S", 100, 2);
   ExpectQueued(out, 1);
   EXPECT_THAT(out.aborted, IsEmpty());
@@ -329,10 +310,10 @@ TEST(SemaphoreDeadlock, FreeHolderWhoseOwnWaitDeadlocksAbortsTheYoungest) {
   LockTable t;
   Sem(t, 0, "a", "S", 100, 2);
   Sem(t, 0, "f", "S", 100, 2);
-  Plain(t, 0, "c", "X", 100);
-  Plain(t, 1, "a", "X", 100);
+  MustAcquire(t, 0, "c", "X", 100);
+  MustAcquire(t, 1, "a", "X", 100);
   Sem(t, 2, "c", "S", 100, 2);
-  AcquireOutcome out = Plain(t, 3, "f", "X", 50);
+  AcquireOutcome out = MustAcquire(t, 3, "f", "X", 50);
   ExpectQueued(out, 1);
   EXPECT_THAT(out.aborted, ElementsAre("c"));
   EXPECT_THAT(Holders(t, 3, "X"), ElementsAre("a #2 ->103"));
@@ -349,11 +330,11 @@ TEST(SemaphoreDeadlock, TrueDeadlockBetweenASemaphoreAndAnExclusiveLock) {
   // its wait for X goes, its permit passes to c at 3 with c's ttl, and c no
   // longer waits: ["granted", 3, 33] with b aborted.
   LockTable t;
-  Plain(t, 0, "c", "X", 100);
+  MustAcquire(t, 0, "c", "X", 100);
   Sem(t, 0, "a", "S", 100, 2);
   Sem(t, 0, "b", "S", 100, 2);
-  Plain(t, 1, "a", "X", 100);
-  Plain(t, 2, "b", "X", 100);
+  MustAcquire(t, 1, "a", "X", 100);
+  MustAcquire(t, 2, "b", "X", 100);
   AcquireOutcome out = Sem(t, 3, "c", "S", 30, 2);
   ExpectGranted(out, 3, 33);
   EXPECT_THAT(out.aborted, ElementsAre("b"));
@@ -368,9 +349,9 @@ TEST(SemaphoreDeadlock, RequesterIsTheVictimWhenItIsTheYoungest) {
   LockTable t;
   Sem(t, 0, "a", "S", 100, 2);
   Sem(t, 0, "b", "S", 100, 2);
-  Plain(t, 0, "c", "X", 100);
-  Plain(t, 1, "a", "X", 100);
-  Plain(t, 2, "b", "X", 100);
+  MustAcquire(t, 0, "c", "X", 100);
+  MustAcquire(t, 1, "a", "X", 100);
+  MustAcquire(t, 2, "b", "X", 100);
   AcquireOutcome out = Sem(t, 3, "c", "S", 30, 2);
   EXPECT_EQ(out.kind, AcquireOutcome::Kind::kDeadlock);
   EXPECT_THAT(out.aborted, ElementsAre("c"));
@@ -387,8 +368,8 @@ TEST(SemaphoreDeadlock, WaitersAheadOnTheSemaphoreAreOnTheDeadlockToo) {
   LockTable t;
   Sem(t, 0, "h", "S", 100, 1);
   Sem(t, 1, "w", "S", 100, 1);
-  Plain(t, 1, "z", "X", 100);
-  ExpectQueued(Plain(t, 2, "h", "X", 100), 1);
+  MustAcquire(t, 1, "z", "X", 100);
+  ExpectQueued(MustAcquire(t, 2, "h", "X", 100), 1);
   AcquireOutcome out = Sem(t, 3, "z", "S", 100, 1);
   EXPECT_EQ(out.kind, AcquireOutcome::Kind::kDeadlock);
   EXPECT_THAT(out.aborted, ElementsAre("z"));
@@ -403,13 +384,36 @@ TEST(SemaphoreDeadlock, SharedHeadNeedsEveryHolderEvenWhenOneIsFree) {
   // not on it. Ages w 1, r1 2, r2 3: r2 is the youngest and the requester.
   LockTable t;
   Sem(t, 0, "w", "S", 100, 1);
-  Plain(t, 0, "r1", "R", 100, kS);
-  Plain(t, 0, "r2", "R", 100, kS);
-  ExpectQueued(Plain(t, 1, "w", "R", 100), 1);
+  MustAcquire(t, 0, "r1", "R", 100, kS);
+  MustAcquire(t, 0, "r2", "R", 100, kS);
+  ExpectQueued(MustAcquire(t, 1, "w", "R", 100), 1);
   AcquireOutcome out = Sem(t, 2, "r2", "S", 100, 1);
   EXPECT_EQ(out.kind, AcquireOutcome::Kind::kDeadlock);
   EXPECT_THAT(out.aborted, ElementsAre("r2"));
   EXPECT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
+}
+
+TEST(SemaphoreDeadlock, SharedHeadIsFreeOnceEveryHolderIsFree) {
+  // The AND side when it does resolve: R is held shared by r1 and r2, and
+  // c's exclusive request on R waits for both. r1 waits for S (capacity 2),
+  // held by f (free) and c: c -> r1 -> c is a cycle, but r1 is freed by f's
+  // release and r2 waits for nothing, so every holder of R is free and so
+  // is c. Nobody is aborted.
+  LockTable t;
+  Sem(t, 0, "f", "S", 100, 2);
+  Sem(t, 0, "c", "S", 100, 2);
+  MustAcquire(t, 0, "r1", "R", 100, kS);
+  MustAcquire(t, 0, "r2", "R", 100, kS);
+  ExpectQueued(Sem(t, 1, "r1", "S", 100, 2), 1);
+  AcquireOutcome out = MustAcquire(t, 2, "c", "R", 100);
+  ExpectQueued(out, 1);
+  EXPECT_THAT(out.aborted, IsEmpty());
+  EXPECT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
+  // And it does resolve: f releases, r1 gets S and then lets R go, r2 too.
+  ASSERT_TRUE(t.Release(3, "f", "S").ok());
+  ASSERT_TRUE(t.Release(4, "r1", "R").ok());
+  ASSERT_TRUE(t.Release(5, "r2", "R").ok());
+  EXPECT_THAT(Holders(t, 5, "R"), ElementsAre("c #3 ->105"));
 }
 
 // --- Snapshots -------------------------------------------------------------

@@ -74,15 +74,16 @@ def random_op(rng, ts, long_leases):
     return op
 
 
-def random_sequence(rng):
-    # One sequence in three uses long leases and small steps, so that clients
-    # pile up holding several locks and wait-for cycles (deadlocks) are common.
-    long_leases = rng.random() < 0.35
+def random_sequence(rng, make_op=random_op, long_lease_odds=0.35, longest_jump=5000):
+    # Some sequences (one in three by default) use long leases and small
+    # steps, so that clients pile up holding several locks and wait-for
+    # cycles (deadlocks) are common.
+    long_leases = rng.random() < long_lease_odds
     ts, ops = 0, []
     for _ in range(rng.randint(10, 120)):
         r = rng.random()
-        ts += 0 if r < 0.3 else rng.randint(1, 8) if r < 0.95 else rng.randint(50, 5000)
-        ops.append(random_op(rng, ts, long_leases))
+        ts += 0 if r < 0.3 else rng.randint(1, 8) if r < 0.95 else rng.randint(50, longest_jump)
+        ops.append(make_op(rng, ts, long_leases))
     return ops
 
 
@@ -114,13 +115,7 @@ def random_semaphore_op(rng, ts, long_leases):
 
 
 def random_semaphore_sequence(rng):
-    long_leases = rng.random() < 0.5
-    ts, ops = 0, []
-    for _ in range(rng.randint(10, 120)):
-        r = rng.random()
-        ts += 0 if r < 0.3 else rng.randint(1, 8) if r < 0.95 else rng.randint(50, 2000)
-        ops.append(random_semaphore_op(rng, ts, long_leases))
-    return ops
+    return random_sequence(rng, random_semaphore_op, long_lease_odds=0.5, longest_jump=2000)
 
 
 def main():

@@ -10,14 +10,16 @@
 //    lock is an active semaphore).
 // Only well-typed operations are accepted (the generator makes no others):
 // the replay's type checks are tested against the model without this tool.
+// Results are shaped by the replay's own AcquireJson, InspectJson and
+// StatusJson.
 #include <iostream>
 #include <iterator>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "core/lock_table.h"
 #include "nlohmann/json.hpp"
+#include "replay/replay.h"
 
 namespace leasekeeper {
 namespace {
@@ -27,12 +29,6 @@ using ojson = nlohmann::ordered_json;
 
 ojson Error(const absl::Status& status) {
   return absl::StrCat("error: ", status.message());
-}
-
-ojson Holder(const HolderView& holder, bool with_lock) {
-  return ojson::array({with_lock ? holder.lock : holder.client,
-                       std::string(LockModeName(holder.mode)), holder.token,
-                       holder.expires_at});
 }
 
 ojson Apply(LockTable& table, const json& op) {
@@ -54,21 +50,7 @@ ojson Apply(LockTable& table, const json& op) {
         table.Acquire(ts, op[2].get<std::string>(), op[3].get<std::string>(),
                       op[4].get<int64_t>(), mode, capacity);
     if (!out.ok()) return Error(out.status());
-    ojson victims = ojson::array();
-    for (const std::string& v : out->aborted) victims.push_back(v);
-    ojson result;
-    switch (out->kind) {
-      case AcquireOutcome::Kind::kGranted:
-        result = {"granted", out->token, out->expires_at};
-        break;
-      case AcquireOutcome::Kind::kQueued:
-        result = {"queued", out->position};
-        break;
-      case AcquireOutcome::Kind::kDeadlock:
-        return ojson::array({"deadlock", victims});
-    }
-    if (!out->aborted.empty()) result.push_back(victims);
-    return result;
+    return AcquireJson(*out);
   }
   if (name == "renew") {
     absl::StatusOr<RenewOutcome> out =
@@ -85,28 +67,12 @@ ojson Apply(LockTable& table, const json& op) {
   }
   if (name == "inspect") {
     const LockView view = table.Inspect(ts, op[2].get<std::string>());
-    ojson holders = ojson::array();
-    for (const HolderView& h : view.holders) holders.push_back(Holder(h, false));
-    ojson queue = ojson::array();
-    for (const WaiterView& w : view.queue) {
-      queue.push_back(
-          ojson::array({w.client, std::string(LockModeName(w.mode))}));
-    }
-    ojson result = ojson::object();
-    result["holders"] = std::move(holders);
-    result["queue"] = std::move(queue);
+    ojson result = InspectJson(view);
     result["capacity"] = view.capacity;
     return result;
   }
   if (name == "status") {
-    const ClientView view = table.Status(ts, op[2].get<std::string>());
-    ojson holds = ojson::array();
-    for (const HolderView& h : view.holds) holds.push_back(Holder(h, true));
-    ojson result = ojson::object();
-    result["age"] = view.age ? ojson(*view.age) : ojson(nullptr);
-    result["holds"] = std::move(holds);
-    result["waiting"] = view.waiting ? ojson(*view.waiting) : ojson(nullptr);
-    return result;
+    return StatusJson(table.Status(ts, op[2].get<std::string>()));
   }
   return "error: unknown operation";
 }
