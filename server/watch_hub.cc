@@ -33,7 +33,7 @@ absl::StatusOr<WatchHub::Subscribed> WatchHub::Subscribe(
   watcher->sink = std::move(sink);
   IndexLocked(id, watcher->target);
   watchers_.emplace(id, std::move(watcher));
-  return Subscribed{.id = id, .sequence = sequence_};
+  return Subscribed{.id = id, .sequence = sequence_.load()};
 }
 
 void WatchHub::IndexLocked(WatcherId id, const WatchTarget& target) {
@@ -63,7 +63,7 @@ void WatchHub::UnindexLocked(WatcherId id, const WatchTarget& target) {
 
 void WatchHub::Publish(WatchEvent event, storage::LogPosition position) {
   absl::MutexLock lock(&mu_);
-  event.sequence = ++sequence_;
+  event.sequence = sequence_.fetch_add(1) + 1;
   if (indexed_ == 0) return;
   published_ = std::max(published_, position);
   // Made once a watcher matches, then shared by all of them.
@@ -93,6 +93,14 @@ void WatchHub::Publish(WatchEvent event, storage::LogPosition position) {
       deliver_all(it->second);
     }
   }
+}
+
+bool WatchHub::Watched() const {
+  return indexed_.load(std::memory_order_relaxed) > 0;
+}
+
+void WatchHub::PublishUnwatched(uint64_t count) {
+  sequence_.fetch_add(count, std::memory_order_relaxed);
 }
 
 void WatchHub::DeliverLocked(WatcherId id,
@@ -199,7 +207,7 @@ WatchHub::Stats WatchHub::GetStats() {
   return Stats{.watchers = indexed_,
                .prefix_watchers = indexed_prefix_,
                .cut = cut_,
-               .sequence = sequence_};
+               .sequence = sequence_.load()};
 }
 
 absl::Status WatchHub::CheckInvariants() {
