@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/server_errors.h"
 
 namespace leasekeeper::server {
-
-bool WatchTarget::Matches(absl::string_view lock) const {
-  return prefix ? absl::StartsWith(lock, name) : lock == name;
-}
 
 WatchHub::WatchHub(Options options) : options_(options) {}
 

@@ -59,7 +59,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/types.h"
@@ -94,8 +93,6 @@ struct WatchEvent {
 struct WatchTarget {
   std::string name{};
   bool prefix = false;
-
-  bool Matches(absl::string_view lock) const;
 };
 
 // The side of a watcher that sends: a Watch stream.
