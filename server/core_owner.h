@@ -510,11 +510,13 @@ class CoreOwner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Counters counters_ ABSL_GUARDED_BY(mu_);
 
-  // Watches (server/core_owner_watch.cc). What an operation is about to
-  // end, looked up before it applies (a Release's lease, a withdrawn wait),
-  // and where the core's pending events stood.
+  // Watches (server/core_owner_watch.cc). Where the core's pending events
+  // stood before an operation applies, whether anybody watches, and (only
+  // then) what it is about to end, looked up beforehand (a Release's lease,
+  // a withdrawn wait).
   struct WatchScope {
     size_t events_before = 0;
+    bool watched = false;
     std::optional<HolderView> lease{};
     std::optional<WaiterView> wait{};
   };
@@ -522,7 +524,8 @@ class CoreOwner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Publishes what `op` changed, in the order it happened: a Release's or
   // Withdraw's own event, then the core's events, then an Acquire's own
-  // grant or queueing (its deadlock aborts come first).
+  // grant or queueing (its deadlock aborts come first). Without a watcher
+  // only counts them (WatchHub::PublishUnwatched).
   void PublishWatchLocked(const WatchScope& scope, const Operation& op,
                           const absl::StatusOr<Reply>& reply,
                           storage::LogPosition position)

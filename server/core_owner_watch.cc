@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "server/core_owner.h"
 
@@ -48,7 +49,11 @@ WatchEvent FromCoreEvent(const Event& e) {
 }  // namespace
 
 CoreOwner::WatchScope CoreOwner::BeginWatchLocked(const Operation& op) const {
-  WatchScope scope{.events_before = machine_.table().pending_events().size()};
+  WatchScope scope{.events_before = machine_.table().pending_events().size(),
+                   .watched = watch_hub_.Watched()};
+  // Without a watcher the events are only counted, and what they would
+  // carry is not looked up.
+  if (!scope.watched) return scope;
   if (const auto* release = std::get_if<op::Release>(&op.body)) {
     scope.lease = machine_.table().LeaseOf(release->client, release->lock);
     if (!scope.lease.has_value()) {
@@ -66,8 +71,16 @@ void CoreOwner::PublishWatchLocked(const WatchScope& scope,
                                    storage::LogPosition position) {
   // Ticks are the server's monotonic clock; the wall-clock rendering is
   // for humans, as Inspect's expires_at.
-  const absl::Time wall_now = absl::Now();
-  auto publish = [&](WatchEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  const absl::Time wall_now = scope.watched ? absl::Now() : absl::Time();
+  // Each event is made (`make`) only if somebody watches; otherwise it is
+  // counted, so the sequence rises the same either way.
+  uint64_t unwatched = 0;
+  auto publish = [&](auto make) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!scope.watched) {
+      ++unwatched;
+      return;
+    }
+    WatchEvent event = make();
     event.wall_time = wall_now - absl::Milliseconds(last_tick_ - event.at);
     // The ttl asked for, without the tick a grant inside a tick gets
     // (CoreTtlLocked), as answers report it.
@@ -77,73 +90,95 @@ void CoreOwner::PublishWatchLocked(const WatchScope& scope,
     watch_hub_.Publish(std::move(event), position);
   };
 
+  const std::vector<Event>& events = machine_.table().pending_events();
+  // Whether the core granted `client` `lock` from its queue in this
+  // operation (the passage of time, or the aborts that made room).
+  auto granted_by_core = [&](absl::string_view client, absl::string_view lock) {
+    for (size_t i = scope.events_before; i < events.size(); ++i) {
+      if (events[i].kind == Event::Kind::kGrantedFromQueue &&
+          events[i].client == client && events[i].lock == lock) {
+        return true;
+      }
+    }
+    return false;
+  };
+
   // A Release's or Withdraw's own change comes before what it causes (the
-  // next waiter's grant).
+  // next waiter's grant). Which one there is follows from the reply alone,
+  // as a client never holds and waits for one lock (LockTable::Acquire
+  // answers kClientBusy): a released lease existed before the operation
+  // unless the core granted it in this very operation (then it is not
+  // reported), and a withdrawn wait existed before it.
   if (reply.ok()) {
     if (const auto* release = std::get_if<op::Release>(&op.body)) {
       const ReleaseOutcome outcome = std::get<ReleaseOutcome>(*reply);
-      if (outcome == ReleaseOutcome::kReleased && scope.lease.has_value()) {
-        publish(WatchEvent{.kind = release_event_,
-                           .lock = release->lock,
-                           .client = release->client,
-                           .mode = scope.lease->mode,
-                           .token = scope.lease->token,
-                           .at = op.at});
-      } else if (outcome == ReleaseOutcome::kWithdrawn &&
-                 scope.wait.has_value()) {
-        publish(WatchEvent{.kind = WatchEvent::Kind::kWithdrawn,
-                           .lock = release->lock,
-                           .client = release->client,
-                           .mode = scope.wait->mode,
-                           .at = op.at});
+      if (outcome == ReleaseOutcome::kReleased &&
+          !granted_by_core(release->client, release->lock)) {
+        publish([&] {
+          return WatchEvent{.kind = release_event_,
+                            .lock = release->lock,
+                            .client = release->client,
+                            .mode = scope.lease->mode,
+                            .token = scope.lease->token,
+                            .at = op.at};
+        });
+      } else if (outcome == ReleaseOutcome::kWithdrawn) {
+        publish([&] {
+          return WatchEvent{.kind = WatchEvent::Kind::kWithdrawn,
+                            .lock = release->lock,
+                            .client = release->client,
+                            .mode = scope.wait->mode,
+                            .at = op.at};
+        });
       }
     } else if (const auto* withdraw = std::get_if<op::Withdraw>(&op.body)) {
-      if (std::get<bool>(*reply) && scope.wait.has_value()) {
-        publish(WatchEvent{.kind = WatchEvent::Kind::kWithdrawn,
-                           .lock = withdraw->lock,
-                           .client = withdraw->client,
-                           .mode = scope.wait->mode,
-                           .at = op.at});
+      if (std::get<bool>(*reply)) {
+        publish([&] {
+          return WatchEvent{.kind = WatchEvent::Kind::kWithdrawn,
+                            .lock = withdraw->lock,
+                            .client = withdraw->client,
+                            .mode = scope.wait->mode,
+                            .at = op.at};
+        });
       }
     }
   }
 
-  const std::vector<Event>& events = machine_.table().pending_events();
   for (size_t i = scope.events_before; i < events.size(); ++i) {
-    publish(FromCoreEvent(events[i]));
+    publish([&] { return FromCoreEvent(events[i]); });
   }
 
   // An Acquire's own grant or queueing comes after the aborts that made
   // room for it.
-  if (!reply.ok()) return;
-  const auto* acquire = std::get_if<op::Acquire>(&op.body);
-  if (acquire == nullptr) return;
-  const AcquireOutcome& outcome = std::get<AcquireOutcome>(*reply);
-  // A request the aborts granted after all was queued first: the core
-  // reported that grant already (kGrantedFromQueue).
-  bool granted_by_core = false;
-  for (size_t i = scope.events_before; i < events.size(); ++i) {
-    granted_by_core =
-        granted_by_core ||
-        (events[i].kind == Event::Kind::kGrantedFromQueue &&
-         events[i].client == acquire->client && events[i].lock == acquire->lock);
+  const auto* acquire =
+      reply.ok() ? std::get_if<op::Acquire>(&op.body) : nullptr;
+  if (acquire != nullptr) {
+    const AcquireOutcome& outcome = std::get<AcquireOutcome>(*reply);
+    // A request the aborts granted after all was queued first: the core
+    // reported that grant already (kGrantedFromQueue).
+    if (outcome.kind == AcquireOutcome::Kind::kGranted &&
+        !granted_by_core(acquire->client, acquire->lock)) {
+      publish([&] {
+        return WatchEvent{.kind = WatchEvent::Kind::kGranted,
+                          .lock = acquire->lock,
+                          .client = acquire->client,
+                          .mode = acquire->mode,
+                          .token = outcome.token,
+                          .ttl_ms = outcome.expires_at - op.at,
+                          .at = op.at};
+      });
+    } else if (outcome.kind == AcquireOutcome::Kind::kQueued) {
+      publish([&] {
+        return WatchEvent{.kind = WatchEvent::Kind::kQueued,
+                          .lock = acquire->lock,
+                          .client = acquire->client,
+                          .mode = acquire->mode,
+                          .ttl_ms = acquire->ttl,
+                          .at = op.at};
+      });
+    }
   }
-  if (outcome.kind == AcquireOutcome::Kind::kGranted && !granted_by_core) {
-    publish(WatchEvent{.kind = WatchEvent::Kind::kGranted,
-                       .lock = acquire->lock,
-                       .client = acquire->client,
-                       .mode = acquire->mode,
-                       .token = outcome.token,
-                       .ttl_ms = outcome.expires_at - op.at,
-                       .at = op.at});
-  } else if (outcome.kind == AcquireOutcome::Kind::kQueued) {
-    publish(WatchEvent{.kind = WatchEvent::Kind::kQueued,
-                       .lock = acquire->lock,
-                       .client = acquire->client,
-                       .mode = acquire->mode,
-                       .ttl_ms = acquire->ttl,
-                       .at = op.at});
-  }
+  if (unwatched > 0) watch_hub_.PublishUnwatched(unwatched);
 }
 
 }  // namespace leasekeeper::server

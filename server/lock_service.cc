@@ -371,7 +371,7 @@ LockServiceImpl::Session(grpc::CallbackServerContext* context) {
     return new RefusedStream(context, refused);
   }
   return SessionReactor::Start(owner_, limits_, authorizer_, unopened_sessions_,
-                               context);
+                               rpc_metrics_, context);
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(

@@ -37,6 +37,7 @@
 #include "security/authorizer.h"
 #include "server/cluster_role.h"
 #include "server/core_owner.h"
+#include "server/rpc_metrics.h"
 #include "server/server_config.h"
 
 namespace leasekeeper::server {
@@ -128,6 +129,10 @@ class LockServiceImpl final : public LockServiceBase {
   // default) serves every call. REQUIRES: set before serving; outlives the
   // service.
   void SetClusterRole(const ClusterRole* role) { role_ = role; }
+  // Where Session streams count the limit refusals they answer calls with
+  // (server/rpc_metrics.h); null (the default) counts none. REQUIRES: set
+  // before serving; outlives the service.
+  void SetRpcMetrics(const RpcMetrics* metrics) { rpc_metrics_ = metrics; }
 
   // Authorized as Inspect (a lock) or ListLocks (a prefix), then validated
   // (ParseWatch); the stream itself is server/watch_stream.h.
@@ -144,6 +149,7 @@ class LockServiceImpl final : public LockServiceBase {
   absl::Status CheckRole() const;
 
   const ClusterRole* role_ = nullptr;
+  const RpcMetrics* rpc_metrics_ = nullptr;
   // Session streams that have not opened a session yet.
   std::atomic<size_t> unopened_sessions_{0};
 };

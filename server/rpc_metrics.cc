@@ -6,8 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
-#include "grpcpp/support/byte_buffer.h"
-#include "grpcpp/support/proto_buffer_reader.h"
 #include "leasekeeper/v1/lock_service.pb.h"
 #include "server/grpc_status.h"
 
@@ -45,12 +43,6 @@ prometheus::Histogram::BucketBoundaries LatencyBucketsSeconds() {
           5,      10};
 }
 
-void CountIfLimit(const RpcMetrics& metrics, const pb::ErrorDetail& detail) {
-  if (detail.reason() == pb::LIMIT_EXCEEDED && !detail.limit().empty()) {
-    metrics.CountLimitRefusal(detail.limit());
-  }
-}
-
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
   MetricsInterceptor(const RpcMetrics& metrics,
@@ -62,22 +54,6 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
   void Intercept(
       grpc::experimental::InterceptorBatchMethods* methods) override {
     using grpc::experimental::InterceptionHookPoints;
-    if (method_->session &&
-        methods->QueryInterceptionHookPoint(
-            InterceptionHookPoints::PRE_SEND_MESSAGE)) {
-      // Session is a raw (byte buffer) method: its messages reach the
-      // interceptor serialized. A copy of a ByteBuffer shares its slices.
-      if (const grpc::ByteBuffer* sent = methods->GetSerializedSendMessage();
-          sent != nullptr) {
-        grpc::ByteBuffer copy(*sent);
-        grpc::ProtoBufferReader reader(&copy);
-        pb::SessionResponse message;
-        if (message.ParseFromZeroCopyStream(&reader) &&
-            message.has_call_result() && message.call_result().has_error()) {
-          CountIfLimit(metrics_, message.call_result().error().detail());
-        }
-      }
-    }
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
@@ -102,7 +78,7 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     auto it = trailers.find(kErrorDetailMetadataKey);
     pb::ErrorDetail detail;
     if (it != trailers.end() && detail.ParseFromString(it->second)) {
-      CountIfLimit(metrics_, detail);
+      metrics_.CountRefusal(detail);
     }
   }
 
@@ -171,7 +147,6 @@ absl::StatusOr<std::unique_ptr<RpcMetrics>> RpcMetrics::Create(
         method.latency =
             &latencies.Add({{"method", name}}, LatencyBucketsSeconds());
       }
-      method.session = name == "Session";
       result->methods_.emplace(
           absl::StrCat("/", service->full_name(), "/", name), method);
     }
@@ -194,8 +169,9 @@ const RpcMetrics::Method* RpcMetrics::Find(const char* full_method) const {
   return it == methods_.end() ? nullptr : &it->second;
 }
 
-void RpcMetrics::CountLimitRefusal(absl::string_view limit) const {
-  limit_refusals_.Add({{"limit", std::string(limit)}}).Increment();
+void RpcMetrics::CountRefusal(const pb::ErrorDetail& detail) const {
+  if (detail.reason() != pb::LIMIT_EXCEEDED || detail.limit().empty()) return;
+  limit_refusals_.Add({{"limit", detail.limit()}}).Increment();
 }
 
 }  // namespace leasekeeper::server

@@ -17,11 +17,13 @@
 // (health, reflection) are not recorded.
 //
 // Limit refusals: every answer refused by a limit carries an ErrorDetail
-// with reason LIMIT_EXCEEDED and the limit's flag name (server_errors.h),
-// whether it ends a call (trailing metadata) or answers one call inside a
-// Session stream (a SessionCallResult error). The interceptor counts each
-// under that name, so a refusal is counted wherever in the server it was
-// decided. The one limit not counted is --max-request-bytes: gRPC itself
+// with reason LIMIT_EXCEEDED and the limit's flag name (server_errors.h).
+// One that ends a call (trailing metadata) is counted by the interceptor,
+// wherever in the server it was decided; one that answers a call inside a
+// Session stream (a SessionCallResult error) by the stream as it sends
+// that answer (CountRefusal; server/session_reactor.h), as the interceptor
+// sees a Session message only serialized. The one limit not counted is
+// --max-request-bytes: gRPC itself
 // refuses a larger message while receiving it, before the call reaches any
 // handler or interceptor (it is not in leasekeeper_rpcs_total either).
 //
@@ -38,12 +40,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+
+namespace leasekeeper::v1 {
+class ErrorDetail;
+}  // namespace leasekeeper::v1
 
 namespace leasekeeper::server {
 
@@ -67,8 +72,6 @@ class RpcMetrics {
   struct Method {
     std::array<prometheus::Counter*, kCodes> calls{};
     prometheus::Histogram* latency = nullptr;  // null for streaming methods
-    // Session: its stream's call results are checked for limit refusals.
-    bool session = false;
   };
 
   // Registers the series for every method of leasekeeper.v1.LockService
@@ -90,9 +93,10 @@ class RpcMetrics {
   // or null for any other method.
   const Method* Find(const char* full_method) const;
 
-  // Counts one refusal by the limit whose flag name is `limit`. O(1) for a
-  // listed limit; takes the family's mutex.
-  void CountLimitRefusal(absl::string_view limit) const;
+  // Counts a refusal by the limit `detail` names (reason LIMIT_EXCEEDED and
+  // a limit); any other detail counts nothing. O(1) for a listed limit;
+  // takes the family's mutex.
+  void CountRefusal(const v1::ErrorDetail& detail) const;
 
  private:
   explicit RpcMetrics(prometheus::Family<prometheus::Counter>& limit_refusals)

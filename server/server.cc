@@ -77,6 +77,7 @@ absl::Status LeasekeeperServer::Start() {
   service_.SetClusterRole(cluster_ != nullptr
                               ? static_cast<const ClusterRole*>(cluster_.get())
                               : &single_node_);
+  service_.SetRpcMetrics(rpc_metrics_.get());
   builder.RegisterService(&service_);
   // Room for the largest value plus the rest of a WriteRequest, unless
   // --max-request-bytes says otherwise (flags.cc keeps it above that).

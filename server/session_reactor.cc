@@ -26,9 +26,10 @@ security::PeerIdentity PeerOf(grpc::CallbackServerContext* context) {
 SessionReactor* SessionReactor::Start(CoreOwner& owner, const Limits& limits,
                                       const security::Authorizer& authorizer,
                                       std::atomic<size_t>& unopened,
+                                      const RpcMetrics* metrics,
                                       grpc::CallbackServerContext* context) {
-  std::shared_ptr<SessionReactor> reactor(
-      new SessionReactor(owner, limits, authorizer, unopened, context));
+  std::shared_ptr<SessionReactor> reactor(new SessionReactor(
+      owner, limits, authorizer, unopened, metrics, context));
   reactor->self_ = reactor;
   if (reactor->AdmitUnopened()) reactor->ContinueReading();
   return reactor.get();
@@ -111,11 +112,13 @@ void SessionReactor::End(const absl::Status& status) { FinishOnce(status); }
 SessionReactor::SessionReactor(CoreOwner& owner, const Limits& limits,
                                const security::Authorizer& authorizer,
                                std::atomic<size_t>& unopened,
+                               const RpcMetrics* metrics,
                                grpc::CallbackServerContext* context)
     : owner_(owner),
       limits_(limits),
       authorizer_(authorizer),
       unopened_(unopened),
+      metrics_(metrics),
       context_(context) {}
 
 bool SessionReactor::AdmitUnopened() {
@@ -358,7 +361,15 @@ void SessionReactor::AnswerWhenDurable(pb::SessionResponse message) {
 }
 
 bool SessionReactor::Answer(pb::SessionResponse message) {
+  // Every call result leaves through here; a refusal by a limit is counted
+  // as it is sent (a stream's end status is the interceptor's).
+  const bool refused = metrics_ != nullptr &&
+                       message.call_result().has_error() &&
+                       message.call_result().error().has_detail();
+  const pb::ErrorDetail detail =
+      refused ? message.call_result().error().detail() : pb::ErrorDetail();
   const bool sent = Send(std::move(message), /*droppable=*/false);
+  if (sent && refused) metrics_->CountRefusal(detail);
   {
     absl::MutexLock lock(&mu_);
     --calls_in_flight_;

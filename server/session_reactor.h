@@ -56,6 +56,7 @@
 #include "security/authorizer.h"
 #include "server/answers.h"
 #include "server/core_owner.h"
+#include "server/rpc_metrics.h"
 #include "server/server_config.h"
 
 namespace leasekeeper::server {
@@ -71,10 +72,13 @@ class SessionReactor final
   // Calls of one stream that may await their answers at once.
   static constexpr size_t kMaxCallsInFlight = 256;
 
-  // `unopened` counts the streams that have not opened a session yet.
+  // `unopened` counts the streams that have not opened a session yet;
+  // `metrics` (null: none) counts the limit refusals the stream answers
+  // calls with.
   static SessionReactor* Start(CoreOwner& owner, const Limits& limits,
                                const security::Authorizer& authorizer,
                                std::atomic<size_t>& unopened,
+                               const RpcMetrics* metrics,
                                grpc::CallbackServerContext* context);
 
   // gRPC's reactor callbacks.
@@ -91,7 +95,7 @@ class SessionReactor final
  private:
   SessionReactor(CoreOwner& owner, const Limits& limits,
                  const security::Authorizer& authorizer,
-                 std::atomic<size_t>& unopened,
+                 std::atomic<size_t>& unopened, const RpcMetrics* metrics,
                  grpc::CallbackServerContext* context);
 
   // A stream counts against --max-sessions from its start: one that never
@@ -207,6 +211,7 @@ class SessionReactor final
   const Limits& limits_;
   const security::Authorizer& authorizer_;
   std::atomic<size_t>& unopened_;
+  const RpcMetrics* const metrics_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer read_buffer_;  // owned by the read chain
   v1::SessionRequest request_;    // parsed from read_buffer_

@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/server_errors.h"
 
 namespace leasekeeper::server {
-
-bool WatchTarget::Matches(absl::string_view lock) const {
-  return prefix ? absl::StartsWith(lock, name) : lock == name;
-}
 
 WatchHub::WatchHub(Options options) : options_(options) {}
 
@@ -33,7 +28,7 @@ absl::StatusOr<WatchHub::Subscribed> WatchHub::Subscribe(
   watcher->sink = std::move(sink);
   IndexLocked(id, watcher->target);
   watchers_.emplace(id, std::move(watcher));
-  return Subscribed{.id = id, .sequence = sequence_};
+  return Subscribed{.id = id, .sequence = sequence_.load()};
 }
 
 void WatchHub::IndexLocked(WatcherId id, const WatchTarget& target) {
@@ -63,7 +58,7 @@ void WatchHub::UnindexLocked(WatcherId id, const WatchTarget& target) {
 
 void WatchHub::Publish(WatchEvent event, storage::LogPosition position) {
   absl::MutexLock lock(&mu_);
-  event.sequence = ++sequence_;
+  event.sequence = sequence_.fetch_add(1) + 1;
   if (indexed_ == 0) return;
   published_ = std::max(published_, position);
   // Made once a watcher matches, then shared by all of them.
@@ -93,6 +88,14 @@ void WatchHub::Publish(WatchEvent event, storage::LogPosition position) {
       deliver_all(it->second);
     }
   }
+}
+
+bool WatchHub::Watched() const {
+  return indexed_.load(std::memory_order_relaxed) > 0;
+}
+
+void WatchHub::PublishUnwatched(uint64_t count) {
+  sequence_.fetch_add(count, std::memory_order_relaxed);
 }
 
 void WatchHub::DeliverLocked(WatcherId id,
@@ -199,7 +202,7 @@ WatchHub::Stats WatchHub::GetStats() {
   return Stats{.watchers = indexed_,
                .prefix_watchers = indexed_prefix_,
                .cut = cut_,
-               .sequence = sequence_};
+               .sequence = sequence_.load()};
 }
 
 absl::Status WatchHub::CheckInvariants() {

@@ -34,7 +34,8 @@
 //  2. Each buffer holds at most Options::buffer_events events, in Publish
 //     order, with non-decreasing positions.
 //  3. prefix_lengths_ counts, per length, the prefixes in by_prefix_.
-//  4. Sequence numbers rise by one per Publish, whoever watches.
+//  4. Sequence numbers rise by one per Publish, whoever watches (and by
+//     `count` per PublishUnwatched).
 //
 // Cost: Publish is O(watchers of the lock + distinct prefix lengths in use
 // * name length + watchers of the matching prefixes), never a scan of all
@@ -43,6 +44,7 @@
 #ifndef LEASEKEEPER_SERVER_WATCH_HUB_H_
 #define LEASEKEEPER_SERVER_WATCH_HUB_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -57,7 +59,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/types.h"
@@ -92,8 +93,6 @@ struct WatchEvent {
 struct WatchTarget {
   std::string name{};
   bool prefix = false;
-
-  bool Matches(absl::string_view lock) const;
 };
 
 // The side of a watcher that sends: a Watch stream.
@@ -139,6 +138,17 @@ class WatchHub {
   // event is taken only after MarkDurable covers it. Calls no sink. Cost:
   // see above.
   void Publish(WatchEvent event, storage::LogPosition position);
+
+  // Whether some watcher is neither cut nor ended. Read without the hub's
+  // mutex: the owner asks under the core's mutex, under which Subscribe is
+  // called, so no watcher comes between the answer false and the
+  // PublishUnwatched of the same hold. O(1).
+  bool Watched() const;
+
+  // What `count` Publishes do when nobody watches: the sequence rises by
+  // `count`, no event is built. REQUIRES: Watched() answered false in the
+  // same hold of the core's mutex. O(1), without the hub's mutex.
+  void PublishUnwatched(uint64_t count);
 
   // Records that every record up to `position` is durable (positions only
   // rise; a lower one changes nothing) and wakes the watchers that waited
@@ -216,7 +226,9 @@ class WatchHub {
 
   absl::Mutex mu_;
   WatcherId next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  // Raised under mu_ by Publish, without it by PublishUnwatched (the
+  // core's mutex orders the two).
+  std::atomic<uint64_t> sequence_{0};
   storage::LogPosition durable_ ABSL_GUARDED_BY(mu_) = 0;
   storage::LogPosition published_ ABSL_GUARDED_BY(mu_) = 0;  // the highest
   std::optional<absl::Status> ended_ ABSL_GUARDED_BY(mu_);
@@ -229,7 +241,8 @@ class WatchHub {
   // Prefix length -> how many keys of by_prefix_ have it: a lock name is
   // looked up once per distinct length, not once per prefix watcher.
   absl::btree_map<size_t, size_t> prefix_lengths_ ABSL_GUARDED_BY(mu_);
-  size_t indexed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Written under mu_, read without it by Watched().
+  std::atomic<size_t> indexed_{0};
   size_t indexed_prefix_ ABSL_GUARDED_BY(mu_) = 0;
   // Watchers owed a Wake: they waited and got an event (woken once it is
   // durable), or they were cut or ended (woken at once).

@@ -445,6 +445,38 @@ TEST_F(CoreWatchTest, WithdrawalForcedReleaseAndDeadlockAbortAreEvents) {
   EXPECT_EQ(events[8].token, 1u);
 }
 
+// Without a watcher the events are counted, not made: the sequence rises
+// by as much as the events a watcher of the same changes sees.
+TEST_F(CoreWatchTest, TheSequenceRisesAsMuchWithoutAWatcher) {
+  testing::CompletionRecorder<
+      absl::StatusOr<std::vector<CoreOwner::ForcedRelease>>>
+      forced[2];
+  int round = 0;
+  auto changes = [&](const std::string& p) {
+    const uint64_t before = owner_.watch_hub().GetStats().sequence;
+    Acquire(p + "a", p + "L");
+    Acquire(p + "b", p + "M");
+    Acquire(p + "b", p + "L");  // queued
+    Release(p + "b", p + "L");  // withdrawn
+    Acquire(p + "b", p + "L");
+    Acquire(p + "a", p + "M");  // a cycle: b is aborted, a gets M
+    owner_.ForceRelease(p + "L", p + "a", forced[round++].Callback());
+    Acquire(p + "c", p + "N", /*ttl_ms=*/500);
+    Acquire(p + "d", p + "N", 700);  // queued
+    clock_.Advance(600);             // c lapses, d is granted N ...
+    Release(p + "d", p + "N");       // ... and lets it go
+    Release(p + "a", p + "M");
+    log_->MakeDurable(log_->last_position());
+    return owner_.watch_hub().GetStats().sequence - before;
+  };
+  const uint64_t unwatched = changes("u/");
+  CoreOwner::WatchStart start = Watch("w/", true);
+  const uint64_t watched = changes("w/");
+  EXPECT_EQ(watched, Events(start.id).size());
+  EXPECT_GE(watched, 12u);
+  EXPECT_EQ(unwatched, watched);
+}
+
 TEST_F(CoreWatchTest, APrefixSnapshotListsOnlyMatchingLocksInUse) {
   Acquire("a", "jobs/1");
   Acquire("b", "jobs/2");
