@@ -94,6 +94,18 @@ std::string RecoveryReport::Summary() const {
   return s;
 }
 
+void RecoveryReport::CountRecovered(const StateMachine& machine,
+                                    const ServerState& server) {
+  last_tick = machine.table().now();
+  resume_tick = last_tick == kMinTick ? 0 : last_tick + 1;
+  held_leases = machine.table().held_lease_count();
+  waiters = machine.table().waiter_count();
+  locks = machine.table().lock_count();
+  clients = machine.table().registered_client_count();
+  sessions = server.sessions.size();
+  retry_entries = server.retries.size();
+}
+
 absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
     const std::string& dir, DurableStoreOptions options,
     StateMachine& machine, ServerState* server) {
@@ -271,16 +283,9 @@ absl::Status DurableStore::Recover(StateMachine& machine,
 
   const LogPosition next = log_->next_position();
   report.last_position = next - 1;
-  report.last_tick = machine.table().now();
-  report.resume_tick = report.last_tick == kMinTick ? 0 : report.last_tick + 1;
   report.fresh = snapshot_position == 0 && next == 1;
-  report.held_leases = machine.table().held_lease_count();
-  report.waiters = machine.table().waiter_count();
-  report.locks = machine.table().lock_count();
-  report.clients = machine.table().registered_client_count();
   server = server_replay.Take();
-  report.sessions = server.sessions.size();
-  report.retry_entries = server.retries.size();
+  report.CountRecovered(machine, server);
   report.elapsed_us = MicrosSince(start);
 
   absl::MutexLock lock(&mu_);
