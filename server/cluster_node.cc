@@ -338,19 +338,11 @@ absl::StatusOr<DurabilityConfig::OpenedLog> ClusterNode::OpenLeaderLog(
     absl::StatusOr<size_t> raised = storage::ApplyRestartGrace(grace, machine);
     if (!raised.ok()) return raised.status();
     report.leases_graced = *raised;
-    report.graces_replayed = 0;
   }
   (void)machine.TakeEvents();
   report.fresh = replica_->applied() == 0;
   report.last_position = (*log)->last_position();
-  report.last_tick = machine.table().now();
-  report.resume_tick = report.last_tick == kMinTick ? 0 : report.last_tick + 1;
-  report.held_leases = machine.table().held_lease_count();
-  report.waiters = machine.table().waiter_count();
-  report.locks = machine.table().lock_count();
-  report.clients = machine.table().registered_client_count();
-  report.sessions = server.sessions.size();
-  report.retry_entries = server.retries.size();
+  report.CountRecovered(machine, server);
   report.elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(
                           SteadyClock::now() - start)
                           .count();

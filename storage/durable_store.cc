@@ -8,11 +8,8 @@
 #include <chrono>
 #include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "storage/operation_codec.h"
 #include "storage/restart_grace.h"
 #include "storage/snapshot_file.h"
@@ -97,6 +94,18 @@ std::string RecoveryReport::Summary() const {
   return s;
 }
 
+void RecoveryReport::CountRecovered(const StateMachine& machine,
+                                    const ServerState& server) {
+  last_tick = machine.table().now();
+  resume_tick = last_tick == kMinTick ? 0 : last_tick + 1;
+  held_leases = machine.table().held_lease_count();
+  waiters = machine.table().waiter_count();
+  locks = machine.table().lock_count();
+  clients = machine.table().registered_client_count();
+  sessions = server.sessions.size();
+  retry_entries = server.retries.size();
+}
+
 absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
     const std::string& dir, DurableStoreOptions options,
     StateMachine& machine, ServerState* server) {
@@ -124,43 +133,27 @@ absl::Status DurableStore::Recover(StateMachine& machine,
 
   absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir_);
   if (!names.ok()) return names.status();
-  for (const std::string& name : *names) {
-    if (absl::StartsWith(name, "snap-") && absl::EndsWith(name, ".tmp")) {
-      // A snapshot write that a crash interrupted; never renamed, never used.
-      if (absl::Status s = RemoveFile(dir_ + "/" + name); !s.ok()) return s;
-    }
-  }
 
   // The newest snapshot that checks out; a damaged one falls back to the
   // next older (the log is kept back to the older of the two newest).
   const auto snapshot_start = std::chrono::steady_clock::now();
   CoreSnapshot loaded;
   ServerState loaded_server;
-  bool have_snapshot = false;
-  LogPosition snapshot_position = 0;
-  std::string damaged;
-  const auto snapshots = SnapshotFilesIn(*names);
-  for (size_t i = 0; i < snapshots.size(); ++i) {
-    const std::string path = dir_ + "/" + snapshots[i].second;
-    absl::StatusOr<SnapshotFileInfo> info =
-        ReadSnapshotFile(path, &loaded, &loaded_server);
-    if (info.ok() && info->covered == snapshots[i].first) {
-      have_snapshot = true;
-      snapshot_position = info->covered;
-      report.snapshot_bytes = info->bytes;
-      break;
-    }
-    if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
-      return info.status();
-    }
-    damaged = info.ok() ? absl::StrCat(path, ": header names position ",
-                                       info->covered)
-                        : std::string(info.status().message());
+  std::vector<std::string> damaged_snapshots;
+  absl::StatusOr<std::optional<SnapshotFileInfo>> newest =
+      ReadNewestSnapshotFile(dir_, *names, loaded, loaded_server,
+                             &damaged_snapshots);
+  if (!newest.ok()) return newest.status();
+  const bool have_snapshot = newest->has_value();
+  const LogPosition snapshot_position =
+      have_snapshot ? (*newest)->covered : 0;
+  if (have_snapshot) report.snapshot_bytes = (*newest)->bytes;
+  for (const std::string& d : damaged_snapshots) {
     report.warnings.push_back(absl::StrCat(
-        "snapshot unusable, falling back to an older one: ", damaged));
-    loaded = CoreSnapshot{};
-    loaded_server = ServerState{};
+        "snapshot unusable, falling back to an older one: ", d));
   }
+  const std::string damaged =
+      damaged_snapshots.empty() ? std::string() : damaged_snapshots.back();
   report.snapshot_position = snapshot_position;
   ServerStateReplay server_replay;
   server_replay.Restore(std::move(loaded_server));
@@ -290,16 +283,9 @@ absl::Status DurableStore::Recover(StateMachine& machine,
 
   const LogPosition next = log_->next_position();
   report.last_position = next - 1;
-  report.last_tick = machine.table().now();
-  report.resume_tick = report.last_tick == kMinTick ? 0 : report.last_tick + 1;
   report.fresh = snapshot_position == 0 && next == 1;
-  report.held_leases = machine.table().held_lease_count();
-  report.waiters = machine.table().waiter_count();
-  report.locks = machine.table().lock_count();
-  report.clients = machine.table().registered_client_count();
   server = server_replay.Take();
-  report.sessions = server.sessions.size();
-  report.retry_entries = server.retries.size();
+  report.CountRecovered(machine, server);
   report.elapsed_us = MicrosSince(start);
 
   absl::MutexLock lock(&mu_);

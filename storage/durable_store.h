@@ -165,6 +165,10 @@ struct RecoveryReport {
   int64_t restore_us = 0;            // StateMachine::Restore
   int64_t replay_us = 0;             // log records (restore excluded)
 
+  // Sets last_tick, resume_tick and the counts (held_leases through
+  // retry_entries) from the recovered state. Cost: O(1).
+  void CountRecovered(const StateMachine& machine, const ServerState& server);
+
   std::string Summary() const;
 };
 

@@ -141,6 +141,15 @@ void EtcdClient::SetDeadline(grpc::ClientContext& context,
   context.set_wait_for_ready(false);
 }
 
+void CompareCreateRevision(etcdserverpb::TxnRequest& txn,
+                           const std::string& key, int64_t create_revision) {
+  etcdserverpb::Compare* compare = txn.add_compare();
+  compare->set_key(key);
+  compare->set_target(etcdserverpb::Compare::CREATE);
+  compare->set_result(etcdserverpb::Compare::EQUAL);
+  compare->set_create_revision(create_revision);
+}
+
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(
     const etcdserverpb::TxnRequest& request,
     std::chrono::milliseconds timeout) {

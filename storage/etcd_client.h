@@ -89,6 +89,12 @@ class EtcdClient {
 // as both mean "try another time or another member").
 absl::Status FromEtcdStatus(const grpc::Status& status, const char* what);
 
+// Adds to `txn` the compare "the create revision of `key` is
+// `create_revision`" (0: the key does not exist; a key's create revision
+// tells one creation of it from any other).
+void CompareCreateRevision(etcdserverpb::TxnRequest& txn,
+                           const std::string& key, int64_t create_revision);
+
 }  // namespace leasekeeper::storage
 
 #endif  // LEASEKEEPER_STORAGE_ETCD_CLIENT_H_

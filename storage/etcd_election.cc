@@ -17,11 +17,7 @@ absl::StatusOr<CampaignResult> Campaign(EtcdClient& client,
                                         const LeaderRecord& me) {
   const std::string key = keys.leader();
   etcdserverpb::TxnRequest txn;
-  etcdserverpb::Compare* absent = txn.add_compare();
-  absent->set_key(key);
-  absent->set_target(etcdserverpb::Compare::CREATE);
-  absent->set_result(etcdserverpb::Compare::EQUAL);
-  absent->set_create_revision(0);
+  CompareCreateRevision(txn, key, 0);  // no leader
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(key);
   put->set_value(EncodeLeader(me));
@@ -58,11 +54,7 @@ absl::StatusOr<std::optional<LeaderView>> ReadLeader(EtcdClient& client,
 absl::Status Resign(EtcdClient& client, const ClusterKeys& keys,
                     int64_t epoch) {
   etcdserverpb::TxnRequest txn;
-  etcdserverpb::Compare* ours = txn.add_compare();
-  ours->set_key(keys.leader());
-  ours->set_target(etcdserverpb::Compare::CREATE);
-  ours->set_result(etcdserverpb::Compare::EQUAL);
-  ours->set_create_revision(epoch);
+  CompareCreateRevision(txn, keys.leader(), epoch);  // still ours
   txn.add_success()->mutable_request_delete_range()->set_key(keys.leader());
   return client.Txn(txn).status();
 }

@@ -1,6 +1,6 @@
 #include "storage/etcd_lease.h"
 
-#include <utility>
+#include <algorithm>
 
 namespace leasekeeper::storage {
 
@@ -43,33 +43,9 @@ bool EtcdLease::Valid() const {
   return !lost_ && Clock::now() < valid_until_;
 }
 
-EtcdLease::Clock::time_point EtcdLease::valid_until() const {
-  absl::MutexLock lock(&mu_);
-  return valid_until_;
-}
-
-void EtcdLease::SetLossObserver(std::function<void()> observer) {
-  absl::MutexLock lock(&mu_);
-  loss_observer_ = std::move(observer);
-}
-
-void EtcdLease::MarkLost() {
-  std::function<void()> observer;
-  {
-    absl::MutexLock lock(&mu_);
-    lost_ = true;
-    if (loss_reported_) return;
-    loss_reported_ = true;
-    observer = std::move(loss_observer_);
-  }
-  if (observer) observer();
-}
-
 void EtcdLease::ReadLoop(
-    grpc::ClientContext* context,
     grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
                              etcdserverpb::LeaseKeepAliveResponse>* stream) {
-  (void)context;
   etcdserverpb::LeaseKeepAliveResponse response;
   while (stream->Read(&response)) {
     absl::MutexLock lock(&mu_);
@@ -104,9 +80,7 @@ void EtcdLease::SendLoop() {
       stream_context_ = &context;
       sent_.clear();
     }
-    std::thread reader([this, &context, s = stream.get()] {
-      ReadLoop(&context, s);
-    });
+    std::thread reader([this, s = stream.get()] { ReadLoop(s); });
     bool broken = false;
     while (!broken) {
       {
@@ -129,19 +103,15 @@ void EtcdLease::SendLoop() {
     context.TryCancel();
     reader.join();
     stream->Finish().IgnoreError();
-    bool stop = false;
-    bool lost = false;
     {
       absl::MutexLock lock(&mu_);
       stream_context_ = nullptr;
-      stop = stopping_;
-      lost = lost_ || Clock::now() >= valid_until_;
+      if (lost_ || Clock::now() >= valid_until_) {
+        lost_ = true;
+        return;
+      }
+      if (stopping_) return;
     }
-    if (lost) {
-      MarkLost();
-      return;
-    }
-    if (stop) return;
     // A broken stream (the etcd member went away): reopen at once; the
     // channel picks another member.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -21,13 +21,12 @@
 // lease to take part again.
 //
 // Thread-safety: every method is thread-safe; the keepalive runs on the
-// lease's own threads. The loss observer runs on one of them, once.
+// lease's own threads.
 #ifndef LEASEKEEPER_STORAGE_ETCD_LEASE_H_
 #define LEASEKEEPER_STORAGE_ETCD_LEASE_H_
 
 #include <chrono>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <thread>
 
@@ -66,24 +65,14 @@ class EtcdLease {
 
   // True until the lease is lost (see above); never true again after.
   bool Valid() const;
-  // The instant the process stops believing in the lease (only grows, while
-  // valid).
-  Clock::time_point valid_until() const;
-
-  // Called once, on a lease thread, when the lease is found lost (by the
-  // keepalive thread; Valid() may turn false earlier, as time passes).
-  // REQUIRES: set before the loss can matter; replaces any earlier one.
-  void SetLossObserver(std::function<void()> observer);
 
  private:
   EtcdLease(EtcdClient& client, EtcdLeaseOptions options, int64_t id,
             Clock::time_point valid_until);
   void SendLoop();
-  void ReadLoop(grpc::ClientContext* context,
-                grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
-                                         etcdserverpb::LeaseKeepAliveResponse>*
-                    stream);
-  void MarkLost();
+  void ReadLoop(
+      grpc::ClientReaderWriter<etcdserverpb::LeaseKeepAliveRequest,
+                               etcdserverpb::LeaseKeepAliveResponse>* stream);
 
   EtcdClient& client_;
   const EtcdLeaseOptions options_;
@@ -92,13 +81,11 @@ class EtcdLease {
   mutable absl::Mutex mu_;
   Clock::time_point valid_until_ ABSL_GUARDED_BY(mu_);
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
-  bool loss_reported_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Send times of the keepalives not answered yet, oldest first (etcd
   // answers a stream's keepalives in order).
   std::deque<Clock::time_point> sent_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::function<void()> loss_observer_ ABSL_GUARDED_BY(mu_);
   std::thread sender_;
 };
 

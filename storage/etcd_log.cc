@@ -267,16 +267,8 @@ absl::Status EtcdLog::CommitBatch(LogPosition first,
   const std::string leader_key = keys_.leader();
   const std::string batch_key = keys_.log(first);
   etcdserverpb::TxnRequest txn;
-  etcdserverpb::Compare* leader = txn.add_compare();
-  leader->set_key(leader_key);
-  leader->set_target(etcdserverpb::Compare::CREATE);
-  leader->set_result(etcdserverpb::Compare::EQUAL);
-  leader->set_create_revision(options_.epoch);
-  etcdserverpb::Compare* fresh = txn.add_compare();
-  fresh->set_key(batch_key);
-  fresh->set_target(etcdserverpb::Compare::CREATE);
-  fresh->set_result(etcdserverpb::Compare::EQUAL);
-  fresh->set_create_revision(0);
+  CompareCreateRevision(txn, leader_key, options_.epoch);
+  CompareCreateRevision(txn, batch_key, 0);  // the key is new
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(batch_key);
   put->set_value(value);

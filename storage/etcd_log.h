@@ -142,7 +142,6 @@ class EtcdLog final : public OperationLog {
   absl::Status Close() override;
 
   EtcdLogStats stats() const;
-  int64_t epoch() const { return options_.epoch; }
 
  private:
   struct SnapshotJob {

@@ -80,17 +80,22 @@ void EtcdLogFollower::Run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    if (snapshot_every_ > 0 &&
-        replica_.records_since_snapshot() >= snapshot_every_) {
-      if (absl::Status s = replica_.WriteSnapshot(); !s.ok()) {
-        SetStatus(std::move(s));
-      }
-      Publish();
-    }
+    // A failed snapshot does not stay in status(): it is tried again
+    // after the next batch the watch applies, which reports it.
+    SnapshotIfDue().IgnoreError();
+    Publish();
     SetStatus(absl::OkStatus());
     absl::Status watched = WatchFrom(revision + 1);
     if (!watched.ok() && !stopping()) SetStatus(std::move(watched));
   }
+}
+
+absl::Status EtcdLogFollower::SnapshotIfDue() {
+  if (snapshot_every_ == 0 ||
+      replica_.records_since_snapshot() < snapshot_every_) {
+    return absl::OkStatus();
+  }
+  return replica_.WriteSnapshot();
 }
 
 absl::Status EtcdLogFollower::WatchFrom(int64_t revision) {
@@ -136,10 +141,7 @@ absl::Status EtcdLogFollower::WatchFrom(int64_t revision) {
           result = replica_.Apply(*first + i, (*records)[i]);
         }
       }
-      if (result.ok() && snapshot_every_ > 0 &&
-          replica_.records_since_snapshot() >= snapshot_every_) {
-        result = replica_.WriteSnapshot();
-      }
+      if (result.ok()) result = SnapshotIfDue();
       Publish();
     }
   }

@@ -63,6 +63,9 @@ class EtcdLogFollower {
   void Run();
   // Watches from `revision`; returns when the watch ends or a gap shows.
   absl::Status WatchFrom(int64_t revision);
+  // A local snapshot once snapshot_every_ records were applied since the
+  // last one. Outcomes: OK (also when not due); LogReplica::WriteSnapshot's.
+  absl::Status SnapshotIfDue();
   void Publish();
   void SetStatus(absl::Status status);
   bool stopping() const;

@@ -1,5 +1,6 @@
 #include "storage/log_replica.h"
 
+#include <optional>
 #include <utility>
 #include <variant>
 
@@ -30,23 +31,20 @@ absl::StatusOr<std::unique_ptr<LogReplica>> LogReplica::Open(
   replica->lock_ = *std::move(lock);
   absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir);
   if (!names.ok()) return names.status();
-  for (const auto& [covered, name] : SnapshotFilesIn(*names)) {
-    CoreSnapshot snapshot;
-    ServerState server;
-    absl::StatusOr<SnapshotFileInfo> info =
-        ReadSnapshotFile(dir + "/" + name, &snapshot, &server);
-    if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
-      return info.status();
-    }
-    if (!info.ok() || info->covered != covered) continue;  // try an older one
+  CoreSnapshot snapshot;
+  ServerState server;
+  absl::StatusOr<std::optional<SnapshotFileInfo>> newest =
+      ReadNewestSnapshotFile(dir, *names, snapshot, server);
+  if (!newest.ok()) return newest.status();
+  if (newest->has_value()) {
     if (absl::Status s = replica->machine_.Restore(snapshot); !s.ok()) {
       return absl::DataLossError(absl::StrCat(
-          "snapshot ", dir, "/", name, " is inconsistent: ", s.message()));
+          "snapshot ", dir, "/", SnapshotFileName((*newest)->covered),
+          " is inconsistent: ", s.message()));
     }
     replica->server_.Restore(std::move(server));
-    replica->applied_ = covered;
-    replica->snapshot_position_ = covered;
-    break;
+    replica->applied_ = (*newest)->covered;
+    replica->snapshot_position_ = (*newest)->covered;
   }
   return replica;
 }

@@ -32,7 +32,8 @@ namespace leasekeeper::storage {
 class LogReplica {
  public:
   // Locks `dir` (creating it) and loads its newest snapshot that checks
-  // out (none: applied() == 0). Outcomes: the replica; FailedPrecondition
+  // out (none: applied() == 0), as recovery does (ReadNewestSnapshotFile,
+  // snapshot_file.h: interrupted writes removed). Outcomes: the replica; FailedPrecondition
   // (dir locked by another process, a snapshot version this build does not
   // read); DataLoss (a snapshot the core refuses); I/O errors.
   static absl::StatusOr<std::unique_ptr<LogReplica>> Open(

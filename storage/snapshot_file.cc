@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -363,6 +364,36 @@ absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
     }
   }
   return SnapshotFileInfo{covered, data->size()};
+}
+
+absl::StatusOr<std::optional<SnapshotFileInfo>> ReadNewestSnapshotFile(
+    const std::string& dir, const std::vector<std::string>& names,
+    CoreSnapshot& snapshot, ServerState& server,
+    std::vector<std::string>* damaged) {
+  for (const std::string& name : names) {
+    if (absl::StartsWith(name, "snap-") && absl::EndsWith(name, ".tmp")) {
+      // A snapshot write that a crash interrupted; never renamed, never used.
+      if (absl::Status s = RemoveFile(dir + "/" + name); !s.ok()) return s;
+    }
+  }
+  for (const auto& [covered, name] : SnapshotFilesIn(names)) {
+    const std::string path = dir + "/" + name;
+    absl::StatusOr<SnapshotFileInfo> info =
+        ReadSnapshotFile(path, &snapshot, &server);
+    if (info.ok() && info->covered == covered) return *info;
+    if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
+      return info.status();
+    }
+    if (damaged != nullptr) {
+      damaged->push_back(
+          info.ok() ? absl::StrCat(path, ": header names position ",
+                                   info->covered)
+                    : std::string(info.status().message()));
+    }
+    snapshot = CoreSnapshot{};
+    server = ServerState{};
+  }
+  return std::nullopt;
 }
 
 }  // namespace leasekeeper::storage

@@ -51,6 +51,7 @@
 #define LEASEKEEPER_STORAGE_SNAPSHOT_FILE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +110,20 @@ absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(
 absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(
     const std::string& path, CoreSnapshot* snapshot,
     ServerState* server = nullptr);
+
+// Recovery's choice of snapshot in `dir`, given the names of its entries
+// (ListDirectory): removes the .tmp files of interrupted writes, then reads
+// the newest snapshot that checks out into `snapshot` and `server`; a
+// damaged one (or one whose header names another position than its file
+// name) falls back to the next older, its description appended to
+// *damaged unless null. Outcomes: the info, or nullopt when none is usable
+// (`snapshot` and `server` are then empty); FailedPrecondition for a format
+// version this build does not read; the I/O error of a removal.
+// Cost: reads each file until one checks out.
+absl::StatusOr<std::optional<SnapshotFileInfo>> ReadNewestSnapshotFile(
+    const std::string& dir, const std::vector<std::string>& names,
+    CoreSnapshot& snapshot, ServerState& server,
+    std::vector<std::string>* damaged = nullptr);
 
 }  // namespace leasekeeper::storage
 

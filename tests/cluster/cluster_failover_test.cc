@@ -167,6 +167,17 @@ class ClusterTest : public ::testing::Test {
 TEST_F(ClusterTest, FollowersRefuseLockCallsWithTheLeadersAddress) {
   StartCluster();
   const int follower = (leader_ + 1) % 3;
+  // The follower learns the leader at its next 50 ms poll, which a loaded
+  // machine may delay past the election: await it, or the refusal names
+  // no leader.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::optional<pb::ClusterStatusResponse> status =
+            cluster_->Status(follower);
+        return status.has_value() &&
+               status->leader_address() == LeaderAddress();
+      },
+      milliseconds(3000)));
   pb::AcquireResponse response;
   const Call refused = nodes_.Acquire(cluster_->address(follower), "a", "L",
                                       5000, &response);

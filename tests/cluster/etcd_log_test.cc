@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "storage/etcd_log.h"
 #include "storage/log_replica.h"
 #include "storage/operation_codec.h"
+#include "storage/snapshot_file.h"
 #include "tests/cluster/cluster_harness.h"
 
 namespace leasekeeper::testing {
@@ -90,12 +93,18 @@ TEST(LogReplicaTest, AppliesInOrderOnlyAndReopensFromItsSnapshot) {
                     .ok());
     ASSERT_TRUE((*replica)->WriteSnapshot().ok());
   }
+  // A snapshot write that a crash interrupted is removed on open.
+  const std::string interrupted =
+      path + "/" + storage::SnapshotFileName(3) + ".tmp";
+  std::ofstream(interrupted) << "torn";
+  ASSERT_TRUE(std::filesystem::exists(interrupted));
   absl::StatusOr<std::unique_ptr<storage::LogReplica>> reopened =
       storage::LogReplica::Open(path, CoreConfig{});
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   EXPECT_EQ((*reopened)->applied(), 2u);
   EXPECT_EQ((*reopened)->machine().table().LastToken("M"), 1u);
   EXPECT_EQ((*reopened)->machine().table().held_lease_count(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(interrupted));
 }
 
 // A one-member etcd and a leadership on it.
