@@ -114,8 +114,11 @@ void CoreOwner::PublishWatchLocked(const WatchScope& scope,
       const ReleaseOutcome outcome = std::get<ReleaseOutcome>(*reply);
       if (outcome == ReleaseOutcome::kReleased &&
           !granted_by_core(release->client, release->lock)) {
+        // Read under mu_ here: the thread-safety analysis does not carry
+        // the lock into the lambda.
+        const WatchEvent::Kind kind = release_event_;
         publish([&] {
-          return WatchEvent{.kind = release_event_,
+          return WatchEvent{.kind = kind,
                             .lock = release->lock,
                             .client = release->client,
                             .mode = scope.lease->mode,
