@@ -253,6 +253,17 @@ TEST_F(ReconnectTest, DroppedStreamIsResumedAndTheLeaseGoesOnBeingRenewed) {
   EXPECT_EQ(events.Count(ClientEvent::Kind::kLeaseLost), 0);
 }
 
+// A connection attempt has as long as gRPC's minimum connect timeout to
+// finish its handshake: a link that is slow (a far region, a loaded host)
+// but up must connect on the first attempt, where a call that does not
+// wait for ready (leasekeeper-ctl's) would otherwise fail UNAVAILABLE.
+TEST_F(ReconnectTest, ALinkSlowerThanTheReconnectBackoffConnectsAtOnce) {
+  proxy_->SetLatency(absl::Milliseconds(300));
+  RpcClient rpc(MakeChannel(proxy_->address()));
+  absl::StatusOr<ClientStatus> status = rpc.Status("slow-link");
+  EXPECT_TRUE(status.ok()) << status.status();
+}
+
 TEST_F(ReconnectTest, OutageLongerThanTheTtlExpiresTheLeaseOnTheClientsClock) {
   Client& client = NewClient("outlasted");
   const absl::Duration ttl = absl::Seconds(1);

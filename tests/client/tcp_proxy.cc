@@ -47,10 +47,11 @@ int ConnectToLoopback(int port) {
 }
 
 // Copies what `from` has to `to`; false once either side is done.
-bool Forward(int from, int to) {
+bool Forward(int from, int to, absl::Duration latency) {
   char buffer[16384];
   const ssize_t got = read(from, buffer, sizeof(buffer));
   if (got <= 0) return got < 0 && errno == EINTR;
+  absl::SleepFor(latency);
   for (ssize_t sent = 0; sent < got;) {
     const ssize_t n = send(to, buffer + sent, got - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -119,6 +120,10 @@ TcpProxy::~TcpProxy() {
 void TcpProxy::SetTarget(int target_port) {
   absl::MutexLock lock(&mu_);
   target_port_ = target_port;
+}
+
+void TcpProxy::SetLatency(absl::Duration latency) {
+  latency_us_.store(absl::ToInt64Microseconds(latency));
 }
 
 void TcpProxy::Cut() {
@@ -209,11 +214,12 @@ void TcpProxy::Relay(std::shared_ptr<Connection> connection) {
     const int ready = poll(fds, 2, kPollMs);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
+    const absl::Duration latency = absl::Microseconds(latency_us_.load());
     if (fds[0].revents != 0) {
-      open = Forward(connection->client_fd, connection->server_fd);
+      open = Forward(connection->client_fd, connection->server_fd, latency);
     }
     if (open && fds[1].revents != 0) {
-      open = Forward(connection->server_fd, connection->client_fd);
+      open = Forward(connection->server_fd, connection->client_fd, latency);
     }
   }
   {

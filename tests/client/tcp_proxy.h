@@ -14,6 +14,8 @@
 //     sides) and its port refuses connections, as a stopped server's would.
 //  3. After Restore() returns OK, the same port accepts again, and new
 //     connections are relayed (to the target of the last SetTarget).
+//  4. After SetLatency(d), every chunk read from either side is held d
+//     before it is passed on, as a slow link would (0: at once).
 //
 // Thread-safety: all methods are thread-safe. One thread accepts, and each
 // relayed connection has a thread of its own; the destructor closes
@@ -31,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace leasekeeper::client::testing {
 
@@ -53,6 +56,9 @@ class TcpProxy {
   // on another port); relayed ones are left alone.
   void SetTarget(int target_port);
 
+  // Guarantee 4.
+  void SetLatency(absl::Duration latency);
+
   // Guarantee 2.
   void Cut();
   // Guarantee 3. Outcomes: OK; INTERNAL if the port cannot be listened on
@@ -72,6 +78,7 @@ class TcpProxy {
   const int port_;
   const std::string address_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> latency_us_{0};
   std::thread acceptor_;
 
   absl::Mutex mu_;
