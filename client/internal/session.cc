@@ -271,7 +271,6 @@ void Session::RunOneStream(const std::string& resume_id) {
   // service may be served elsewhere: there the stream fails fast and the
   // next attempt goes to the next endpoint.
   if (!resume_id.empty() && !pick.can_move) context->set_wait_for_ready(true);
-  std::unique_ptr<Stream> stream = pick.stub->Session(context.get());
 
   pb::SessionRequest open;
   open.mutable_open()->set_client_id(client_id_);
@@ -279,10 +278,12 @@ void Session::RunOneStream(const std::string& resume_id) {
   pb::SessionResponse first;
   bool open_timed_out = false;
   bool answered = false;
+  std::unique_ptr<Stream> stream;
   {
     // A node that accepts the connection but never answers (paused, hung)
     // must not hold the session: give up after open_timeout_ where another
-    // node may serve.
+    // node may serve. The watch starts before the stream is made, since
+    // making it waits for the connection's handshake.
     absl::Notification first_read;
     std::thread watchdog;
     if (pick.can_move) {
@@ -293,6 +294,7 @@ void Session::RunOneStream(const std::string& resume_id) {
         }
       });
     }
+    stream = pick.stub->Session(context.get());
     answered = stream->Write(open) && stream->Read(&first);
     first_read.Notify();
     if (watchdog.joinable()) watchdog.join();
