@@ -204,14 +204,6 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
       }
     }
   }
-  std::string session_id;
-  if (session_ != nullptr) {
-    absl::StatusOr<std::string> opened =
-        session_->EnsureOpen(options_.call_timeout, options.stop);
-    if (!opened.ok()) return opened.status();
-    session_id = *opened;
-  }
-
   const MonotonicTime started = MonotonicNow();
   const MonotonicTime wait_deadline =
       try_only ? started
@@ -220,6 +212,17 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
   // Transient failures are retried for at least one call timeout.
   const MonotonicTime retry_deadline =
       std::max(wait_deadline, started + options_.call_timeout);
+
+  // Opening the session is part of the wait: a first endpoint that never
+  // answers costs the stream's open timeout, after which the next one is
+  // tried within the same budget.
+  std::string session_id;
+  if (session_ != nullptr) {
+    absl::StatusOr<std::string> opened =
+        session_->EnsureOpen(retry_deadline - MonotonicNow(), options.stop);
+    if (!opened.ok()) return opened.status();
+    session_id = *opened;
+  }
 
   AcquireCall call;
   call.client_id = options_.client_id;

@@ -222,6 +222,24 @@ TEST_F(FailoverTest, AnEndpointThatNeverAnswersIsLeftForTheNextOne) {
   EXPECT_EQ(SessionAtLeader("past-hung"), SessionState::kOpen);
 }
 
+// Opening the session is part of the Acquire's wait: two hung nodes cost
+// more than one call timeout of open timeouts, and the Acquire still gets
+// its lease from the third endpoint within its wait.
+TEST_F(FailoverTest, HungEndpointsAreLeftWithinTheAcquiresWait) {
+  HungEndpoint first;
+  HungEndpoint second;
+  Client& client = NewClient(absl::StrCat(first.address(), ",",
+                                          second.address(), ",",
+                                          leader_->address()),
+                             "past-two-hung");
+  const MonotonicTime started = MonotonicNow();
+  absl::StatusOr<Lease> lease =
+      client.Acquire(LockName(), absl::Seconds(10), absl::Seconds(5));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_LT(MonotonicNow() - started, absl::Seconds(4));
+  EXPECT_EQ(SessionAtLeader("past-two-hung"), SessionState::kOpen);
+}
+
 TEST_F(FailoverTest, APausedNodeIsLeftOnceItsKeepaliveGoesUnanswered) {
   // The other node is a separate service here (no shared state), so it
   // refuses to resume the session: that refusal shows the client went.
