@@ -83,7 +83,8 @@ Options ParseOptions(int argc, char** argv) {
 bool TryAcquire(const std::string& address, const std::string& client,
                 const std::string& lock, int64_t ttl_ms, std::string* leader,
                 uint64_t* token = nullptr) {
-  auto stub = pb::LockService::NewStub(leasekeeper::testing::NewChannel(address));
+  auto stub =
+      pb::LockService::NewStub(leasekeeper::testing::NewChannel(address));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + milliseconds(1000));
   pb::AcquireRequest request;
@@ -92,7 +93,8 @@ bool TryAcquire(const std::string& address, const std::string& client,
   request.set_ttl_ms(ttl_ms);
   pb::AcquireResponse response;
   const grpc::Status status = stub->Acquire(&context, request, &response);
-  if (leader != nullptr) *leader = leasekeeper::testing::LeaderMetadata(context);
+  if (leader != nullptr)
+    *leader = leasekeeper::testing::LeaderMetadata(context);
   if (token != nullptr && response.has_granted()) {
     *token = response.granted().token();
   }
@@ -102,8 +104,9 @@ bool TryAcquire(const std::string& address, const std::string& client,
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  const size_t index = std::min(
-      values.size() - 1, static_cast<size_t>(p * static_cast<double>(values.size())));
+  const size_t index =
+      std::min(values.size() - 1,
+               static_cast<size_t>(p * static_cast<double>(values.size())));
   return values[index];
 }
 
@@ -186,7 +189,8 @@ bool MeasureFailoverAndBatching(const Options& options) {
     const double idle_per_second =
         static_cast<double>(revision() - idle_start) / 2.0;
     status = cluster->Status(leader);
-    const uint64_t records_before = status.has_value() ? status->last_position() : 0;
+    const uint64_t records_before =
+        status.has_value() ? status->last_position() : 0;
     const int64_t revision_before = revision();
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> pairs{0};
@@ -204,7 +208,8 @@ bool MeasureFailoverAndBatching(const Options& options) {
           acquire.set_lock(lock);
           acquire.set_ttl_ms(10'000);
           pb::AcquireResponse granted;
-          if (!stub->Acquire(&acquire_context, acquire, &granted).ok()) continue;
+          if (!stub->Acquire(&acquire_context, acquire, &granted).ok())
+            continue;
           grpc::ClientContext release_context;
           pb::ReleaseRequest release;
           release.set_client_id(client_id);
@@ -221,8 +226,8 @@ bool MeasureFailoverAndBatching(const Options& options) {
     for (std::thread& thread : threads) thread.join();
     const int64_t raw_revisions = revision() - revision_before;
     const int64_t revisions = std::max<int64_t>(
-        1, raw_revisions - static_cast<int64_t>(idle_per_second *
-                                                options.seconds));
+        1, raw_revisions -
+               static_cast<int64_t>(idle_per_second * options.seconds));
     std::optional<pb::ClusterStatusResponse> after = cluster->Status(leader);
     const uint64_t records =
         after.has_value() ? after->last_position() - records_before : 0;
@@ -237,9 +242,9 @@ bool MeasureFailoverAndBatching(const Options& options) {
         static_cast<long long>(revisions),
         static_cast<long long>(raw_revisions), idle_per_second,
         operations > 0 ? static_cast<double>(revisions) / operations : 0,
-        revisions > 0 ? static_cast<double>(records) /
-                            static_cast<double>(revisions)
-                      : 0);
+        revisions > 0
+            ? static_cast<double>(records) / static_cast<double>(revisions)
+            : 0);
     std::fflush(stdout);
   }
   return true;
@@ -270,7 +275,8 @@ LogSpace ReadLogSpace(leasekeeper::storage::EtcdClient& client,
       return space;
     }
     for (const mvccpb::KeyValue& kv : got->kvs()) {
-      if (space.batches++ == 0) space.first = keys.LogPositionOf(kv.key()).value_or(0);
+      if (space.batches++ == 0)
+        space.first = keys.LogPositionOf(kv.key()).value_or(0);
       space.bytes += kv.key().size() + kv.value().size();
       start = kv.key() + std::string(1, '\0');
     }
@@ -309,13 +315,15 @@ struct DbSize {
 };
 
 DbSize ReadDbSize(
-    const std::vector<std::unique_ptr<etcdserverpb::Maintenance::Stub>>& stubs) {
+    const std::vector<std::unique_ptr<etcdserverpb::Maintenance::Stub>>&
+        stubs) {
   DbSize size;
   for (const auto& stub : stubs) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + milliseconds(5000));
     etcdserverpb::StatusResponse response;
-    if (!stub->Status(&context, etcdserverpb::StatusRequest(), &response).ok()) {
+    if (!stub->Status(&context, etcdserverpb::StatusRequest(), &response)
+             .ok()) {
       continue;
     }
     size.allocated = std::max(size.allocated, response.dbsize());
@@ -329,7 +337,8 @@ DbSize ReadDbSize(
 // member so that the file gives that space back. False on a failure.
 bool CompactAndDefragment(
     leasekeeper::storage::EtcdClient& client, const EtcdCluster& etcd,
-    const std::vector<std::unique_ptr<etcdserverpb::Maintenance::Stub>>& stubs) {
+    const std::vector<std::unique_ptr<etcdserverpb::Maintenance::Stub>>&
+        stubs) {
   etcdserverpb::RangeRequest probe;
   probe.set_key("/");
   probe.set_limit(1);
@@ -345,19 +354,22 @@ bool CompactAndDefragment(
   compact.set_revision(now->header().revision());
   compact.set_physical(true);
   etcdserverpb::CompactionResponse compacted;
-  const grpc::Status status = kv->Compact(&compact_context, compact, &compacted);
+  const grpc::Status status =
+      kv->Compact(&compact_context, compact, &compacted);
   if (!status.ok()) {
     std::fprintf(stderr, "etcd Compact: %s\n", status.error_message().c_str());
     return false;
   }
   for (const auto& stub : stubs) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + milliseconds(120'000));
+    context.set_deadline(std::chrono::system_clock::now() +
+                         milliseconds(120'000));
     etcdserverpb::DefragmentResponse response;
-    const grpc::Status defrag =
-        stub->Defragment(&context, etcdserverpb::DefragmentRequest(), &response);
+    const grpc::Status defrag = stub->Defragment(
+        &context, etcdserverpb::DefragmentRequest(), &response);
     if (!defrag.ok()) {
-      std::fprintf(stderr, "etcd Defragment: %s\n", defrag.error_message().c_str());
+      std::fprintf(stderr, "etcd Defragment: %s\n",
+                   defrag.error_message().c_str());
       return false;
     }
   }
@@ -496,7 +508,8 @@ bool MeasureSpace(const Options& options) {
   if (refused.load() > 0) return false;
   PrintSpace("before the fill", options.held, log_before, db_before);
   const LogSpace log_filled = ReadLogSpace(*client, keys);
-  PrintSpace("held, log untrimmed", options.held, log_filled, ReadDbSize(stubs));
+  PrintSpace("held, log untrimmed", options.held, log_filled,
+             ReadDbSize(stubs));
   std::printf(
       "space: the held locks' log: %llu bytes, %.1f bytes per held lock\n",
       static_cast<unsigned long long>(log_filled.bytes - log_before.bytes),
@@ -543,7 +556,8 @@ bool MeasureSpace(const Options& options) {
   trimmed.store(true);
   for (std::thread& thread : drivers) thread.join();
   if (oldest <= fill_end) {
-    std::fprintf(stderr, "the log was not trimmed past position %llu in 600 s\n",
+    std::fprintf(stderr,
+                 "the log was not trimmed past position %llu in 600 s\n",
                  static_cast<unsigned long long>(fill_end));
     return false;
   }

@@ -99,6 +99,9 @@ def test_transactions_per_operation_come_from_the_leaders_counters(lines):
     per_txn = [r["etcd_records"] / r["etcd_transactions"] for r in runs]
     cells = row(text, "log records per etcd transaction (group commit)").split(" | ")
     assert cells[1] == spread(per_txn, lambda v: f"{v:.1f}")
+    mean_ms = [1000 * r["etcd_append_s"] / r["etcd_transactions"] for r in runs]
+    cells = row(text, "the leader's etcd transaction, mean time").split(" | ")
+    assert cells[1] == spread(mean_ms, lambda v: f"{v:.1f} ms")
     # The leader is the first server pid, the etcd members the next three.
     leader = [1000 * r["server_cpu_ms_each"][0] / r["pairs"] for r in runs]
     cells = row(text, "server CPU per pair: leasekeeper leader").split(" | ")

@@ -211,15 +211,16 @@ class CpuMeter {
     bench_ns_ = -SelfCpuNs();
     server_before_ = CpuNsOf(target_.server_pids);
     observed_before_ = CpuNsOf(target_.observed_pids);
-    if (target_.metrics_port > 0) etcd_before_ = ReadEtcdCounters(target_.metrics_port);
+    if (target_.metrics_port > 0)
+      etcd_before_ = ReadEtcdCounters(target_.metrics_port);
   }
   void End() {
     machine_ns_ += MachineBusyNs();
     bench_ns_ += SelfCpuNs();
     server_used_ = CpuUsed(server_before_, CpuNsOf(target_.server_pids));
-    observed_used_ =
-        CpuUsed(observed_before_, CpuNsOf(target_.observed_pids));
-    if (target_.metrics_port > 0) etcd_after_ = ReadEtcdCounters(target_.metrics_port);
+    observed_used_ = CpuUsed(observed_before_, CpuNsOf(target_.observed_pids));
+    if (target_.metrics_port > 0)
+      etcd_after_ = ReadEtcdCounters(target_.metrics_port);
   }
   // Adds bench_cpu_ms and, with server pids, server_cpu_ms (their sum),
   // server_cpu_ms_each, other_cpu_ms (everything else the machine ran
@@ -249,7 +250,8 @@ class CpuMeter {
       out["observed_cpu_ms_each"] = each;
     }
     if (etcd_before_ && etcd_after_) {
-      out["etcd_transactions"] = etcd_after_->transactions - etcd_before_->transactions;
+      out["etcd_transactions"] =
+          etcd_after_->transactions - etcd_before_->transactions;
       out["etcd_records"] = etcd_after_->records - etcd_before_->records;
       out["etcd_append_s"] =
           etcd_after_->append_seconds - etcd_before_->append_seconds;
