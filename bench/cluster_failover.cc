@@ -110,6 +110,43 @@ double Percentile(std::vector<double> values, double p) {
   return values[index];
 }
 
+// Starts `threads` threads, each running Acquire+Release pairs on a lock
+// of its own (client "<name><i>", lock "<name>-lock-<i>", 10 s ttl) on
+// `address` until `stop`, counting the pairs whose Release succeeded in
+// *pairs. The caller joins the threads.
+std::vector<std::thread> StartPairLoops(const std::string& address, int threads,
+                                        const std::string& name,
+                                        const std::atomic<bool>& stop,
+                                        std::atomic<uint64_t>* pairs) {
+  std::vector<std::thread> started;
+  for (int t = 0; t < threads; ++t) {
+    started.emplace_back([address, name, &stop, pairs, t] {
+      auto stub =
+          pb::LockService::NewStub(leasekeeper::testing::NewChannel(address));
+      const std::string client_id = absl::StrCat(name, t);
+      const std::string lock = absl::StrCat(name, "-lock-", t);
+      while (!stop.load()) {
+        grpc::ClientContext acquire_context;
+        pb::AcquireRequest acquire;
+        acquire.set_client_id(client_id);
+        acquire.set_lock(lock);
+        acquire.set_ttl_ms(10'000);
+        pb::AcquireResponse granted;
+        if (!stub->Acquire(&acquire_context, acquire, &granted).ok()) continue;
+        grpc::ClientContext release_context;
+        pb::ReleaseRequest release;
+        release.set_client_id(client_id);
+        release.set_lock(lock);
+        pb::ReleaseResponse released;
+        if (stub->Release(&release_context, release, &released).ok()) {
+          pairs->fetch_add(1);
+        }
+      }
+    });
+  }
+  return started;
+}
+
 // 1. and 2.: failover and batching, on one etcd and cluster. False if a
 // figure could not be taken.
 bool MeasureFailoverAndBatching(const Options& options) {
@@ -194,33 +231,8 @@ bool MeasureFailoverAndBatching(const Options& options) {
     const int64_t revision_before = revision();
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> pairs{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < options.clients; ++t) {
-      threads.emplace_back([&, t] {
-        auto stub = pb::LockService::NewStub(
-            leasekeeper::testing::NewChannel(leader_address));
-        const std::string client_id = absl::StrCat("load", t);
-        const std::string lock = absl::StrCat("load-lock-", t);
-        while (!stop.load()) {
-          grpc::ClientContext acquire_context;
-          pb::AcquireRequest acquire;
-          acquire.set_client_id(client_id);
-          acquire.set_lock(lock);
-          acquire.set_ttl_ms(10'000);
-          pb::AcquireResponse granted;
-          if (!stub->Acquire(&acquire_context, acquire, &granted).ok())
-            continue;
-          grpc::ClientContext release_context;
-          pb::ReleaseRequest release;
-          release.set_client_id(client_id);
-          release.set_lock(lock);
-          pb::ReleaseResponse released;
-          if (stub->Release(&release_context, release, &released).ok()) {
-            pairs.fetch_add(1);
-          }
-        }
-      });
-    }
+    std::vector<std::thread> threads =
+        StartPairLoops(leader_address, options.clients, "load", stop, &pairs);
     std::this_thread::sleep_for(std::chrono::seconds(options.seconds));
     stop.store(true);
     for (std::thread& thread : threads) thread.join();
@@ -376,38 +388,28 @@ bool CompactAndDefragment(
   return true;
 }
 
-// VmRSS of `pid` in MiB (0 if it cannot be read).
-double RssMiB(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+// The "<field>:  <n> kB" line of a /proc file (status, meminfo) in MiB, or
+// 0 if the file or the field cannot be read.
+double ProcFieldMiB(const std::string& path, absl::string_view field) {
+  std::ifstream file(path);
   std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kib = 0;
-      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(
-                               absl::string_view(line).substr(6), "kB")),
-                           &kib)) {
-        return static_cast<double>(kib) / 1024.0;
-      }
+  while (std::getline(file, line)) {
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, field) ||
+        !absl::ConsumePrefix(&rest, ":")) {
+      continue;
+    }
+    int64_t kib = 0;
+    if (absl::SimpleAtoi(
+            absl::StripAsciiWhitespace(absl::StripSuffix(rest, "kB")), &kib)) {
+      return static_cast<double>(kib) / 1024.0;
     }
   }
   return 0;
 }
 
-// MemAvailable of the machine in MiB.
-double AvailableMiB() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    if (line.rfind("MemAvailable:", 0) == 0) {
-      int64_t kib = 0;
-      if (absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(
-                               absl::string_view(line).substr(13), "kB")),
-                           &kib)) {
-        return static_cast<double>(kib) / 1024.0;
-      }
-    }
-  }
-  return 0;
+double RssMiB(pid_t pid) {
+  return ProcFieldMiB(absl::StrCat("/proc/", pid, "/status"), "VmRSS");
 }
 
 void PrintSpace(const char* when, int held, const LogSpace& log,
@@ -456,7 +458,7 @@ bool MeasureSpace(const Options& options) {
 
   const LogSpace log_before = ReadLogSpace(*client, keys);
   const DbSize db_before = ReadDbSize(stubs);
-  const double available_before = AvailableMiB();
+  const double available_before = ProcFieldMiB("/proc/meminfo", "MemAvailable");
   const auto start = steady_clock::now();
   std::atomic<int> next{0};
   std::atomic<int> refused{0};
@@ -504,7 +506,7 @@ bool MeasureSpace(const Options& options) {
       RssMiB(cluster->process(leader)->pid()),
       RssMiB(cluster->process((leader + 1) % 3)->pid()),
       RssMiB(cluster->process((leader + 2) % 3)->pid()), available_before,
-      AvailableMiB());
+      ProcFieldMiB("/proc/meminfo", "MemAvailable"));
   if (refused.load() > 0) return false;
   PrintSpace("before the fill", options.held, log_before, db_before);
   const LogSpace log_filled = ReadLogSpace(*client, keys);
@@ -523,30 +525,9 @@ bool MeasureSpace(const Options& options) {
   // below it (checked every second).
   const auto trim_start = steady_clock::now();
   std::atomic<bool> trimmed{false};
-  std::vector<std::thread> drivers;
-  for (int t = 0; t < 8; ++t) {
-    drivers.emplace_back([&, t] {
-      auto stub = pb::LockService::NewStub(
-          leasekeeper::testing::NewChannel(leader_address));
-      const std::string client_id = absl::StrCat("trim", t);
-      const std::string lock = absl::StrCat("trim-lock-", t);
-      while (!trimmed.load()) {
-        grpc::ClientContext acquire_context;
-        pb::AcquireRequest acquire;
-        acquire.set_client_id(client_id);
-        acquire.set_lock(lock);
-        acquire.set_ttl_ms(10'000);
-        pb::AcquireResponse granted;
-        if (!stub->Acquire(&acquire_context, acquire, &granted).ok()) continue;
-        grpc::ClientContext release_context;
-        pb::ReleaseRequest release;
-        release.set_client_id(client_id);
-        release.set_lock(lock);
-        pb::ReleaseResponse released;
-        (void)stub->Release(&release_context, release, &released);
-      }
-    });
-  }
+  std::atomic<uint64_t> trim_pairs{0};
+  std::vector<std::thread> drivers =
+      StartPairLoops(leader_address, 8, "trim", trimmed, &trim_pairs);
   uint64_t oldest = 0;
   while (steady_clock::now() - trim_start < std::chrono::seconds(600)) {
     std::this_thread::sleep_for(milliseconds(1000));

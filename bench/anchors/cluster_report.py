@@ -14,10 +14,10 @@ Standard library only.
 """
 
 import argparse
-import json
 import statistics
 
-from report import Results, facts_sentence, machine_facts, num, update_readme, us
+from report import (Results, facts_sentence, load_results, machine_facts, num,
+                    update_readme, us)
 
 SECTION = "## Cluster mode: failover, etcd transactions per operation, etcd space per lock"
 BEGIN = "<!-- cluster-anchors:begin -->"
@@ -206,9 +206,7 @@ def main():
     parser.add_argument("--pinned", default="1")
     parser.add_argument("--nice", default="0")
     args = parser.parse_args()
-    with open(args.raw) as f:
-        lines = [json.loads(line) for line in f if line.strip()]
-    res = Results(lines)
+    res = load_results(args.raw)
     update_readme(args.readme, render(res, machine_facts(args, res)),
                   begin=BEGIN, end=END, section=SECTION)
 

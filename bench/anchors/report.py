@@ -388,6 +388,12 @@ def update_readme(path, block, begin=BEGIN, end=END, section=SECTION):
         f.write(text)
 
 
+def load_results(path):
+    """The JSON lines at `path`, grouped."""
+    with open(path) as f:
+        return Results([json.loads(line) for line in f if line.strip()])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--raw", required=True)
@@ -397,9 +403,8 @@ def main():
     parser.add_argument("--pinned", default="1")
     parser.add_argument("--nice", default="0")
     args = parser.parse_args()
-    with open(args.raw) as f:
-        lines = [json.loads(line) for line in f if line.strip()]
-    res = Results(lines)
+    res = load_results(args.raw)
+    lines = res.raw
     facts = machine_facts(args, res)
     medians = []
     for (config, workload, clients), runs in res.groups.items():
