@@ -5,7 +5,8 @@ Reads the JSON lines leasekeeper-bench printed (labels lk-cluster: a
 three-node leasekeeper cluster, clients on its leader; etcd-cluster: etcd's
 own lock recipe on the same three-member etcd), several runs of each, and
 writes the tables between <!-- cluster-anchors:begin --> and
-<!-- cluster-anchors:end --> in bench/README.md's "Cluster mode" section:
+<!-- cluster-anchors:end --> in bench/README.md's "Cluster mode" section
+(with --readme; the block is printed in any case):
 every figure as the median and the min-max over the runs, the issue's two
 targets, the etcd transactions per leasekeeper operation at 64 clients and
 where the server CPU went. The grouping, the figure formats, the machine
@@ -180,9 +181,9 @@ def batching_and_cpu(res):
 
 
 def render(res, facts):
-    runs = facts["runs"]
+    runs = f"{facts['runs']} run{'' if facts['runs'] == 1 else 's'}"
     lines = [BEGIN, "",
-             facts_sentence(facts, f"{runs} runs; each cell the median and, in brackets, "
+             facts_sentence(facts, f"{runs}; each cell the median and, in brackets, "
                                    "the min–max over the runs", with_redis=False),
              "",
              "Server CPU is the leader's and the three etcd members' for the cluster, the "
@@ -202,13 +203,17 @@ def render(res, facts):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--raw", required=True)
-    parser.add_argument("--readme", required=True)
+    parser.add_argument("--readme", default=None,
+                        help="rewrite its cluster-anchors block (default: "
+                             "only print the block)")
     parser.add_argument("--pinned", default="1")
     parser.add_argument("--nice", default="0")
     args = parser.parse_args()
     res = load_results(args.raw)
-    update_readme(args.readme, render(res, machine_facts(args, res)),
-                  begin=BEGIN, end=END, section=SECTION)
+    block = render(res, machine_facts(args, res))
+    print(block)
+    if args.readme:
+        update_readme(args.readme, block, begin=BEGIN, end=END, section=SECTION)
 
 
 if __name__ == "__main__":
