@@ -6,9 +6,15 @@ leasekeeperd nodes (--cluster, --etcd-endpoints, --node-id, --advertise).
 
 As a program (what `scripts/run --cluster` runs):
   local_cluster.py --bin-dir build/bin [--dir DIR] [--nodes 3] [--etcd 3]
+                   [--metrics] [--state FILE]
 starts the cluster, prints the endpoints and a leasekeeper-ctl line to try,
 supervises the nodes (a node that exits by itself, as a deposed leader
 does, is started again) and stops everything (by PID) on SIGINT or SIGTERM.
+--metrics gives each node a /metrics listener on a free port; --state
+writes the processes (name, pid, address, metrics address) and the leader
+as JSON to FILE once the cluster serves, and again after each change.
+SIGUSR1 stops the leasekeeperd nodes and keeps etcd running (for a
+benchmark that drives etcd alone next: bench/run-cluster-anchors).
 
 As a module (tests/fault/run_fault.py): Daemon, EtcdMember, LocalCluster.
 Everything listens on 127.0.0.1 only; ports are picked free by the kernel.
@@ -180,7 +186,7 @@ class LocalCluster:
     def __init__(self, bin_dir: str, root: str, nodes: int = 3,
                  etcd: int = 3, name: str = "local",
                  node_flags: Optional[list[str]] = None,
-                 etcd_binary: str = "") -> None:
+                 etcd_binary: str = "", metrics: bool = False) -> None:
         self.bin_dir = bin_dir
         self.ctl = os.path.join(bin_dir, "leasekeeper-ctl")
         etcd_binary = etcd_binary or shutil.which("etcd") or "/usr/bin/etcd"
@@ -195,15 +201,21 @@ class LocalCluster:
                      for i, (client, peer) in enumerate(ports)]
         self.etcd_endpoints = ",".join(m.client_address for m in self.etcd)
         self.nodes: list[Daemon] = []
+        # Each node's /metrics address ("" without metrics), by node name.
+        self.metrics: dict[str, str] = {}
         for i in range(nodes):
             port = free_port()
+            self.metrics[f"n{i}"] = (f"127.0.0.1:{free_port()}" if metrics
+                                     else "")
+            listen = ([f"--metrics-listen={self.metrics[f'n{i}']}"]
+                      if metrics else [])
             self.nodes.append(Daemon(
                 os.path.join(bin_dir, "leasekeeperd"),
                 os.path.join(root, f"node{i}"),
                 os.path.join(root, f"node{i}.log"),
                 ["--cluster", name, "--etcd-endpoints", self.etcd_endpoints,
                  "--node-id", f"n{i}", "--advertise", f"127.0.0.1:{port}",
-                 *(node_flags or [])],
+                 *listen, *(node_flags or [])],
                 port=port, name=f"n{i}"))
         self.endpoints = ",".join(n.address for n in self.nodes)
 
@@ -266,9 +278,35 @@ class LocalCluster:
                 restarted.append(node.name)
         return restarted
 
+    def stop_nodes(self) -> None:
+        """Stops every leasekeeperd node (by PID); etcd keeps running."""
+        for node in self.nodes:
+            node.stop()
+
     def stop(self) -> None:
         for process in [*self.nodes, *self.etcd]:
             process.stop()
+
+    def state(self, leader: Optional[Daemon]) -> dict[str, object]:
+        """The running processes and the leader, for --state."""
+        def pid(process: Process) -> Optional[int]:
+            return process.process.pid if process.process is not None else None
+        return {
+            "etcd": [{"name": m.name, "pid": pid(m),
+                      "address": m.client_address} for m in self.etcd],
+            "nodes": [{"name": n.name, "pid": pid(n), "address": n.address,
+                       "metrics": self.metrics[n.name]} for n in self.nodes],
+            "leader": leader.name if leader is not None and leader.running
+                      else None,
+        }
+
+
+def write_state(path: str, state: dict[str, object]) -> None:
+    """Replaces `path` with `state` as JSON in one rename, so that a reader
+    never sees half a file."""
+    with open(path + ".tmp", "w") as out:
+        json.dump(state, out, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def main() -> int:
@@ -282,19 +320,29 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--etcd", type=int, default=3)
     parser.add_argument("--name", default="local")
+    parser.add_argument("--metrics", action="store_true",
+                        help="a /metrics listener on each node")
+    parser.add_argument("--state", default=None,
+                        help="write the processes and the leader as JSON")
     args, node_flags = parser.parse_known_args()
     root = args.dir or tempfile.mkdtemp(prefix="leasekeeper_cluster_")
     os.makedirs(root, exist_ok=True)
     cluster = LocalCluster(args.bin_dir, root, args.nodes, args.etcd,
-                           args.name, node_flags)
+                           args.name, node_flags, metrics=args.metrics)
     stopping = False
+    stop_nodes = False
 
     def stop(signum: int, frame: object) -> None:
         nonlocal stopping
         stopping = True
 
+    def stop_the_nodes(signum: int, frame: object) -> None:
+        nonlocal stop_nodes
+        stop_nodes = True
+
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGUSR1, stop_the_nodes)
     try:
         leader = cluster.start()
         print(f"etcd:        {cluster.etcd_endpoints}")
@@ -308,9 +356,19 @@ def main() -> int:
         print(f"try:         LEASEKEEPER_SERVER={cluster.endpoints} "
               f"{cluster.ctl} cluster status")
         print("Ctrl-C stops everything.", flush=True)
+        if args.state:
+            write_state(args.state, cluster.state(leader))
         while not stopping:
-            for name in cluster.supervise():
+            restarted = cluster.supervise()
+            for name in restarted:
                 print(f"{name} exited and was started again", flush=True)
+            stopped = stop_nodes
+            if stop_nodes:
+                stop_nodes = False
+                cluster.stop_nodes()
+                print("leasekeeperd nodes stopped; etcd runs on", flush=True)
+            if args.state and (restarted or stopped):
+                write_state(args.state, cluster.state(leader))
             time.sleep(0.2)
     except RuntimeError as error:
         print(f"local cluster: {error}", file=sys.stderr)

@@ -94,11 +94,11 @@ nlohmann::json Measure(const Target& target, const char* workload,
   nlohmann::json out = {
       {"system", "leasekeeper"}, {"workload", workload}, {"count", count}};
   std::this_thread::sleep_for(absl::ToChronoMilliseconds(kSettle));
-  auto after = ReadProcessStats(target.server_pid);
+  auto after = ReadProcessStats(target.main_pid());
   const absl::Time give_up = absl::Now() + kMaxSettle;
   while (after && absl::Now() < give_up) {
     std::this_thread::sleep_for(absl::ToChronoMilliseconds(kSettle));
-    auto next = ReadProcessStats(target.server_pid);
+    auto next = ReadProcessStats(target.main_pid());
     if (!next) break;
     const bool settled =
         std::abs(next->rss_bytes - after->rss_bytes) * 100 < after->rss_bytes;
@@ -127,7 +127,7 @@ nlohmann::json Measure(const Target& target, const char* workload,
 }
 
 int64_t RssNow(const Target& target) {
-  auto stats = ReadProcessStats(target.server_pid);
+  auto stats = ReadProcessStats(target.main_pid());
   return stats ? stats->rss_bytes : 0;
 }
 

@@ -2,19 +2,27 @@
 // its figures as one JSON object on stdout. bench/run-anchors drives it
 // (every workload, every system, three runs) and writes the report; the
 // method is in bench/README.md, "Leasekeeper against Redis and etcd".
+// bench/run-cluster-anchors drives it against a three-node cluster and
+// etcd's own lock on the same three-member etcd ("Cluster mode").
 //
 //   leasekeeper-bench --system=redis --target=127.0.0.1:6390 --workload=w1
 //       --clients=64 --server_pid=1234
+//   leasekeeper-bench --system=leasekeeper --target=<leader> --workload=w1
+//       --server_pid=<leader>,<etcd0>,<etcd1>,<etcd2> --observed_pids=<f1>,<f2>
+//       --metrics_port=<leader's /metrics port>
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -32,7 +40,15 @@ ABSL_FLAG(
 ABSL_FLAG(std::string, label, "",
           "echoed in the output (e.g. the durability setting)");
 ABSL_FLAG(int, run, 0, "echoed in the output (which of the repeated runs)");
-ABSL_FLAG(int, server_pid, 0, "the server's pid, to read its CPU time and RSS");
+ABSL_FLAG(std::vector<std::string>, server_pid, {},
+          "the server's pid, to read its CPU time and RSS; a list (a "
+          "cluster's leader and etcd members): CPU summed, RSS of the first");
+ABSL_FLAG(std::vector<std::string>, observed_pids, {},
+          "pids whose CPU time is reported apart, in no per-operation figure "
+          "(a cluster's followers)");
+ABSL_FLAG(int, metrics_port, 0,
+          "the leader's /metrics port on 127.0.0.1: W1-W3 report its etcd "
+          "transactions and records over the window");
 ABSL_FLAG(
     std::string, prefix, "",
     "prefix of every lock and client name (default: lkbench/<pid>-<time>)");
@@ -87,7 +103,19 @@ int Main() {
     return 2;
   }
   target.system = *system;
-  target.server_pid = absl::GetFlag(FLAGS_server_pid);
+  for (auto [flag, pids] :
+       {std::pair{&FLAGS_server_pid, &target.server_pids},
+        std::pair{&FLAGS_observed_pids, &target.observed_pids}}) {
+    for (const std::string& text : absl::GetFlag(*flag)) {
+      int pid = 0;
+      if (!absl::SimpleAtoi(text, &pid) || pid <= 0) {
+        std::fprintf(stderr, "not a pid: %s\n", text.c_str());
+        return 2;
+      }
+      pids->push_back(pid);
+    }
+  }
+  target.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   target.prefix = absl::GetFlag(FLAGS_prefix);
   if (target.prefix.empty()) {
     target.prefix =

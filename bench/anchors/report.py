@@ -88,10 +88,20 @@ class Results:
     def runs(self, config, workload, clients=None):
         return self.groups.get((config, workload, clients), [])
 
-    def median(self, config, workload, path, clients=None):
+    def values(self, config, workload, path, clients=None):
         values = [get(r, path) for r in self.runs(config, workload, clients)]
-        values = [v for v in values if isinstance(v, (int, float))]
+        return [v for v in values if isinstance(v, (int, float))]
+
+    def median(self, config, workload, path, clients=None):
+        values = self.values(config, workload, path, clients)
         return statistics.median(values) if values else None
+
+    def spread(self, config, workload, path, clients=None):
+        """(min, median, max) over the runs, or None without a value."""
+        values = self.values(config, workload, path, clients)
+        if not values:
+            return None
+        return min(values), statistics.median(values), max(values)
 
     def errors(self, config, workload, clients=None):
         return sum(r.get("errors", 0) for r in self.runs(config, workload, clients))
@@ -318,12 +328,13 @@ def write_csv(res, path):
                             sum(r.get("errors", 0) for r in runs)])
 
 
-def render(res, facts):
-    lines = [BEGIN, ""]
+def facts_sentence(facts, summary, with_redis=True):
+    """Where, when and under what load the figures were taken; `summary`
+    says how the runs are combined ("median of 3 runs")."""
     load = ("–" if facts["load_min"] is None
             else f"{facts['load_min']:.2f} to {facts['load_max']:.2f}")
-    lines += [
-        f"Measured {facts['date']}, median of {facts['runs']} runs. Machine: {facts['cpu']}, "
+    return (
+        f"Measured {facts['date']}, {summary}. Machine: {facts['cpu']}, "
         f"{facts['nproc']} CPUs, {facts['memory_gib']} GiB, Linux {facts['kernel']}; "
         f"1-minute load average before each measurement {load}"
         + ("" if facts["others_median"] is None else
@@ -333,11 +344,15 @@ def render(res, facts):
            f", at most {facts['others_w3_max']:.0f}% during a W3 run")
         + ". "
         + ("Server pinned to CPU 0, load generator to CPU 1. " if facts["pinned"] else "")
-        + (f"Servers and load generator ran at niceness {facts['nice']} (ahead of other work on "
-           "this shared machine). " if facts["nice"] not in ("0", "") else "")
-        + f"Redis {facts['redis']}, etcd {facts['etcd']}, leasekeeper {facts['leasekeeper']}.",
-        "",
-    ]
+        + (f"Servers and load generator ran at niceness {facts['nice']} "
+           + ("(ahead of" if facts["nice"].startswith("-") else "(behind")
+           + " other work on this shared machine). " if facts["nice"] not in ("0", "") else "")
+        + (f"Redis {facts['redis']}, " if with_redis else "")
+        + f"etcd {facts['etcd']}, leasekeeper {facts['leasekeeper']}.")
+
+
+def render(res, facts):
+    lines = [BEGIN, "", facts_sentence(facts, f"median of {facts['runs']} runs"), ""]
     if not LK_FSYNC:
         lines += ["**leasekeeperd has no `--fsync` flag yet**: it keeps everything in memory, "
                   "so its rows stand against both Redis configurations; the durable tier "
@@ -356,18 +371,27 @@ def render(res, facts):
     return "\n".join(lines)
 
 
-def update_readme(path, block):
+def update_readme(path, block, begin=BEGIN, end=END, section=SECTION):
+    """Replaces what lies between the markers `begin` and `end` (the block
+    includes them) with `block`; without the markers, appends `section` and
+    the block at the end."""
     text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-    if BEGIN in text and END in text:
-        start = text.index(BEGIN)
-        end = text.index(END) + len(END)
-        text = text[:start] + block + text[end:]
+    if begin in text and end in text:
+        start = text.index(begin)
+        stop = text.index(end) + len(end)
+        text = text[:start] + block + text[stop:]
     else:
-        if SECTION not in text:
-            text = text.rstrip("\n") + f"\n\n{SECTION}\n\n"
+        if section not in text:
+            text = text.rstrip("\n") + f"\n\n{section}\n\n"
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     with open(path, "w") as f:
         f.write(text)
+
+
+def load_results(path):
+    """The JSON lines at `path`, grouped."""
+    with open(path) as f:
+        return Results([json.loads(line) for line in f if line.strip()])
 
 
 def main():
@@ -379,9 +403,8 @@ def main():
     parser.add_argument("--pinned", default="1")
     parser.add_argument("--nice", default="0")
     args = parser.parse_args()
-    with open(args.raw) as f:
-        lines = [json.loads(line) for line in f if line.strip()]
-    res = Results(lines)
+    res = load_results(args.raw)
+    lines = res.raw
     facts = machine_facts(args, res)
     medians = []
     for (config, workload, clients), runs in res.groups.items():

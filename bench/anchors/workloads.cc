@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
@@ -17,6 +18,8 @@
 #include "grpc_loop.h"
 #include "latencies.h"
 #include "leasekeeper_lock_client.h"
+#include "metrics/testing/exposition_parser.h"
+#include "metrics/testing/http_get.h"
 #include "process_stats.h"
 #include "redis_lock_client.h"
 
@@ -149,41 +152,119 @@ void SleepUntil(int64_t ns) {
   if (left > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left));
 }
 
-// CPU used by the server and by this process over a window, measured from
-// the calling thread at its edges.
+// CPU time of each of `pids` now (-1 for one that cannot be read).
+std::vector<int64_t> CpuNsOf(const std::vector<int>& pids) {
+  std::vector<int64_t> ns;
+  for (int pid : pids) {
+    std::optional<ProcessStats> stats = ReadProcessStats(pid);
+    ns.push_back(stats ? stats->cpu_ns : -1);
+  }
+  return ns;
+}
+
+// CPU time each process used between two readings of CpuNsOf (-1: not
+// readable at both).
+std::vector<int64_t> CpuUsed(const std::vector<int64_t>& before,
+                             const std::vector<int64_t>& after) {
+  std::vector<int64_t> used;
+  for (size_t i = 0; i < before.size(); ++i) {
+    used.push_back(before[i] < 0 || after[i] < 0 ? -1 : after[i] - before[i]);
+  }
+  return used;
+}
+
+// The leader's leasekeeper_etcd_transactions_total and _records_total and
+// the sum of its leasekeeper_etcd_append_duration_seconds (the time its
+// batch transactions took), or nullopt if /metrics cannot be read or lacks
+// them (not a cluster leader).
+struct EtcdCounters {
+  double transactions = 0;
+  double records = 0;
+  double append_seconds = 0;
+};
+std::optional<EtcdCounters> ReadEtcdCounters(int metrics_port) {
+  absl::StatusOr<metrics::testing::HttpResponse> got =
+      metrics::testing::HttpGet(metrics_port, "/metrics");
+  if (!got.ok() || got->status != 200) return std::nullopt;
+  absl::StatusOr<metrics::testing::Exposition> exposition =
+      metrics::testing::Exposition::Parse(got->body);
+  if (!exposition.ok()) return std::nullopt;
+  std::optional<double> transactions =
+      exposition->Value("leasekeeper_etcd_transactions_total");
+  std::optional<double> records =
+      exposition->Value("leasekeeper_etcd_records_total");
+  std::optional<double> append_seconds =
+      exposition->Value("leasekeeper_etcd_append_duration_seconds_sum");
+  if (!transactions || !records || !append_seconds) return std::nullopt;
+  return EtcdCounters{*transactions, *records, *append_seconds};
+}
+
+// What the servers did over a window, measured from the calling thread at
+// its edges: the CPU time of the server processes, of the observed ones,
+// of this process and of the whole machine, and the leader's etcd
+// transaction counters (Target says which).
 class CpuMeter {
  public:
-  explicit CpuMeter(int server_pid) : server_pid_(server_pid) {}
+  explicit CpuMeter(const Target& target) : target_(target) {}
   void Begin() {
     machine_ns_ = -MachineBusyNs();
     bench_ns_ = -SelfCpuNs();
-    if (auto s = ReadProcessStats(server_pid_)) server_ns_ = -s->cpu_ns;
+    server_before_ = CpuNsOf(target_.server_pids);
+    observed_before_ = CpuNsOf(target_.observed_pids);
+    if (target_.metrics_port > 0)
+      etcd_before_ = ReadEtcdCounters(target_.metrics_port);
   }
   void End() {
     machine_ns_ += MachineBusyNs();
     bench_ns_ += SelfCpuNs();
-    if (auto s = ReadProcessStats(server_pid_)) server_ns_ += s->cpu_ns;
+    server_used_ = CpuUsed(server_before_, CpuNsOf(target_.server_pids));
+    observed_used_ = CpuUsed(observed_before_, CpuNsOf(target_.observed_pids));
+    if (target_.metrics_port > 0)
+      etcd_after_ = ReadEtcdCounters(target_.metrics_port);
   }
-  // Adds server_cpu_ms, bench_cpu_ms, other_cpu_ms (everything else the
-  // machine ran meanwhile) and, per operation, server_cpu_us_per_op.
+  // Adds bench_cpu_ms and, with server pids, server_cpu_ms (their sum),
+  // server_cpu_ms_each, other_cpu_ms (everything else the machine ran
+  // meanwhile, the observed processes included) and, per operation,
+  // server_cpu_us_per_op; observed_cpu_ms_each with observed pids;
+  // etcd_transactions, etcd_records and etcd_append_s (the seconds those
+  // transactions took) with a metrics port.
   void Report(nlohmann::json& out, int64_t operations) const {
     out["bench_cpu_ms"] = bench_ns_ / 1e6;
-    if (server_pid_ > 0) {
+    if (!target_.server_pids.empty()) {
+      int64_t server_ns = 0;
+      nlohmann::json each = nlohmann::json::array();
+      for (int64_t ns : server_used_) {
+        each.push_back(ns < 0 ? -1 : ns / 1e6);
+        server_ns += std::max<int64_t>(ns, 0);
+      }
       out["other_cpu_ms"] =
-          std::max<int64_t>(0, machine_ns_ - bench_ns_ - server_ns_) / 1e6;
-    }
-    if (server_pid_ > 0) {
-      out["server_cpu_ms"] = server_ns_ / 1e6;
+          std::max<int64_t>(0, machine_ns_ - bench_ns_ - server_ns) / 1e6;
+      out["server_cpu_ms"] = server_ns / 1e6;
+      out["server_cpu_ms_each"] = each;
       if (operations > 0)
-        out["server_cpu_us_per_op"] = server_ns_ / 1e3 / operations;
+        out["server_cpu_us_per_op"] = server_ns / 1e3 / operations;
+    }
+    if (!target_.observed_pids.empty()) {
+      nlohmann::json each = nlohmann::json::array();
+      for (int64_t ns : observed_used_) each.push_back(ns < 0 ? -1 : ns / 1e6);
+      out["observed_cpu_ms_each"] = each;
+    }
+    if (etcd_before_ && etcd_after_) {
+      out["etcd_transactions"] =
+          etcd_after_->transactions - etcd_before_->transactions;
+      out["etcd_records"] = etcd_after_->records - etcd_before_->records;
+      out["etcd_append_s"] =
+          etcd_after_->append_seconds - etcd_before_->append_seconds;
     }
   }
 
  private:
-  int server_pid_;
+  const Target& target_;
   int64_t bench_ns_ = 0;
-  int64_t server_ns_ = 0;
   int64_t machine_ns_ = 0;
+  std::vector<int64_t> server_before_, server_used_;
+  std::vector<int64_t> observed_before_, observed_used_;
+  std::optional<EtcdCounters> etcd_before_, etcd_after_;
 };
 
 nlohmann::json Header(const Target& target, const char* workload) {
@@ -500,7 +581,7 @@ nlohmann::json RunW1(const Target& target, const WorkloadOptions& options) {
     W1Worker* w = workers.back().get();
     clients[i]->loop().Post([w] { w->Step(); });
   }
-  CpuMeter cpu(target.server_pid);
+  CpuMeter cpu(target);
   SleepUntil(window.start_ns);
   cpu.Begin();
   SleepUntil(window.end_ns);
@@ -549,7 +630,7 @@ nlohmann::json RunW2(const Target& target, const WorkloadOptions& options) {
     W2Worker* w = workers.back().get();
     clients[i]->loop().Post([w] { w->Step(); });
   }
-  CpuMeter cpu(target.server_pid);
+  CpuMeter cpu(target);
   SleepUntil(window.start_ns);
   cpu.Begin();
   SleepUntil(window.end_ns);
@@ -587,7 +668,7 @@ nlohmann::json RunW3(const Target& target, const WorkloadOptions& options) {
     out["first_error"] = error;
     return out;
   }
-  CpuMeter cpu(target.server_pid);
+  CpuMeter cpu(target);
   int64_t start = NowNs();
   cpu.Begin();
   holder->loop().Post([&run] { run.Next(); });

@@ -50,9 +50,23 @@ std::string SystemName(System system);
 struct Target {
   System system = System::kLeasekeeper;
   std::string address;  // host:port, loopback
-  int server_pid = 0;   // for CPU time and RSS; 0: not measured
+  // The processes that serve this system (a cluster: the leader and the
+  // etcd members): their CPU time is summed into the server's, per
+  // operation; the first one's RSS is the memory figures'. Empty: not
+  // measured.
+  std::vector<int> server_pids;
+  // Processes whose CPU time is reported apart (observed_cpu_ms) and
+  // counted in no per-operation figure (a cluster's followers).
+  std::vector<int> observed_pids;
+  // The leader's /metrics port on 127.0.0.1 (0: none): W1-W3 then report
+  // the leasekeeper_etcd_transactions_total and _records_total it counted
+  // over the measured window, and the time those transactions took.
+  int metrics_port = 0;
   // Every lock and client name starts with this, so runs never collide.
   std::string prefix;
+
+  // The first server pid, or 0.
+  int main_pid() const { return server_pids.empty() ? 0 : server_pids.front(); }
 };
 
 struct WorkloadOptions {
