@@ -31,6 +31,15 @@ int main(int argc, char** argv) {
   // the daemon's CPU under load (bench/README.md). Lock order is checked by
   // clang's -Wthread-safety and the tests instead.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+#ifdef LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND
+  // The fault suite's deliberately broken build (storage/etcd_log.h).
+  std::fputs(
+      "leasekeeperd: WARNING: built with FAILPOINT unguarded-append "
+      "(LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND): a cluster leader appends "
+      "to etcd without its guard and never fences itself on its lease. "
+      "UNSAFE: for tests/fault/run-unguarded only, never for real use.\n",
+      stderr);
+#endif
   using leasekeeper::server::DaemonOptions;
   absl::StatusOr<DaemonOptions> options =
       leasekeeper::server::ParseDaemonFlags(argc, argv);

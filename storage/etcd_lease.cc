@@ -39,8 +39,12 @@ EtcdLease::~EtcdLease() {
 }
 
 bool EtcdLease::Valid() const {
+#ifdef LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND
+  return true;  // FAILPOINT unguarded-append: never self-fence (etcd_lease.h)
+#else
   absl::MutexLock lock(&mu_);
   return !lost_ && Clock::now() < valid_until_;
+#endif
 }
 
 void EtcdLease::ReadLoop(

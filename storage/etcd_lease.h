@@ -20,6 +20,13 @@
 // lease is lost for good: Valid() stays false, and the node grants a new
 // lease to take part again.
 //
+// Failpoint (build option LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND, off by
+// default, absent from every normal build): Valid() is always true, so
+// neither its own clock nor etcd's "TTL 0" ever tells the node that its
+// lease lapsed. With etcd_log.h's blind put it makes the deliberately
+// broken leader of tests/fault/run-unguarded; a follower's lapsed lease is
+// not replaced either (that run pauses only leaders).
+//
 // Thread-safety: every method is thread-safe; the keepalive runs on the
 // lease's own threads.
 #ifndef LEASEKEEPER_STORAGE_ETCD_LEASE_H_

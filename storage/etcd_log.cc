@@ -267,8 +267,10 @@ absl::Status EtcdLog::CommitBatch(LogPosition first,
   const std::string leader_key = keys_.leader();
   const std::string batch_key = keys_.log(first);
   etcdserverpb::TxnRequest txn;
+#ifndef LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND
   CompareCreateRevision(txn, leader_key, options_.epoch);
   CompareCreateRevision(txn, batch_key, 0);  // the key is new
+#endif  // else FAILPOINT unguarded-append: a blind put (etcd_log.h)
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(batch_key);
   put->set_value(value);

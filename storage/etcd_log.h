@@ -35,6 +35,15 @@
 // callback gets it, Append refuses. The owner of the core then answers
 // nothing more; the node steps down (server/cluster_node.h).
 //
+// Failpoint (build option LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND, off by
+// default, absent from every normal build): the transaction has no compare,
+// so its put is blind: it overwrites or creates log/<first pos> whoever
+// leads. With EtcdLease::Valid() always true (etcd_lease.h) a leader
+// paused past its lease comes back still leading and appends what its stale
+// core grants next to the new leader's batches: the fault suite's proof
+// that its checker catches a node whose append skips the etcd compare
+// (tests/fault/run-unguarded). Invariant 1 does not hold in that build.
+//
 // Snapshots: SubmitSnapshot writes a local snapshot file (snapshot_file.h)
 // into the node's data dir on a snapshot thread, once the records it covers
 // are durable; the newest two are kept. The node reports the newest one's

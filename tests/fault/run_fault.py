@@ -17,9 +17,16 @@ Targets:
     two nodes that both believe they lead, e.g. a node whose append skips
     the etcd compare). The run must then report violations; with
     --expect-violation the exit status says whether it did.
-  --cluster: three etcd members and three leasekeeperd nodes through the
-    cluster harness (tests/cluster/cluster.py), when it is there; the
-    nemesis then kills and pauses leaders, followers and etcd members.
+  --cluster: three etcd members and three leasekeeperd nodes
+    (scripts/local_cluster.py); the nemesis then kills and pauses leaders,
+    followers and etcd members (--roles narrows it, --leader-pause sets how
+    long a leader stays stopped). Each worker is given every node, or with
+    --pin-workers only node i mod 3 (it follows redirects, but goes back to
+    that node after a failure), so that some workers stay with a leader that
+    was paused and resumed: with nodes built with the failpoint
+    LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND (tests/fault/run-unguarded) such
+    a leader serves on from its stale core beside the new one, and the run
+    must report violations (--expect-violation).
 
 Everything listens on 127.0.0.1 only and is stopped by PID. Exit status: 0
 when the history is valid (with --expect-violation: when it is not), 1
@@ -94,11 +101,16 @@ def inject(target: Process, name: str, action: str, rng: random.Random,
 
 def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
                         until: float, rng: random.Random,
-                        log: NemesisLog) -> None:
+                        log: NemesisLog,
+                        roles: tuple[str, ...] = ("leader", "follower",
+                                                  "etcd"),
+                        leader_pause: tuple[float, float] = (1.5, 3.0)
+                        ) -> None:
     """Cluster nemesis, one fault at a time, a fault every 1 to 3 s: kill
-    or pause the leader (a pause of 1.5 to 3 s outlasts its etcd lease, so
-    it is deposed while stopped), a follower, or one etcd member; each
-    comes back (restarted on its data, or resumed) before the next fault."""
+    or pause the leader (by default a pause of 1.5 to 3 s, which outlasts
+    its etcd lease, so it is deposed while stopped), a follower, or one
+    etcd member (of `roles`); each comes back (restarted on its data, or
+    resumed) before the next fault."""
     while time.monotonic() < until:
         time.sleep(rng.uniform(1.0, 3.0))
         for name in cluster.supervise():
@@ -106,7 +118,7 @@ def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
         if time.monotonic() >= until or not actions:
             break
         action = rng.choice(actions)
-        role = rng.choice(["leader", "follower", "etcd"])
+        role = rng.choice(roles)
         target: Optional[Process] = None
         if role == "etcd":
             target = rng.choice(cluster.etcd)
@@ -122,7 +134,7 @@ def run_cluster_nemesis(cluster: LocalCluster, actions: list[str],
             continue
         inject(target, f"{role} {target.name}", action, rng, log,
                down=(0.5, 2.0),
-               paused=(1.5, 3.0) if role == "leader" else (0.2, 1.5))
+               paused=leader_pause if role == "leader" else (0.2, 1.5))
 
 
 def final_read(ctl: str, server: str, lock: str, key: str, history: str,
@@ -167,14 +179,34 @@ def main() -> int:
     parser.add_argument("--split-brain", action="store_true")
     parser.add_argument("--cluster", action="store_true",
                         help="3 etcd members and 3 leasekeeperd nodes")
+    parser.add_argument("--pin-workers", action="store_true",
+                        help="cluster: worker i is given node i mod 3 only")
+    parser.add_argument("--roles", default="leader,follower,etcd",
+                        help="cluster: whom the nemesis targets")
+    parser.add_argument("--leader-pause", default="1.5,3.0",
+                        help="cluster: MIN,MAX seconds a paused leader "
+                             "stays stopped")
     parser.add_argument("--expect-violation", action="store_true")
     args = parser.parse_args()
+    roles = tuple(r for r in args.roles.split(",") if r)
+    pause_bounds = [float(x) for x in args.leader_pause.split(",")]
+    if (not roles or any(r not in ("leader", "follower", "etcd")
+                         for r in roles)
+            or len(pause_bounds) != 2 or not
+            0 <= pause_bounds[0] <= pause_bounds[1]):
+        parser.error("--roles takes leader,follower,etcd; --leader-pause "
+                     "takes MIN,MAX seconds")
+    leader_pause = (pause_bounds[0], pause_bounds[1])
 
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     print(f"fault run: seed {seed}, {args.workers} workers, {args.locks} "
           f"locks, {args.duration} s, nemesis {args.nemesis or 'none'}"
-          f"{', split brain' if args.split_brain else ''}", flush=True)
+          f"{', split brain' if args.split_brain else ''}"
+          f"{', cluster' if args.cluster else ''}"
+          f"{', pinned workers' if args.cluster and args.pin_workers else ''}"
+          f"{f', targets {args.roles}' if args.cluster else ''}",
+          flush=True)
     leasekeeperd = os.path.join(args.bin_dir, "leasekeeperd")
     worker = os.path.join(args.bin_dir, "fault_worker")
     ctl = os.path.join(args.bin_dir, "leasekeeper-ctl")
@@ -201,8 +233,12 @@ def main() -> int:
         for i in range(args.workers):
             history = os.path.join(out, f"w{i}.jsonl")
             histories.append(history)
-            servers = (cluster.endpoints if cluster is not None
-                       else daemons[i % len(daemons)].address)
+            if cluster is None:
+                servers = daemons[i % len(daemons)].address
+            elif args.pin_workers:
+                servers = cluster.nodes[i % len(cluster.nodes)].address
+            else:
+                servers = cluster.endpoints
             workers.append(subprocess.Popen(pdeathsig([
                 worker, f"--servers={servers}", f"--process=w{i}",
                 f"--locks={','.join(locks)}", "--key=counter",
@@ -212,7 +248,8 @@ def main() -> int:
         actions = [a for a in args.nemesis.split(",") if a]
         until = time.monotonic() + args.duration
         if cluster is not None:
-            run_cluster_nemesis(cluster, actions, until, rng, nemesis)
+            run_cluster_nemesis(cluster, actions, until, rng, nemesis,
+                                roles, leader_pause)
         else:
             run_nemesis(daemons, actions, until, rng, nemesis)
         for process in workers:

@@ -196,6 +196,43 @@ def test_a_lost_increment_fails() -> None:
     assert any("lost increment" in v for v in report.violations)
 
 
+def test_one_process_writing_the_same_value_twice_is_a_lost_increment() -> None:
+    # What a stale leader does to a process that goes between it and the
+    # new one: the same token on both (each grants it from the state they
+    # shared), the same value read on both, two acknowledged writes of it.
+    h = HistoryBuilder()
+    t = h.cycle("w1", 0, token=1, read=0)
+    t = h.cycle("w1", t, token=2, read=1)
+    h.cycle("w1", t, token=2, read=1)
+    report = h.check()
+    assert any("lost increment: w1 (token 2) and w1 (token 2) both wrote 2"
+               in v for v in report.violations), report.violations
+    assert any("lost acknowledged write: w1 read 1" in v
+               for v in report.violations), report.violations
+
+
+def test_two_leaders_serving_from_one_state_break_every_rule() -> None:
+    # The shape of a run against nodes built with the failpoint
+    # LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND (tests/fault/run-unguarded):
+    # after a common start, the old leader (resumed, unfenced) serves w1
+    # and the new one serves w2, each from its own copy of the state, both
+    # granting the next tokens and counting on from the same value.
+    h = HistoryBuilder()
+    h.cycle("w1", 0, token=1, read=0)   # both leaders know this
+    h.cycle("w1", 10, token=2, read=1)  # old leader
+    h.cycle("w2", 12, token=3, read=1)  # new leader, overlapping w1's lease
+    h.cycle("w1", 22, token=3, read=2)  # old leader: token 3 again
+    h.cycle("w1", 32, token=4, read=3)
+    h.cycle("w1", 42, token=5, read=4)
+    h.cycle("w2", 52, token=4, read=2)  # new leader, from its own state
+    h.final(70, 3)                      # the new leader answers
+    found = checker.kinds(h.check())
+    assert set(found) == {"duplicate token", "falling token",
+                          "two exclusive leases at once",
+                          "stale token accepted", "lost acknowledged write",
+                          "lost increment"}, found
+
+
 def test_a_value_nobody_wrote_fails() -> None:
     h = HistoryBuilder()
     t = h.cycle("w1", 0, token=1, read=0)
