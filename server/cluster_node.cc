@@ -122,11 +122,15 @@ absl::StatusOr<std::string> ClusterNode::PeerSecret() const {
   return peer_secret_;
 }
 
-void ClusterNode::LoadPeerSecret() {
+void ClusterNode::LoadPeerSecret(SteadyClock::time_point now) {
   {
     absl::MutexLock lock(&mu_);
     if (!peer_secret_.empty()) return;
   }
+  // At most once per kMembersPeriod: while etcd is unreachable each try
+  // waits for its call timeout, and the step has other work.
+  if (now < next_secret_try_) return;
+  next_secret_try_ = now + kMembersPeriod;
   absl::StatusOr<std::string> secret =
       storage::EnsurePeerSecret(*client_, keys_);
   if (!secret.ok()) return;  // etcd unreachable: the next step tries again
@@ -155,7 +159,7 @@ void ClusterNode::NoteFollowerSnapshots() {
 
 void ClusterNode::Step() {
   const SteadyClock::time_point now = SteadyClock::now();
-  LoadPeerSecret();
+  LoadPeerSecret(now);
   bool deposed = false;
   bool leading = false;
   {

@@ -50,8 +50,9 @@
 // redirect); NOT_SERVING otherwise (set_health hook).
 //
 // Peer secret (storage/etcd_peer_secret.h): the node reads it from etcd
-// (creating it if absent) at its first step that reaches etcd, and from
-// then on PeerSecret() is what ClusterPeerService compares callers with.
+// (creating it if absent) at its first step that reaches etcd (tried at
+// most once a second), and from then on PeerSecret() is what
+// ClusterPeerService compares callers with.
 //
 // Thread-safety: Start/Stop from the controlling thread; CheckServing,
 // FillStatus, GetStats and PeerSecret from any thread. The control loop runs on the
@@ -159,7 +160,7 @@ class ClusterNode final : public ClusterRole {
   void Trim();
   void SetHealth(bool serving);
   // Reads the peer secret from etcd until it has it.
-  void LoadPeerSecret();
+  void LoadPeerSecret(SteadyClock::time_point now);
   // Logs the follower's snapshot news: a snapshot installed, a change of
   // its snapshot_status().
   void NoteFollowerSnapshots();
@@ -193,6 +194,7 @@ class ClusterNode final : public ClusterRole {
 
   SteadyClock::time_point next_report_{};
   SteadyClock::time_point next_members_{};
+  SteadyClock::time_point next_secret_try_{};
   // The control thread's: what NoteFollowerSnapshots last logged.
   uint64_t installed_seen_ = 0;
   absl::Status snapshot_status_seen_;

@@ -406,6 +406,29 @@ absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
   return DecodeSnapshotFileBytes(*data, path, snapshot, server);
 }
 
+namespace {
+
+// Whether the file at `path`, named for position `covered`, read as `info`
+// may be used: OK; FailedPrecondition (a version this build does not read:
+// stop looking); DataLoss otherwise (damaged, or its header names another
+// position: try the next older), its description appended to *damaged
+// unless null.
+absl::Status JudgeSnapshot(const std::string& path, LogPosition covered,
+                           const absl::StatusOr<SnapshotFileInfo>& info,
+                           std::vector<std::string>* damaged) {
+  if (info.ok() && info->covered == covered) return absl::OkStatus();
+  if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
+    return info.status();
+  }
+  std::string what =
+      info.ok() ? absl::StrCat(path, ": header names position ", info->covered)
+                : std::string(info.status().message());
+  if (damaged != nullptr) damaged->push_back(what);
+  return absl::DataLossError(std::move(what));
+}
+
+}  // namespace
+
 absl::StatusOr<std::optional<SnapshotFileBytes>> ReadNewestSnapshotBytes(
     const std::string& dir, std::vector<std::string>* damaged) {
   absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir);
@@ -417,18 +440,9 @@ absl::StatusOr<std::optional<SnapshotFileBytes>> ReadNewestSnapshotBytes(
     if (!data.ok()) return data.status();
     absl::StatusOr<SnapshotFileInfo> info =
         DecodeSnapshotFileBytes(*data, path, nullptr, nullptr);
-    if (info.ok() && info->covered == covered) {
-      return SnapshotFileBytes{*info, *std::move(data)};
-    }
-    if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
-      return info.status();
-    }
-    if (damaged != nullptr) {
-      damaged->push_back(
-          info.ok() ? absl::StrCat(path, ": header names position ",
-                                   info->covered)
-                    : std::string(info.status().message()));
-    }
+    const absl::Status judged = JudgeSnapshot(path, covered, info, damaged);
+    if (judged.ok()) return SnapshotFileBytes{*info, *std::move(data)};
+    if (absl::IsFailedPrecondition(judged)) return judged;
   }
   return std::nullopt;
 }
@@ -447,16 +461,9 @@ absl::StatusOr<std::optional<SnapshotFileInfo>> ReadNewestSnapshotFile(
     const std::string path = dir + "/" + name;
     absl::StatusOr<SnapshotFileInfo> info =
         ReadSnapshotFile(path, &snapshot, &server);
-    if (info.ok() && info->covered == covered) return *info;
-    if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
-      return info.status();
-    }
-    if (damaged != nullptr) {
-      damaged->push_back(
-          info.ok() ? absl::StrCat(path, ": header names position ",
-                                   info->covered)
-                    : std::string(info.status().message()));
-    }
+    const absl::Status judged = JudgeSnapshot(path, covered, info, damaged);
+    if (judged.ok()) return *info;
+    if (absl::IsFailedPrecondition(judged)) return judged;
     snapshot = CoreSnapshot{};
     server = ServerState{};
   }

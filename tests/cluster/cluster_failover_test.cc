@@ -178,18 +178,25 @@ class ClusterTest : public ::testing::Test {
     return first.ok() && first->has_value() ? **first : 0;
   }
 
+  // Client c<i> takes lock L<i> on the leader, for i < count (token 1).
+  void HoldLocks(int count) {
+    for (int i = 0; i < count; ++i) {
+      pb::AcquireResponse got;
+      ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), absl::StrCat("c", i),
+                                 absl::StrCat("L", i), 60'000, &got)
+                      .ok());
+      ASSERT_TRUE(got.has_granted());
+    }
+  }
+
   // A follower is stopped; the others snapshot past it and the log in
   // etcd is trimmed; it comes back (`wipe`: with an empty data dir) and
   // catches up by the leader's snapshot and the log, then wins once it is
   // the only node left and serves the locks with their tokens.
   void FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(bool wipe) {
     StartCluster({"--snapshot-every=20"});
-    for (int i = 0; i < 25; ++i) {
-      pb::AcquireResponse got;
-      ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), absl::StrCat("c", i),
-                                 absl::StrCat("L", i), 60'000, &got)
-                      .ok());
-    }
+    HoldLocks(25);
+    ASSERT_FALSE(HasFatalFailure());
     const int follower = (leader_ + 1) % 3;
     const int other = (leader_ + 2) % 3;
     const uint64_t before = cluster_->Status(leader_)->last_position();
@@ -644,12 +651,8 @@ Fetched FetchSnapshot(const std::string& address, const std::string& secret,
 
 TEST_F(ClusterTest, SnapshotFetchWithoutTheClustersPeerSecretIsRefused) {
   StartCluster({"--snapshot-every=20"});
-  for (int i = 0; i < 30; ++i) {
-    pb::AcquireResponse got;
-    ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), absl::StrCat("c", i),
-                               absl::StrCat("L", i), 60'000, &got)
-                    .ok());
-  }
+  HoldLocks(30);
+  ASSERT_FALSE(HasFatalFailure());
   const Fetched none = FetchSnapshot(LeaderAddress(), "");
   EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(none.status.error_message(),

@@ -165,116 +165,106 @@ size_t SnapshotFilesIn(const std::string& dir) {
   return count;
 }
 
-TEST(SnapshotTransferTest, TrimmedReplicaInstallsASnapshotPastTheTrimAndKeepsIt) {
-  TempDir dir;
-  FakeSnapshotSource source(SnapshotOfAnotherMember(dir.path() + "/leader", 5));
-  const std::string path = dir.path() + "/follower";
-  {
-    absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
-        storage::LogReplica::Open(path, CoreConfig{});
-    ASSERT_TRUE(replica.ok()) << replica.status();
-    // The log in etcd starts at 6: the replica needs 1..5.
-    const absl::Status installed = storage::EtcdLogFollower::CatchUpBySnapshot(
-        source, **replica, /*log_start=*/6);
-    ASSERT_TRUE(installed.ok()) << installed;
-    EXPECT_EQ(source.asked(), std::vector<LogPosition>{5});
-    EXPECT_EQ((*replica)->applied(), 5u);
-    EXPECT_EQ((*replica)->snapshot_position(), 5u);
-    EXPECT_EQ((*replica)->machine().table().held_lease_count(), 5u);
-    // It follows on from there.
-    EXPECT_TRUE((*replica)
-                    ->Apply(6, storage::EncodeOperation(AcquireOp(6, "d", "M")))
-                    .ok());
+// A follower's replica in its own data dir, next to another member's.
+class SnapshotTransferTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<storage::LogReplica>> opened =
+        storage::LogReplica::Open(follower_dir(), CoreConfig{});
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    follower_ = *std::move(opened);
   }
+  std::string leader_dir() const { return dir_.path() + "/leader"; }
+  std::string follower_dir() const { return dir_.path() + "/follower"; }
+
+  TempDir dir_;
+  std::unique_ptr<storage::LogReplica> follower_;
+};
+
+TEST_F(SnapshotTransferTest, TrimmedReplicaInstallsASnapshotPastTheTrimAndKeepsIt) {
+  FakeSnapshotSource source(SnapshotOfAnotherMember(leader_dir(), 5));
+  // The log in etcd starts at 6: the replica needs 1..5.
+  const absl::Status installed = storage::EtcdLogFollower::CatchUpBySnapshot(
+      source, *follower_, /*log_start=*/6);
+  ASSERT_TRUE(installed.ok()) << installed;
+  EXPECT_EQ(source.asked(), std::vector<LogPosition>{5});
+  EXPECT_EQ(follower_->applied(), 5u);
+  EXPECT_EQ(follower_->snapshot_position(), 5u);
+  EXPECT_EQ(follower_->machine().table().held_lease_count(), 5u);
+  // It follows on from there.
+  EXPECT_TRUE(
+      follower_->Apply(6, storage::EncodeOperation(AcquireOp(6, "d", "M")))
+          .ok());
   // The snapshot is in its data dir: a restart finds it.
+  follower_.reset();
   absl::StatusOr<std::unique_ptr<storage::LogReplica>> reopened =
-      storage::LogReplica::Open(path, CoreConfig{});
+      storage::LogReplica::Open(follower_dir(), CoreConfig{});
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   EXPECT_EQ((*reopened)->applied(), 5u);
   EXPECT_EQ((*reopened)->machine().table().LastToken("L3"), 1u);
 }
 
-TEST(SnapshotTransferTest, SnapshotWithABadChecksumIsRefusedAndNothingInstalled) {
-  TempDir dir;
-  storage::FetchedSnapshot sent =
-      SnapshotOfAnotherMember(dir.path() + "/leader", 5);
+TEST_F(SnapshotTransferTest, SnapshotWithABadChecksumIsRefusedAndNothingInstalled) {
+  storage::FetchedSnapshot sent = SnapshotOfAnotherMember(leader_dir(), 5);
   ASSERT_GT(sent.bytes.size(), storage::kSnapshotHeaderBytes);
   sent.bytes.back() = static_cast<char>(sent.bytes.back() ^ 0x40);
   FakeSnapshotSource source(sent);
-  absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
-      storage::LogReplica::Open(dir.path() + "/follower", CoreConfig{});
-  ASSERT_TRUE(replica.ok()) << replica.status();
-  ASSERT_TRUE((*replica)
-                  ->Apply(1, storage::EncodeOperation(AcquireOp(1, "x", "X")))
-                  .ok());
+  ASSERT_TRUE(
+      follower_->Apply(1, storage::EncodeOperation(AcquireOp(1, "x", "X")))
+          .ok());
   const absl::Status installed =
-      storage::EtcdLogFollower::CatchUpBySnapshot(source, **replica, 6);
+      storage::EtcdLogFollower::CatchUpBySnapshot(source, *follower_, 6);
   EXPECT_TRUE(absl::IsDataLoss(installed)) << installed;
-  EXPECT_EQ((*replica)->applied(), 1u);
-  EXPECT_EQ((*replica)->machine().table().LastToken("X"), 1u);
-  EXPECT_EQ(SnapshotFilesIn(dir.path() + "/follower"), 0u);
+  EXPECT_EQ(follower_->applied(), 1u);
+  EXPECT_EQ(follower_->machine().table().LastToken("X"), 1u);
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
 }
 
-TEST(SnapshotTransferTest, SnapshotNotMatchingItsAnnouncementIsRefused) {
-  TempDir dir;
-  storage::FetchedSnapshot sent =
-      SnapshotOfAnotherMember(dir.path() + "/leader", 5);
+TEST_F(SnapshotTransferTest, SnapshotNotMatchingItsAnnouncementIsRefused) {
+  storage::FetchedSnapshot sent = SnapshotOfAnotherMember(leader_dir(), 5);
   sent.payload_crc32c ^= 1;
   FakeSnapshotSource source(sent);
-  absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
-      storage::LogReplica::Open(dir.path() + "/follower", CoreConfig{});
-  ASSERT_TRUE(replica.ok()) << replica.status();
   const absl::Status installed =
-      storage::EtcdLogFollower::CatchUpBySnapshot(source, **replica, 6);
+      storage::EtcdLogFollower::CatchUpBySnapshot(source, *follower_, 6);
   EXPECT_TRUE(absl::IsDataLoss(installed)) << installed;
-  EXPECT_EQ((*replica)->applied(), 0u);
-  EXPECT_EQ(SnapshotFilesIn(dir.path() + "/follower"), 0u);
+  EXPECT_EQ(follower_->applied(), 0u);
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
 }
 
-TEST(SnapshotTransferTest, SnapshotBehindTheTrimPointIsRefusedAndNothingInstalled) {
-  TempDir dir;
-  storage::FetchedSnapshot sent =
-      SnapshotOfAnotherMember(dir.path() + "/leader", 5);
-  const std::string path = dir.path() + "/follower";
-  absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
-      storage::LogReplica::Open(path, CoreConfig{});
-  ASSERT_TRUE(replica.ok()) << replica.status();
+TEST_F(SnapshotTransferTest, SnapshotBehindTheTrimPointIsRefusedAndNothingInstalled) {
+  const storage::FetchedSnapshot sent =
+      SnapshotOfAnotherMember(leader_dir(), 5);
   // The log starts at 9: a snapshot of 1..5 leaves 6..8 missing, whether
   // the sender says so honestly or claims more than the file holds.
   FakeSnapshotSource honest(sent);
   const absl::Status refused =
-      storage::EtcdLogFollower::CatchUpBySnapshot(honest, **replica, 9);
+      storage::EtcdLogFollower::CatchUpBySnapshot(honest, *follower_, 9);
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
   storage::FetchedSnapshot boasting = sent;
   boasting.covered = 8;
   FakeSnapshotSource liar(boasting);
   const absl::Status lied =
-      storage::EtcdLogFollower::CatchUpBySnapshot(liar, **replica, 9);
+      storage::EtcdLogFollower::CatchUpBySnapshot(liar, *follower_, 9);
   EXPECT_FALSE(lied.ok());
-  EXPECT_EQ((*replica)->applied(), 0u);
-  EXPECT_EQ(SnapshotFilesIn(path), 0u);
+  EXPECT_EQ(follower_->applied(), 0u);
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
   // The replica itself refuses a snapshot that does not take it forward.
   EXPECT_TRUE(absl::IsFailedPrecondition(
-      (*replica)->InstallSnapshot(sent.bytes, /*min_covered=*/6)));
-  EXPECT_EQ(SnapshotFilesIn(path), 0u);
+      follower_->InstallSnapshot(sent.bytes, /*min_covered=*/6)));
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
 }
 
-TEST(SnapshotTransferTest, FailedFetchIsTheSourcesErrorAndChangesNothing) {
-  TempDir dir;
+TEST_F(SnapshotTransferTest, FailedFetchIsTheSourcesErrorAndChangesNothing) {
   FakeSnapshotSource source(
       absl::UnavailableError("snapshot transfer: leader unknown"));
-  absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
-      storage::LogReplica::Open(dir.path() + "/follower", CoreConfig{});
-  ASSERT_TRUE(replica.ok()) << replica.status();
   const absl::Status fetched =
-      storage::EtcdLogFollower::CatchUpBySnapshot(source, **replica, 6);
+      storage::EtcdLogFollower::CatchUpBySnapshot(source, *follower_, 6);
   EXPECT_TRUE(absl::IsUnavailable(fetched)) << fetched;
-  EXPECT_EQ((*replica)->applied(), 0u);
+  EXPECT_EQ(follower_->applied(), 0u);
 }
 
-TEST(SnapshotTransferTest, DamagedLocalSnapshotReachesTheFollowersSnapshotStatus) {
-  TempDir dir;
-  const std::string path = dir.path() + "/replica";
+TEST_F(SnapshotTransferTest, DamagedLocalSnapshotReachesTheFollowersSnapshotStatus) {
+  const std::string path = dir_.path() + "/replica";
   SnapshotOfAnotherMember(path, 3);
   // A newer file that does not check out: the replica falls back to 1..3.
   std::ofstream(path + "/" + storage::SnapshotFileName(7)) << "not a snapshot";
