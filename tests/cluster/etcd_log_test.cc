@@ -337,6 +337,22 @@ class EtcdLogTest : public ::testing::Test {
     ASSERT_TRUE(log.WaitDurable(*position).ok());
   }
 
+  // Two batches in etcd, at positions 1 and 2, appended by a leadership of
+  // n1 that lives in lease_ and log_.
+  void AppendTwoBatches() {
+    const int64_t epoch = Lead(lease_, "n1");
+    log_ = OpenLog(*lease_, epoch, 1);
+    ASSERT_NE(log_, nullptr);
+    AppendDurably(*log_, AcquireOp(1, "a", "L"));
+    AppendDurably(*log_, AcquireOp(2, "b", "M"));
+  }
+  // Deletes the batch at position 1, as the leader's trimming would.
+  void TrimFirstBatch() {
+    etcdserverpb::DeleteRangeRequest trim;
+    trim.set_key(keys_.log(1));
+    ASSERT_TRUE(client_->DeleteRange(trim).ok());
+  }
+
   std::vector<LogPosition> ReadPositions(LogPosition from) {
     std::vector<LogPosition> positions;
     absl::Status read = storage::ReadLogFrom(
@@ -353,6 +369,8 @@ class EtcdLogTest : public ::testing::Test {
   std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<storage::EtcdClient> client_;
   const ClusterKeys keys_{"t"};
+  std::unique_ptr<storage::EtcdLease> lease_;
+  std::unique_ptr<storage::EtcdLog> log_;
 };
 
 TEST_F(EtcdLogTest, AppendsAreDurableOnlyOnceInEtcdAndReadBackInOrder) {
@@ -433,12 +451,8 @@ TEST_F(EtcdLogTest, PeerSecretIsCreatedOnceAndTheSameForEveryNode) {
 }
 
 TEST_F(EtcdLogTest, BatchAtOrBeforeAPositionAndTheFirstPosition) {
-  std::unique_ptr<storage::EtcdLease> lease;
-  const int64_t epoch = Lead(lease, "n1");
-  std::unique_ptr<storage::EtcdLog> log = OpenLog(*lease, epoch, 1);
-  ASSERT_NE(log, nullptr);
-  AppendDurably(*log, AcquireOp(1, "a", "L"));
-  AppendDurably(*log, AcquireOp(2, "b", "M"));
+  AppendTwoBatches();
+  ASSERT_FALSE(HasFatalFailure());
   absl::StatusOr<std::optional<std::string>> at2 =
       storage::BatchKeyAtOrBefore(*client_, keys_, 2);
   ASSERT_TRUE(at2.ok()) << at2.status();
@@ -447,9 +461,8 @@ TEST_F(EtcdLogTest, BatchAtOrBeforeAPositionAndTheFirstPosition) {
       storage::BatchKeyAtOrBefore(*client_, keys_, 9);
   ASSERT_TRUE(at9.ok()) << at9.status();
   EXPECT_EQ(*at9, keys_.log(2));
-  etcdserverpb::DeleteRangeRequest trim;
-  trim.set_key(keys_.log(1));
-  ASSERT_TRUE(client_->DeleteRange(trim).ok());
+  TrimFirstBatch();
+  ASSERT_FALSE(HasFatalFailure());
   absl::StatusOr<std::optional<std::string>> at1 =
       storage::BatchKeyAtOrBefore(*client_, keys_, 1);
   ASSERT_TRUE(at1.ok()) << at1.status();
@@ -461,15 +474,10 @@ TEST_F(EtcdLogTest, BatchAtOrBeforeAPositionAndTheFirstPosition) {
 }
 
 TEST_F(EtcdLogTest, ReadingFromATrimmedPositionIsOutOfRange) {
-  std::unique_ptr<storage::EtcdLease> lease;
-  const int64_t epoch = Lead(lease, "n1");
-  std::unique_ptr<storage::EtcdLog> log = OpenLog(*lease, epoch, 1);
-  ASSERT_NE(log, nullptr);
-  AppendDurably(*log, AcquireOp(1, "a", "L"));
-  AppendDurably(*log, AcquireOp(2, "b", "M"));
-  etcdserverpb::DeleteRangeRequest trim;
-  trim.set_key(keys_.log(1));
-  ASSERT_TRUE(client_->DeleteRange(trim).ok());
+  AppendTwoBatches();
+  ASSERT_FALSE(HasFatalFailure());
+  TrimFirstBatch();
+  ASSERT_FALSE(HasFatalFailure());
   const absl::Status read = storage::ReadLogFrom(
       *client_, keys_, 1,
       [](LogPosition, absl::string_view) { return absl::OkStatus(); });
