@@ -5,8 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/core_owner.h"
+#include "server/peer_snapshot_source.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
+#include "storage/etcd_peer_secret.h"
 #include "storage/restart_grace.h"
 
 namespace leasekeeper::server {
@@ -15,6 +17,8 @@ namespace {
 constexpr auto kStepPeriod = std::chrono::milliseconds(50);
 constexpr auto kReportPeriod = std::chrono::milliseconds(200);
 constexpr auto kMembersPeriod = std::chrono::milliseconds(1000);
+// The deadline of one snapshot transfer from the leader.
+constexpr auto kSnapshotFetchTimeout = std::chrono::milliseconds(60'000);
 
 }  // namespace
 
@@ -47,8 +51,12 @@ absl::Status ClusterNode::Start(std::string advertise, Hooks hooks) {
       "snapshot_position={}",
       config_.cluster.name, config_.cluster.node_id,
       config_.durability.data_dir, replica_->applied());
+  snapshot_source_ = std::make_unique<PeerSnapshotSource>(
+      *client_, config_.cluster.name, config_.cluster.node_id,
+      config_.security, kSnapshotFetchTimeout);
   follower_ = std::make_unique<storage::EtcdLogFollower>(
-      *client_, keys_, *replica_, config_.durability.snapshot_every_records);
+      *client_, keys_, *replica_, config_.durability.snapshot_every_records,
+      snapshot_source_.get());
   follower_->Start();
   SetHealth(false);
   thread_ = std::thread([this] { Run(); });
@@ -105,8 +113,53 @@ void ClusterNode::SetHealth(bool serving) {
   if (hooks_.set_health) hooks_.set_health(serving);
 }
 
+absl::StatusOr<std::string> ClusterNode::PeerSecret() const {
+  absl::MutexLock lock(&mu_);
+  if (peer_secret_.empty()) {
+    return absl::UnavailableError(
+        "this node has not read the cluster's peer secret from etcd yet");
+  }
+  return peer_secret_;
+}
+
+void ClusterNode::LoadPeerSecret(SteadyClock::time_point now) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!peer_secret_.empty()) return;
+  }
+  // At most once per kMembersPeriod: while etcd is unreachable each try
+  // waits for its call timeout, and the step has other work.
+  if (now < next_secret_try_) return;
+  next_secret_try_ = now + kMembersPeriod;
+  absl::StatusOr<std::string> secret =
+      storage::EnsurePeerSecret(*client_, keys_);
+  if (!secret.ok()) return;  // etcd unreachable: the next step tries again
+  absl::MutexLock lock(&mu_);
+  peer_secret_ = *std::move(secret);
+}
+
+void ClusterNode::NoteFollowerSnapshots() {
+  const uint64_t installed = follower_->snapshots_installed();
+  if (installed != installed_seen_) {
+    installed_seen_ = installed;
+    spdlog::info(
+        "event=cluster_snapshot_installed node={} position={} (the log in "
+        "etcd was trimmed past this replica)",
+        config_.cluster.node_id, follower_->snapshot_position());
+  }
+  absl::Status snapshots = follower_->snapshot_status();
+  if (snapshots != snapshot_status_seen_) {
+    if (!snapshots.ok()) {
+      spdlog::warn("event=cluster_snapshot_problem node={} error=\"{}\"",
+                   config_.cluster.node_id, std::string(snapshots.message()));
+    }
+    snapshot_status_seen_ = std::move(snapshots);
+  }
+}
+
 void ClusterNode::Step() {
   const SteadyClock::time_point now = SteadyClock::now();
+  LoadPeerSecret(now);
   bool deposed = false;
   bool leading = false;
   {
@@ -136,6 +189,7 @@ void ClusterNode::Step() {
   if (leading) {
     StepAsLeader(now);
   } else {
+    NoteFollowerSnapshots();
     StepAsCandidate(now);
   }
 }
@@ -448,24 +502,18 @@ void ClusterNode::Trim() {
   if (covered == 0) return;
   // Every batch before the one holding covered + 1 ends at or before
   // `covered`, so every live member's snapshot covers it.
-  etcdserverpb::RangeRequest holder;
-  holder.set_key(keys_.log_prefix());
-  holder.set_range_end(keys_.log(covered + 2));
-  holder.set_sort_order(etcdserverpb::RangeRequest::DESCEND);
-  holder.set_sort_target(etcdserverpb::RangeRequest::KEY);
-  holder.set_limit(1);
-  holder.set_keys_only(true);
-  absl::StatusOr<etcdserverpb::RangeResponse> found = client_->Range(holder);
-  if (!found.ok() || found->kvs_size() == 0) return;
+  absl::StatusOr<std::optional<std::string>> holder =
+      storage::BatchKeyAtOrBefore(*client_, keys_, covered + 1);
+  if (!holder.ok() || !holder->has_value()) return;
   etcdserverpb::DeleteRangeRequest trim;
   trim.set_key(keys_.log_prefix());
-  trim.set_range_end(found->kvs(0).key());
+  trim.set_range_end(**holder);
   absl::StatusOr<etcdserverpb::DeleteRangeResponse> deleted =
       client_->DeleteRange(trim);
   if (deleted.ok() && deleted->deleted() > 0) {
     spdlog::info("event=cluster_log_trimmed node={} batches={} below={}",
                  config_.cluster.node_id, deleted->deleted(),
-                 found->kvs(0).key());
+                 **holder);
   }
 }
 

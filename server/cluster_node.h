@@ -4,7 +4,11 @@
 //
 // Roles (leasekeeper.v1.MemberRole) and what the node does in each:
 //  - FOLLOWER: its EtcdLogFollower applies the log to its LogReplica
-//    (storage/log_replica.h) and writes local snapshots; every lock call is
+//    (storage/log_replica.h) and writes local snapshots; a replica whose
+//    position was trimmed from etcd gets the leader's snapshot over the
+//    internal ClusterPeer service (server/peer_snapshot_source.h,
+//    server/cluster_peer_service.h) and follows on from it, and does not
+//    campaign until it has caught up; every lock call is
 //    refused with NOT_LEADER and the leader's advertised address
 //    (ClusterRole). Every 50 ms it campaigns: creating the leader key on its
 //    lease if there is none (storage/etcd_election.h).
@@ -45,8 +49,13 @@
 // Health: SERVING as LEADER and as a FOLLOWER that knows the leader (it can
 // redirect); NOT_SERVING otherwise (set_health hook).
 //
+// Peer secret (storage/etcd_peer_secret.h): the node reads it from etcd
+// (creating it if absent) at its first step that reaches etcd (tried at
+// most once a second), and from then on PeerSecret() is what
+// ClusterPeerService compares callers with.
+//
 // Thread-safety: Start/Stop from the controlling thread; CheckServing,
-// FillStatus and GetStats from any thread. The control loop runs on the
+// FillStatus, GetStats and PeerSecret from any thread. The control loop runs on the
 // node's own thread; the hooks run on it.
 #ifndef LEASEKEEPER_SERVER_CLUSTER_NODE_H_
 #define LEASEKEEPER_SERVER_CLUSTER_NODE_H_
@@ -129,6 +138,10 @@ class ClusterNode final : public ClusterRole {
   // which watches the same log, steps down within one step).
   void LogFailed(const absl::Status& status);
 
+  // The cluster's peer secret. Outcomes: the secret; Unavailable while
+  // this node has not read it from etcd yet.
+  absl::StatusOr<std::string> PeerSecret() const;
+
   absl::Status CheckServing() const override;
   void FillStatus(v1::ClusterStatusResponse* status) const override;
   Stats GetStats() const;
@@ -146,12 +159,18 @@ class ClusterNode final : public ClusterRole {
   void RefreshMembers();
   void Trim();
   void SetHealth(bool serving);
+  // Reads the peer secret from etcd until it has it.
+  void LoadPeerSecret(SteadyClock::time_point now);
+  // Logs the follower's snapshot news: a snapshot installed, a change of
+  // its snapshot_status().
+  void NoteFollowerSnapshots();
   bool stopping() const;
 
   const ServerConfig config_;
   const storage::ClusterKeys keys_;
   std::unique_ptr<storage::EtcdClient> client_;
   std::unique_ptr<storage::LogReplica> replica_;
+  std::unique_ptr<storage::SnapshotSource> snapshot_source_;
   std::unique_ptr<storage::EtcdLogFollower> follower_;
   std::string advertise_;
   Hooks hooks_;
@@ -171,9 +190,14 @@ class ClusterNode final : public ClusterRole {
   storage::EtcdLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<storage::MemberReport> members_ ABSL_GUARDED_BY(mu_);
   std::optional<bool> health_ ABSL_GUARDED_BY(mu_);
+  std::string peer_secret_ ABSL_GUARDED_BY(mu_);  // empty: not read yet
 
   SteadyClock::time_point next_report_{};
   SteadyClock::time_point next_members_{};
+  SteadyClock::time_point next_secret_try_{};
+  // The control thread's: what NoteFollowerSnapshots last logged.
+  uint64_t installed_seen_ = 0;
+  absl::Status snapshot_status_seen_;
   std::thread thread_;
 };
 

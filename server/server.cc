@@ -79,6 +79,12 @@ absl::Status LeasekeeperServer::Start() {
                               : &single_node_);
   service_.SetRpcMetrics(rpc_metrics_.get());
   builder.RegisterService(&service_);
+  if (cluster_ != nullptr) {
+    peer_service_ = std::make_unique<ClusterPeerService>(
+        config_.cluster.name, config_.durability.data_dir, authorizer_,
+        [node = cluster_.get()] { return node->PeerSecret(); });
+    builder.RegisterService(peer_service_.get());
+  }
   // Room for the largest value plus the rest of a WriteRequest, unless
   // --max-request-bytes says otherwise (flags.cc keeps it above that).
   const size_t max_message =

@@ -56,6 +56,7 @@
 #include "security/reloadable_server_tls.h"
 #include "server/clock.h"
 #include "server/cluster_node.h"
+#include "server/cluster_peer_service.h"
 #include "server/cluster_role.h"
 #include "server/core_owner.h"
 #include "server/expiry_ticker.h"
@@ -137,6 +138,8 @@ class LeasekeeperServer {
   // read by the handlers only after Start.
   security::Authorizer authorizer_ = security::Authorizer::Open();
   LockServiceImpl service_;
+  // Cluster mode: the internal ClusterPeer service (snapshot transfer).
+  std::unique_ptr<ClusterPeerService> peer_service_;
   ExpiryTicker ticker_;
   // Metrics (server/server_operations.cc); declared before server_ so that
   // gRPC, whose interceptors use them, is destroyed first, and after owner_

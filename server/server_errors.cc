@@ -133,6 +133,16 @@ absl::Status UndecodableMessage(absl::string_view what) {
                   info);
 }
 
+absl::Status NotClusterMember(bool presented_a_secret) {
+  return WithInfo(
+      presented_a_secret
+          ? absl::PermissionDeniedError(
+                "cluster peer call with a wrong peer secret")
+          : absl::UnauthenticatedError(
+                "cluster peer call without the peer secret"),
+      ErrorInfo{.reason = v1::NOT_CLUSTER_MEMBER});
+}
+
 absl::Status NotLeader(absl::string_view leader_address) {
   absl::Status status = WithInfo(
       absl::UnavailableError(

@@ -63,6 +63,11 @@ absl::Status SessionOpenTimedOut(int64_t timeout_ms);
 // when `leader_address` is empty; reason NOT_LEADER. ToGrpcStatus adds the
 // leader's address as trailing metadata kLeaderMetadataKey (grpc_status.h).
 absl::Status NotLeader(absl::string_view leader_address);
+// A ClusterPeer call (cluster_peer.proto) whose caller did not prove
+// membership: UNAUTHENTICATED "cluster peer call without the peer secret"
+// when it presented none, PERMISSION_DENIED "cluster peer call with a
+// wrong peer secret" otherwise; reason NOT_CLUSTER_MEMBER.
+absl::Status NotClusterMember(bool presented_a_secret);
 // The leader address a NotLeader status carries; empty for any other.
 std::string LeaderAddressOf(const absl::Status& status);
 // A Watch stream whose buffer filled: RESOURCE_EXHAUSTED "watch fell

@@ -10,6 +10,9 @@
 //                                           key order is log order).
 //   /leasekeeper/<cluster>/members/<id>     a member's report (MemberReport),
 //                                           on that member's lease.
+//   /leasekeeper/<cluster>/peer-secret      the random secret members present
+//                                           to each other's ClusterPeer
+//                                           service (etcd_peer_secret.h).
 //
 // A batch value: varint count, then each record length-prefixed (the
 // operation codec's bytes, operation_codec.h). A batch holds the records a
@@ -42,6 +45,7 @@ class ClusterKeys {
   std::string log(LogPosition first) const;
   std::string members_prefix() const { return root_ + "members/"; }
   std::string member(absl::string_view node_id) const;
+  std::string peer_secret() const { return root_ + "peer-secret"; }
 
   // The first position of the batch under `key`; nullopt for a key that is
   // not a log key of this cluster.

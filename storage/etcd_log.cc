@@ -22,42 +22,63 @@ absl::Status NotLeader(absl::string_view why) {
 
 }  // namespace
 
-absl::Status ReadLogFrom(
-    EtcdClient& client, const ClusterKeys& keys, LogPosition from,
-    const std::function<absl::Status(LogPosition, absl::string_view)>& visit,
-    int64_t* revision) {
-  const std::string prefix = keys.log_prefix();
-  const std::string end = PrefixRangeEnd(prefix);
-  // The batch holding `from`: the last one starting at or before it.
+absl::StatusOr<std::optional<std::string>> BatchKeyAtOrBefore(
+    EtcdClient& client, const ClusterKeys& keys, LogPosition position) {
   etcdserverpb::RangeRequest holder;
-  holder.set_key(prefix);
-  holder.set_range_end(keys.log(from + 1));
+  holder.set_key(keys.log_prefix());
+  holder.set_range_end(keys.log(position + 1));
   holder.set_sort_order(etcdserverpb::RangeRequest::DESCEND);
   holder.set_sort_target(etcdserverpb::RangeRequest::KEY);
   holder.set_limit(1);
   holder.set_keys_only(true);
   absl::StatusOr<etcdserverpb::RangeResponse> found = client.Range(holder);
   if (!found.ok()) return found.status();
+  if (found->kvs_size() == 0) return std::nullopt;
+  return found->kvs(0).key();
+}
+
+absl::StatusOr<std::optional<LogPosition>> FirstLogPosition(
+    EtcdClient& client, const ClusterKeys& keys) {
+  etcdserverpb::RangeRequest any;
+  any.set_key(keys.log_prefix());
+  any.set_range_end(PrefixRangeEnd(keys.log_prefix()));
+  any.set_limit(1);
+  any.set_keys_only(true);
+  absl::StatusOr<etcdserverpb::RangeResponse> first = client.Range(any);
+  if (!first.ok()) return first.status();
+  if (first->kvs_size() == 0) return std::nullopt;
+  std::optional<LogPosition> position = keys.LogPositionOf(first->kvs(0).key());
+  if (!position.has_value()) {
+    return absl::DataLossError(
+        absl::StrCat("not a log key: ", first->kvs(0).key()));
+  }
+  return *position;
+}
+
+absl::Status ReadLogFrom(
+    EtcdClient& client, const ClusterKeys& keys, LogPosition from,
+    const std::function<absl::Status(LogPosition, absl::string_view)>& visit,
+    int64_t* revision) {
+  const std::string end = PrefixRangeEnd(keys.log_prefix());
+  absl::StatusOr<std::optional<std::string>> holder =
+      BatchKeyAtOrBefore(client, keys, from);
+  if (!holder.ok()) return holder.status();
   std::string start = keys.log(from);
-  int64_t read_at = found->header().revision();
-  if (found->kvs_size() == 1) {
-    start = found->kvs(0).key();
+  if (holder->has_value()) {
+    start = **holder;
   } else if (from > 1) {
     // Nothing at or before `from`: either the log ends before it (then
     // nothing after it either) or its start was trimmed.
-    etcdserverpb::RangeRequest any;
-    any.set_key(prefix);
-    any.set_range_end(end);
-    any.set_limit(1);
-    any.set_keys_only(true);
-    absl::StatusOr<etcdserverpb::RangeResponse> first = client.Range(any);
+    absl::StatusOr<std::optional<LogPosition>> first =
+        FirstLogPosition(client, keys);
     if (!first.ok()) return first.status();
-    if (first->kvs_size() == 1) {
+    if (first->has_value()) {
       return absl::OutOfRangeError(absl::StrCat(
-          "the log in etcd starts at ", first->kvs(0).key(),
-          ", after position ", from, " (trimmed)"));
+          "the log in etcd starts at position ", **first, ", after ", from,
+          " (trimmed)"));
     }
   }
+  int64_t read_at = 0;
   LogPosition expected = 0;  // the next batch's first position; 0: any
   bool more = true;
   while (more) {
@@ -424,17 +445,21 @@ void EtcdLog::SnapshotLoop() {
     // Only durable records may be in a snapshot: a node that restarts from
     // it must hold nothing the log does not.
     absl::Status durable = WaitDurable(job.covered);
+    absl::Status written = durable;
     if (durable.ok() && !options_.snapshot_dir.empty()) {
-      absl::StatusOr<SnapshotFileInfo> written = WriteSnapshotFile(
-          options_.snapshot_dir, job.core, job.covered, job.server);
-      if (written.ok()) {
-        PruneSnapshots(options_.snapshot_dir, 2).IgnoreError();
-        absl::MutexLock lock(&mu_);
-        snapshot_position_ = job.covered;
-        stats_.snapshot_position = job.covered;
-      }
+      written = WriteSnapshotFile(options_.snapshot_dir, job.core,
+                                  job.covered, job.server,
+                                  kClusterSnapshotsKept)
+                    .status();
     }
     absl::MutexLock lock(&mu_);
+    if (durable.ok() && written.ok() && !options_.snapshot_dir.empty()) {
+      snapshot_position_ = job.covered;
+      stats_.snapshot_position = job.covered;
+    }
+    // A failed write is tried again at the next due snapshot; until then
+    // the member's reported snapshot stays behind and holds the trim back.
+    if (durable.ok()) stats_.snapshot_status = written;
     snapshot_busy_ = false;
   }
 }

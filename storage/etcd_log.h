@@ -46,7 +46,8 @@
 //
 // Snapshots: SubmitSnapshot writes a local snapshot file (snapshot_file.h)
 // into the node's data dir on a snapshot thread, once the records it covers
-// are durable; the newest two are kept. The node reports the newest one's
+// are durable; the newest kClusterSnapshotsKept (log_replica.h) are kept.
+// A failed write is in stats().snapshot_status until the next one. The node reports the newest one's
 // position in its member key; the leader deletes log batches once every
 // member's snapshot is past them (ClusterNode).
 //
@@ -113,6 +114,8 @@ struct EtcdLogStats {
   LogPosition last_position = 0;
   LogPosition durable_position = 0;
   LogPosition snapshot_position = 0;
+  // The last snapshot write's outcome (OK before the first).
+  absl::Status snapshot_status;
   // Per-bucket counts of transaction latencies (not cumulative).
   std::array<uint64_t, kTxnMicrosBounds.size() + 1> txn_micros{};
   uint64_t txn_micros_sum = 0;
@@ -205,6 +208,19 @@ absl::Status ReadLogFrom(
     EtcdClient& client, const ClusterKeys& keys, LogPosition from,
     const std::function<absl::Status(LogPosition, absl::string_view)>& visit,
     int64_t* revision = nullptr);
+
+// The key of the last batch whose first position is at or before
+// `position`: the batch holding `position` if the log reaches it.
+// Outcomes: the key; nullopt if every batch starts after `position` (or
+// there is none); etcd's error. Cost: one keys-only Range.
+absl::StatusOr<std::optional<std::string>> BatchKeyAtOrBefore(
+    EtcdClient& client, const ClusterKeys& keys, LogPosition position);
+
+// The first position of the first batch in etcd: records before it were
+// trimmed. Outcomes: the position; nullopt for an empty log; DataLoss for
+// a key under the log prefix that is not a log key; etcd's error.
+absl::StatusOr<std::optional<LogPosition>> FirstLogPosition(
+    EtcdClient& client, const ClusterKeys& keys);
 
 }  // namespace leasekeeper::storage
 

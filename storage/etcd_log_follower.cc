@@ -1,20 +1,33 @@
 #include "storage/etcd_log_follower.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "storage/etcd_log.h"
+#include "storage/snapshot_file.h"
 
 namespace leasekeeper::storage {
 
 EtcdLogFollower::EtcdLogFollower(EtcdClient& client, ClusterKeys keys,
                                  LogReplica& replica,
-                                 uint64_t snapshot_every_records)
+                                 uint64_t snapshot_every_records,
+                                 SnapshotSource* source)
     : client_(client),
       keys_(std::move(keys)),
       replica_(replica),
-      snapshot_every_(snapshot_every_records) {
+      snapshot_every_(snapshot_every_records),
+      source_(source) {
+  if (!replica_.damaged_snapshots().empty()) {
+    absl::MutexLock lock(&mu_);
+    snapshot_status_ = absl::DataLossError(
+        absl::StrCat("local snapshots skipped as damaged: ",
+                     absl::StrJoin(replica_.damaged_snapshots(), "; ")));
+  }
   Publish();
 }
 
@@ -26,6 +39,7 @@ void EtcdLogFollower::Start() {
     absl::MutexLock lock(&mu_);
     stopping_ = false;
   }
+  if (source_ != nullptr) source_->Resume();
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -35,6 +49,7 @@ void EtcdLogFollower::Stop() {
     stopping_ = true;
     if (watch_context_ != nullptr) watch_context_->TryCancel();
   }
+  if (source_ != nullptr) source_->Cancel();
   if (thread_.joinable()) thread_.join();
   Publish();
 }
@@ -42,6 +57,11 @@ void EtcdLogFollower::Stop() {
 absl::Status EtcdLogFollower::status() const {
   absl::MutexLock lock(&mu_);
   return status_;
+}
+
+absl::Status EtcdLogFollower::snapshot_status() const {
+  absl::MutexLock lock(&mu_);
+  return snapshot_status_;
 }
 
 void EtcdLogFollower::SetStatus(absl::Status status) {
@@ -70,19 +90,78 @@ absl::Status EtcdLogFollower::CatchUp(EtcdClient& client,
       revision);
 }
 
+absl::Status EtcdLogFollower::CatchUpBySnapshot(SnapshotSource& source,
+                                                LogReplica& replica,
+                                                LogPosition log_start) {
+  const LogPosition needed =
+      std::max(log_start > 0 ? log_start - 1 : 0, replica.applied() + 1);
+  absl::StatusOr<FetchedSnapshot> fetched = source.Fetch(needed);
+  if (!fetched.ok()) return fetched.status();
+  if (fetched->covered < needed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the snapshot sent covers positions 1..", fetched->covered,
+        "; the log in etcd starts at ", log_start, " and this replica is at ",
+        replica.applied()));
+  }
+  absl::StatusOr<SnapshotFileInfo> checked = DecodeSnapshotFileBytes(
+      fetched->bytes, "the received snapshot", nullptr, nullptr);
+  if (!checked.ok()) return checked.status();
+  if (checked->covered != fetched->covered ||
+      checked->payload_crc32c != fetched->payload_crc32c) {
+    return absl::DataLossError(absl::StrCat(
+        "the received snapshot covers ", checked->covered,
+        " with payload checksum ", checked->payload_crc32c,
+        "; its sender announced ", fetched->covered, " and ",
+        fetched->payload_crc32c));
+  }
+  return replica.InstallSnapshot(fetched->bytes, needed);
+}
+
+absl::Status EtcdLogFollower::FetchSnapshotPastTrim() {
+  absl::StatusOr<std::optional<LogPosition>> first =
+      FirstLogPosition(client_, keys_);
+  if (!first.ok()) return first.status();
+  // An empty log trims nothing; ask for anything past this replica.
+  const LogPosition log_start = first->value_or(replica_.applied() + 2);
+  absl::Status installed = CatchUpBySnapshot(*source_, replica_, log_start);
+  if (installed.ok()) installed_.fetch_add(1);
+  return installed;
+}
+
+void EtcdLogFollower::Pause(std::chrono::milliseconds period) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(period));
+}
+
 void EtcdLogFollower::Run() {
+  std::chrono::milliseconds backoff = kMinFetchBackoff;
   while (!stopping()) {
     int64_t revision = 0;
     absl::Status read = CatchUp(client_, keys_, replica_, &revision);
     Publish();
-    if (!read.ok()) {
-      SetStatus(std::move(read));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (absl::IsOutOfRange(read) && source_ != nullptr) {
+      absl::Status installed = FetchSnapshotPastTrim();
+      Publish();
+      if (installed.ok()) {
+        backoff = kMinFetchBackoff;
+        continue;  // read the log on from the snapshot's position
+      }
+      if (stopping()) break;
+      // Still OutOfRange (the node must not lead), naming why.
+      SetStatus(absl::OutOfRangeError(
+          absl::StrCat(read.message(), "; snapshot transfer failed: ",
+                       installed.ToString())));
+      Pause(backoff);
+      backoff = std::min(backoff * 2, kMaxFetchBackoff);
       continue;
     }
-    // A failed snapshot does not stay in status(): it is tried again
-    // after the next batch the watch applies, which reports it.
-    SnapshotIfDue().IgnoreError();
+    if (!read.ok()) {
+      SetStatus(std::move(read));
+      Pause(std::chrono::milliseconds(100));
+      continue;
+    }
+    backoff = kMinFetchBackoff;
+    SnapshotIfDue();
     Publish();
     SetStatus(absl::OkStatus());
     absl::Status watched = WatchFrom(revision + 1);
@@ -90,12 +169,15 @@ void EtcdLogFollower::Run() {
   }
 }
 
-absl::Status EtcdLogFollower::SnapshotIfDue() {
+void EtcdLogFollower::SnapshotIfDue() {
   if (snapshot_every_ == 0 ||
       replica_.records_since_snapshot() < snapshot_every_) {
-    return absl::OkStatus();
+    return;
   }
-  return replica_.WriteSnapshot();
+  // A failed write is tried again after the next batch applied.
+  absl::Status written = replica_.WriteSnapshot();
+  absl::MutexLock lock(&mu_);
+  snapshot_status_ = std::move(written);
 }
 
 absl::Status EtcdLogFollower::WatchFrom(int64_t revision) {
@@ -141,7 +223,7 @@ absl::Status EtcdLogFollower::WatchFrom(int64_t revision) {
           result = replica_.Apply(*first + i, (*records)[i]);
         }
       }
-      if (result.ok()) result = SnapshotIfDue();
+      if (result.ok()) SnapshotIfDue();
       Publish();
     }
   }

@@ -7,18 +7,33 @@
 // snapshot (LogReplica::WriteSnapshot), so the leader may trim the log
 // behind it.
 //
-// A follower whose position was trimmed away (it was down while every
-// live member snapshotted past it) cannot catch up from etcd: status()
-// says OutOfRange until an operator restores its data dir from another
-// member's snapshot (no snapshot transfer between nodes in this version).
+// A follower whose position was trimmed away (it is new, or was down while
+// every live member snapshotted past it) cannot catch up from etcd alone:
+// it asks its SnapshotSource (snapshot_source.h; the daemon's asks the
+// leader) for a snapshot covering at least the record before the log's
+// first, checks it against what the sender announced, installs it
+// (LogReplica::InstallSnapshot: checked, written into the data dir
+// atomically, then the state replaced) and reads the log on from its
+// covered position. A failed transfer (leader unknown, RPC error, bad
+// checksum, a snapshot not past the trimmed point) installs nothing, is in
+// status() as OutOfRange naming the cause, and is tried again after a
+// backoff (kMinFetchBackoff doubling to kMaxFetchBackoff). Without a
+// source, status() stays OutOfRange.
+//
+// Local snapshots: what goes wrong with them (the damaged ones the replica
+// skipped when it opened, a failed write) is in snapshot_status(), apart
+// from status(): a follower that cannot write a snapshot still follows and
+// may lead; it holds the trimming back instead.
 //
 // Thread-safety: Start/Stop from one controlling thread; applied(),
-// snapshot_position() and status() from any thread. The replica belongs to
-// the follower thread between Start and Stop, to the caller otherwise.
+// snapshot_position(), snapshots_installed(), status() and
+// snapshot_status() from any thread. The replica belongs to the follower
+// thread between Start and Stop, to the caller otherwise.
 #ifndef LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
 #define LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 
@@ -28,29 +43,56 @@
 #include "storage/etcd_client.h"
 #include "storage/etcd_keys.h"
 #include "storage/log_replica.h"
+#include "storage/snapshot_source.h"
 
 namespace leasekeeper::storage {
 
 class EtcdLogFollower {
  public:
-  // `client` and `replica` must outlive the follower.
+  static constexpr std::chrono::milliseconds kMinFetchBackoff{100};
+  static constexpr std::chrono::milliseconds kMaxFetchBackoff{5000};
+
+  // `client`, `replica` and `source` (null: no snapshot transfer) must
+  // outlive the follower.
   EtcdLogFollower(EtcdClient& client, ClusterKeys keys, LogReplica& replica,
-                  uint64_t snapshot_every_records);
+                  uint64_t snapshot_every_records,
+                  SnapshotSource* source = nullptr);
   ~EtcdLogFollower();  // Stop()
   EtcdLogFollower(const EtcdLogFollower&) = delete;
   EtcdLogFollower& operator=(const EtcdLogFollower&) = delete;
 
   // Starts following (no-op if running).
   void Start();
-  // Stops the thread and waits for it; the replica is the caller's again.
-  // Idempotent.
+  // Stops the thread (cancelling a snapshot transfer in progress) and
+  // waits for it; the replica is the caller's again. Idempotent.
   void Stop();
 
   LogPosition applied() const { return applied_.load(); }
   LogPosition snapshot_position() const { return snapshot_.load(); }
+  // Snapshots installed from the source since construction.
+  uint64_t snapshots_installed() const { return installed_.load(); }
   // OK, or the last error reading or applying (etcd unreachable, trimmed:
-  // OutOfRange, a record that does not decode: DataLoss).
+  // OutOfRange, also while a snapshot transfer fails: its message names
+  // the transfer's error; a record that does not decode: DataLoss).
   absl::Status status() const;
+  // OK, or what is wrong with the local snapshots: DataLoss naming the
+  // damaged files LogReplica::Open skipped (until a snapshot is written),
+  // or the last write's I/O error (until one succeeds).
+  absl::Status snapshot_status() const;
+
+  // Brings `replica` forward over a trimmed log whose first record is at
+  // `log_start`: fetches a snapshot covering at least
+  // max(log_start - 1, replica.applied() + 1) from `source`, checks that
+  // the bytes are what the sender announced (position, payload checksum)
+  // and installs it (LogReplica::InstallSnapshot). What the follower
+  // thread does on OutOfRange; static so a test can feed it a fake source.
+  // Outcomes: OK (replica.applied() is the snapshot's position); the
+  // source's error; FailedPrecondition for a snapshot not past the trimmed
+  // point; DataLoss for bytes that do not check out or do not match the
+  // announcement; InstallSnapshot's errors. Nothing is installed unless OK.
+  static absl::Status CatchUpBySnapshot(SnapshotSource& source,
+                                        LogReplica& replica,
+                                        LogPosition log_start);
 
   // Reads the log from the replica's position to its end and applies it:
   // what the follower thread does, for the controlling thread while the
@@ -64,8 +106,13 @@ class EtcdLogFollower {
   // Watches from `revision`; returns when the watch ends or a gap shows.
   absl::Status WatchFrom(int64_t revision);
   // A local snapshot once snapshot_every_ records were applied since the
-  // last one. Outcomes: OK (also when not due); LogReplica::WriteSnapshot's.
-  absl::Status SnapshotIfDue();
+  // last one; its outcome goes to snapshot_status().
+  void SnapshotIfDue();
+  // The follower's answer to OutOfRange: CatchUpBySnapshot from the log's
+  // current first position.
+  absl::Status FetchSnapshotPastTrim();
+  // Waits `period` unless Stop comes first.
+  void Pause(std::chrono::milliseconds period);
   void Publish();
   void SetStatus(absl::Status status);
   bool stopping() const;
@@ -74,11 +121,14 @@ class EtcdLogFollower {
   const ClusterKeys keys_;
   LogReplica& replica_;
   const uint64_t snapshot_every_;
+  SnapshotSource* const source_;
 
   std::atomic<LogPosition> applied_{0};
   std::atomic<LogPosition> snapshot_{0};
+  std::atomic<uint64_t> installed_{0};
   mutable absl::Mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Status snapshot_status_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::thread thread_;

@@ -1,5 +1,6 @@
 #include "storage/log_replica.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -10,17 +11,6 @@
 #include "storage/snapshot_file.h"
 
 namespace leasekeeper::storage {
-
-absl::Status PruneSnapshots(const std::string& dir, size_t keep) {
-  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-  if (!names.ok()) return names.status();
-  const auto snapshots = SnapshotFilesIn(*names);
-  absl::Status result;
-  for (size_t i = keep; i < snapshots.size(); ++i) {
-    result.Update(RemoveFile(dir + "/" + snapshots[i].second));
-  }
-  return result;
-}
 
 absl::StatusOr<std::unique_ptr<LogReplica>> LogReplica::Open(
     const std::string& dir, CoreConfig core_config) {
@@ -34,10 +24,11 @@ absl::StatusOr<std::unique_ptr<LogReplica>> LogReplica::Open(
   CoreSnapshot snapshot;
   ServerState server;
   absl::StatusOr<std::optional<SnapshotFileInfo>> newest =
-      ReadNewestSnapshotFile(dir, *names, snapshot, server);
+      ReadNewestSnapshotFile(dir, *names, snapshot, server,
+                             &replica->damaged_);
   if (!newest.ok()) return newest.status();
   if (newest->has_value()) {
-    if (absl::Status s = replica->machine_.Restore(snapshot); !s.ok()) {
+    if (absl::Status s = replica->machine_->Restore(snapshot); !s.ok()) {
       return absl::DataLossError(absl::StrCat(
           "snapshot ", dir, "/", SnapshotFileName((*newest)->covered),
           " is inconsistent: ", s.message()));
@@ -63,7 +54,7 @@ absl::Status LogReplica::Apply(LogPosition position, absl::string_view bytes) {
   if (const auto* record = std::get_if<ServerRecord>(&*entry)) {
     server_.Apply(*record);
   } else if (const auto* grace = std::get_if<RestartGrace>(&*entry)) {
-    absl::StatusOr<size_t> raised = ApplyRestartGrace(*grace, machine_);
+    absl::StatusOr<size_t> raised = ApplyRestartGrace(*grace, *machine_);
     if (!raised.ok()) {
       return absl::DataLossError(absl::StrCat(
           "restart grace at position ", position, ": ",
@@ -71,10 +62,10 @@ absl::Status LogReplica::Apply(LogPosition position, absl::string_view bytes) {
     }
   } else {
     // Contract errors are replayed as they happened on the leader.
-    machine_.Apply(std::get<Operation>(*entry)).status().IgnoreError();
+    machine_->Apply(std::get<Operation>(*entry)).status().IgnoreError();
   }
   // Nobody here waits for events: the leader answered them.
-  (void)machine_.TakeEvents();
+  (void)machine_->TakeEvents();
   applied_ = position;
   return absl::OkStatus();
 }
@@ -85,15 +76,48 @@ absl::Status LogReplica::WriteSnapshot() {
   // back.
   ServerState server = server_.Take();
   server_.Restore(server);
-  absl::StatusOr<SnapshotFileInfo> written =
-      WriteSnapshotFile(dir_, machine_.Snapshot(), applied_, server);
+  absl::StatusOr<SnapshotFileInfo> written = WriteSnapshotFile(
+      dir_, machine_->Snapshot(), applied_, server, kClusterSnapshotsKept);
   if (!written.ok()) return written.status();
   snapshot_position_ = applied_;
-  return PruneSnapshots(dir_, 2);
+  return absl::OkStatus();
+}
+
+absl::Status LogReplica::InstallSnapshot(absl::string_view file,
+                                         LogPosition min_covered) {
+  CoreSnapshot snapshot;
+  ServerState server;
+  absl::StatusOr<SnapshotFileInfo> info =
+      DecodeSnapshotFileBytes(file, "the received snapshot", &snapshot,
+                              &server);
+  if (!info.ok()) return info.status();
+  if (info->covered < min_covered || info->covered <= applied_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the received snapshot covers positions 1..", info->covered,
+        "; needed at least 1..", std::max(min_covered, applied_ + 1)));
+  }
+  auto machine = std::make_unique<StateMachine>(core_config_);
+  if (absl::Status s = machine->Restore(snapshot); !s.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "the received snapshot at position ", info->covered,
+        " is inconsistent: ", s.message()));
+  }
+  if (absl::Status s = WriteSnapshotFileBytes(dir_, info->covered, file,
+                                              kClusterSnapshotsKept);
+      !s.ok()) {
+    return s;
+  }
+  machine_ = std::move(machine);
+  server_.Restore(std::move(server));
+  applied_ = info->covered;
+  snapshot_position_ = info->covered;
+  return absl::OkStatus();
 }
 
 absl::Status LogReplica::CopyTo(StateMachine& machine, ServerState& server) {
-  if (absl::Status s = machine.Restore(machine_.Snapshot()); !s.ok()) return s;
+  if (absl::Status s = machine.Restore(machine_->Snapshot()); !s.ok()) {
+    return s;
+  }
   server = server_.Take();
   server_.Restore(server);
   return absl::OkStatus();

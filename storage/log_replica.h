@@ -5,8 +5,14 @@
 // snapshots (snapshot_file.h) in the node's data dir, so that a restarted
 // node, or a follower that wins an election, has little to read.
 //
-// Data dir: LOCK (one process), snap-*.snap (the newest two are kept). No
-// log files: the log is etcd's.
+// Data dir: LOCK (one process), snap-*.snap (the newest
+// kClusterSnapshotsKept are kept). No log files: the log is etcd's.
+//
+// A replica whose position the log in etcd no longer holds (trimmed while
+// this node was down) is brought forward by InstallSnapshot: another
+// member's snapshot file, checked, restored and written into the data dir
+// before the state is replaced, so a failure anywhere leaves the replica
+// and its dir as they were.
 //
 // Thread-safety: not thread-safe; one thread (the follower's) owns it.
 //
@@ -18,6 +24,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -33,7 +40,8 @@ class LogReplica {
  public:
   // Locks `dir` (creating it) and loads its newest snapshot that checks
   // out (none: applied() == 0), as recovery does (ReadNewestSnapshotFile,
-  // snapshot_file.h: interrupted writes removed). Outcomes: the replica; FailedPrecondition
+  // snapshot_file.h: interrupted writes removed); the damaged ones it
+  // skipped are in damaged_snapshots(). Outcomes: the replica; FailedPrecondition
   // (dir locked by another process, a snapshot version this build does not
   // read); DataLoss (a snapshot the core refuses); I/O errors.
   static absl::StatusOr<std::unique_ptr<LogReplica>> Open(
@@ -45,8 +53,13 @@ class LogReplica {
   LogPosition applied() const { return applied_; }
   LogPosition snapshot_position() const { return snapshot_position_; }
   size_t records_since_snapshot() const { return applied_ - snapshot_position_; }
-  Tick last_tick() const { return machine_.table().now(); }
-  const StateMachine& machine() const { return machine_; }
+  Tick last_tick() const { return machine_->table().now(); }
+  const StateMachine& machine() const { return *machine_; }
+  // What Open found wrong with the snapshots it skipped (one description
+  // each: file and fault); empty if none.
+  const std::vector<std::string>& damaged_snapshots() const {
+    return damaged_;
+  }
 
   // Applies the encoded log entry at `position`. Outcomes: OK;
   // FailedPrecondition if position != applied() + 1 (nothing changes);
@@ -54,9 +67,24 @@ class LogReplica {
   absl::Status Apply(LogPosition position, absl::string_view entry);
 
   // Writes a snapshot of records 1..applied() (no-op if it exists) and
-  // deletes all but the newest two. Outcomes: OK; I/O errors.
-  // Cost: O(state) plus two fsyncs.
+  // deletes all but the newest kClusterSnapshotsKept. Outcomes: OK; I/O
+  // errors. Cost: O(state) plus two fsyncs.
   absl::Status WriteSnapshot();
+
+  // Replaces the state with that of `file`, the bytes of a whole snapshot
+  // file (snapshot_file.h) another member sent, which must cover at least
+  // 1..min_covered and more than applied(); `file` is written into the
+  // data dir (atomically, as WriteSnapshotFile) before the state changes,
+  // so a restart finds it. Outcomes: OK (applied() and snapshot_position()
+  // are its covered position); DataLoss for bytes that do not check out
+  // (header, size, checksum, structure) or a state the core refuses;
+  // FailedPrecondition for a snapshot covering min_covered - 1 or less, or
+  // applied() or less, or a format version this build does not read; I/O
+  // errors. On every error the state is unchanged, and so is the dir,
+  // but for an I/O error removing an older snapshot after the new file was
+  // written (which then stays, complete).
+  // Cost: O(size) plus two fsyncs.
+  absl::Status InstallSnapshot(absl::string_view file, LogPosition min_covered);
 
   // Copies the state into `machine` (REQUIRES: empty, same CoreConfig) and
   // the server state into *server. Cost: O(state).
@@ -68,18 +96,24 @@ class LogReplica {
 
  private:
   LogReplica(std::string dir, CoreConfig core_config)
-      : dir_(std::move(dir)), machine_(core_config) {}
+      : dir_(std::move(dir)),
+        core_config_(core_config),
+        machine_(std::make_unique<StateMachine>(core_config)) {}
 
   const std::string dir_;
+  const CoreConfig core_config_;
   std::unique_ptr<DirLock> lock_;
-  StateMachine machine_;
+  // Never null; replaced whole by InstallSnapshot.
+  std::unique_ptr<StateMachine> machine_;
+  std::vector<std::string> damaged_;
   ServerStateReplay server_;
   LogPosition applied_ = 0;
   LogPosition snapshot_position_ = 0;
 };
 
-// Deletes every snapshot in `dir` but the newest `keep`. Outcomes: OK; I/O.
-absl::Status PruneSnapshots(const std::string& dir, size_t keep);
+// How many local snapshots a cluster node keeps (the follower's and, once
+// it leads, the leader's: one data dir).
+inline constexpr size_t kClusterSnapshotsKept = 2;
 
 }  // namespace leasekeeper::storage
 

@@ -272,26 +272,26 @@ std::string SnapshotFileName(LogPosition covered) {
   return name;
 }
 
-absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
-                                                   const CoreSnapshot& snapshot,
-                                                   LogPosition covered,
-                                                   const ServerState& server) {
-  std::string file(kSnapshotHeaderBytes, '\0');
-  EncodeSnapshotPayload(snapshot, file);
-  EncodeServerState(server, file);
-  const absl::string_view payload =
-      absl::string_view(file).substr(kSnapshotHeaderBytes);
-  std::string header(kSnapshotMagic);
-  PutFixed32(header, kSnapshotFormatVersion);
-  PutFixed32(header, 0);
-  PutFixed64(header, covered);
-  PutFixed64(header, payload.size());
-  PutFixed32(header, Crc32c(payload));
-  PutFixed32(header, Crc32c(header));
-  file.replace(0, kSnapshotHeaderBytes, header);
+namespace {
 
-  const std::string name = SnapshotFileName(covered);
-  const std::string final_path = dir + "/" + name;
+// Deletes every snapshot in `dir` but the newest `keep` (0: none deleted).
+absl::Status PruneSnapshots(const std::string& dir, size_t keep) {
+  if (keep == 0) return absl::OkStatus();
+  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir);
+  if (!names.ok()) return names.status();
+  const auto snapshots = SnapshotFilesIn(*names);
+  absl::Status result;
+  for (size_t i = keep; i < snapshots.size(); ++i) {
+    result.Update(RemoveFile(dir + "/" + snapshots[i].second));
+  }
+  return result;
+}
+
+// `file` under SnapshotFileName(covered) in `dir`, atomically (.tmp,
+// fsync, rename, directory fsync), then the pruning.
+absl::Status WriteAtomically(const std::string& dir, LogPosition covered,
+                             absl::string_view file, size_t keep_newest) {
+  const std::string final_path = dir + "/" + SnapshotFileName(covered);
   const std::string temp_path = final_path + ".tmp";
   absl::StatusOr<std::unique_ptr<WritableFile>> out =
       OpenPosixWritableFile(temp_path, /*truncate=*/true);
@@ -304,22 +304,54 @@ absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
     RemoveFile(temp_path).IgnoreError();
     return status;
   }
-  return SnapshotFileInfo{covered, file.size()};
+  return PruneSnapshots(dir, keep_newest);
 }
 
-absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
-                                                  CoreSnapshot* snapshot,
-                                                  ServerState* server) {
-  absl::StatusOr<std::string> data = ReadWholeFile(path);
-  if (!data.ok()) return data.status();
-  if (data->size() < kSnapshotHeaderBytes ||
-      absl::string_view(*data).substr(0, kSnapshotMagic.size()) !=
-          kSnapshotMagic) {
+}  // namespace
+
+absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
+                                                   const CoreSnapshot& snapshot,
+                                                   LogPosition covered,
+                                                   const ServerState& server,
+                                                   size_t keep_newest) {
+  std::string file(kSnapshotHeaderBytes, '\0');
+  EncodeSnapshotPayload(snapshot, file);
+  EncodeServerState(server, file);
+  const absl::string_view payload =
+      absl::string_view(file).substr(kSnapshotHeaderBytes);
+  const uint32_t payload_crc = Crc32c(payload);
+  std::string header(kSnapshotMagic);
+  PutFixed32(header, kSnapshotFormatVersion);
+  PutFixed32(header, 0);
+  PutFixed64(header, covered);
+  PutFixed64(header, payload.size());
+  PutFixed32(header, payload_crc);
+  PutFixed32(header, Crc32c(header));
+  file.replace(0, kSnapshotHeaderBytes, header);
+  if (absl::Status s = WriteAtomically(dir, covered, file, keep_newest);
+      !s.ok()) {
+    return s;
+  }
+  return SnapshotFileInfo{covered, file.size(), payload_crc};
+}
+
+absl::Status WriteSnapshotFileBytes(const std::string& dir,
+                                    LogPosition covered,
+                                    absl::string_view file,
+                                    size_t keep_newest) {
+  return WriteAtomically(dir, covered, file, keep_newest);
+}
+
+absl::StatusOr<SnapshotFileInfo> DecodeSnapshotFileBytes(
+    absl::string_view data, absl::string_view path, CoreSnapshot* snapshot,
+    ServerState* server) {
+  if (data.size() < kSnapshotHeaderBytes ||
+      data.substr(0, kSnapshotMagic.size()) != kSnapshotMagic) {
     return absl::DataLossError(absl::StrCat(
         path, " is not a leasekeeper snapshot (short file or bad magic at "
               "byte offset 0)"));
   }
-  const char* h = data->data();
+  const char* h = data.data();
   const uint32_t version = DecodeFixed32(h + 8);
   if (version < kOldestSnapshotFormatVersion ||
       version > kSnapshotFormatVersion) {
@@ -335,14 +367,14 @@ absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
   }
   const LogPosition covered = DecodeFixed64(h + 16);
   const uint64_t payload_bytes = DecodeFixed64(h + 24);
-  if (payload_bytes != data->size() - kSnapshotHeaderBytes) {
+  if (payload_bytes != data.size() - kSnapshotHeaderBytes) {
     return absl::DataLossError(absl::StrCat(
-        "snapshot ", path, " is ", data->size(), " bytes; its header says ",
+        "snapshot ", path, " is ", data.size(), " bytes; its header says ",
         kSnapshotHeaderBytes + payload_bytes));
   }
-  const absl::string_view payload =
-      absl::string_view(*data).substr(kSnapshotHeaderBytes);
-  if (Crc32c(payload) != DecodeFixed32(h + 32)) {
+  const absl::string_view payload = data.substr(kSnapshotHeaderBytes);
+  const uint32_t payload_crc = DecodeFixed32(h + 32);
+  if (Crc32c(payload) != payload_crc) {
     return absl::DataLossError(absl::StrCat(
         "snapshot ", path, " fails its checksum (payload at byte offset ",
         kSnapshotHeaderBytes, ")"));
@@ -363,7 +395,56 @@ absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
           kSnapshotHeaderBytes + decoder.offset()));
     }
   }
-  return SnapshotFileInfo{covered, data->size()};
+  return SnapshotFileInfo{covered, data.size(), payload_crc};
+}
+
+absl::StatusOr<SnapshotFileInfo> ReadSnapshotFile(const std::string& path,
+                                                  CoreSnapshot* snapshot,
+                                                  ServerState* server) {
+  absl::StatusOr<std::string> data = ReadWholeFile(path);
+  if (!data.ok()) return data.status();
+  return DecodeSnapshotFileBytes(*data, path, snapshot, server);
+}
+
+namespace {
+
+// Whether the file at `path`, named for position `covered`, read as `info`
+// may be used: OK; FailedPrecondition (a version this build does not read:
+// stop looking); DataLoss otherwise (damaged, or its header names another
+// position: try the next older), its description appended to *damaged
+// unless null.
+absl::Status JudgeSnapshot(const std::string& path, LogPosition covered,
+                           const absl::StatusOr<SnapshotFileInfo>& info,
+                           std::vector<std::string>* damaged) {
+  if (info.ok() && info->covered == covered) return absl::OkStatus();
+  if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
+    return info.status();
+  }
+  std::string what =
+      info.ok() ? absl::StrCat(path, ": header names position ", info->covered)
+                : std::string(info.status().message());
+  if (damaged != nullptr) damaged->push_back(what);
+  return absl::DataLossError(std::move(what));
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<SnapshotFileBytes>> ReadNewestSnapshotBytes(
+    const std::string& dir, std::vector<std::string>* damaged) {
+  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir);
+  if (!names.ok()) return names.status();
+  for (const auto& [covered, name] : SnapshotFilesIn(*names)) {
+    const std::string path = dir + "/" + name;
+    absl::StatusOr<std::string> data = ReadWholeFile(path);
+    if (absl::IsNotFound(data.status())) continue;  // pruned meanwhile
+    if (!data.ok()) return data.status();
+    absl::StatusOr<SnapshotFileInfo> info =
+        DecodeSnapshotFileBytes(*data, path, nullptr, nullptr);
+    const absl::Status judged = JudgeSnapshot(path, covered, info, damaged);
+    if (judged.ok()) return SnapshotFileBytes{*info, *std::move(data)};
+    if (absl::IsFailedPrecondition(judged)) return judged;
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<std::optional<SnapshotFileInfo>> ReadNewestSnapshotFile(
@@ -380,16 +461,9 @@ absl::StatusOr<std::optional<SnapshotFileInfo>> ReadNewestSnapshotFile(
     const std::string path = dir + "/" + name;
     absl::StatusOr<SnapshotFileInfo> info =
         ReadSnapshotFile(path, &snapshot, &server);
-    if (info.ok() && info->covered == covered) return *info;
-    if (!info.ok() && absl::IsFailedPrecondition(info.status())) {
-      return info.status();
-    }
-    if (damaged != nullptr) {
-      damaged->push_back(
-          info.ok() ? absl::StrCat(path, ": header names position ",
-                                   info->covered)
-                    : std::string(info.status().message()));
-    }
+    const absl::Status judged = JudgeSnapshot(path, covered, info, damaged);
+    if (judged.ok()) return *info;
+    if (absl::IsFailedPrecondition(judged)) return judged;
     snapshot = CoreSnapshot{};
     server = ServerState{};
   }

@@ -16,9 +16,13 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "leasekeeper/v1/cluster_peer.grpc.pb.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
 #include "storage/etcd_client.h"
 #include "storage/etcd_keys.h"
+#include "storage/etcd_log.h"
+#include "storage/etcd_peer_secret.h"
+#include "storage/snapshot_file.h"
 #include "tests/cluster/cluster_harness.h"
 
 namespace leasekeeper::testing {
@@ -157,7 +161,93 @@ class ClusterTest : public ::testing::Test {
     return "";
   }
 
+  // A client of the test's etcd cluster (to look at what the nodes keep
+  // there).
+  storage::EtcdClient& Etcd() {
+    if (etcd_client_ == nullptr) {
+      storage::EtcdClientOptions options;
+      options.endpoints = etcd_->endpoint_list();
+      etcd_client_ = *storage::EtcdClient::Connect(options);
+    }
+    return *etcd_client_;
+  }
+  // The first position of the log in etcd (0 if unknown or empty).
+  uint64_t FirstLogPositionInEtcd() {
+    absl::StatusOr<std::optional<storage::LogPosition>> first =
+        storage::FirstLogPosition(Etcd(), storage::ClusterKeys("test"));
+    return first.ok() && first->has_value() ? **first : 0;
+  }
+
+  // Client c<i> takes lock L<i> on the leader, for i < count (token 1).
+  void HoldLocks(int count) {
+    for (int i = 0; i < count; ++i) {
+      pb::AcquireResponse got;
+      ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), absl::StrCat("c", i),
+                                 absl::StrCat("L", i), 60'000, &got)
+                      .ok());
+      ASSERT_TRUE(got.has_granted());
+    }
+  }
+
+  // A follower is stopped; the others snapshot past it and the log in
+  // etcd is trimmed; it comes back (`wipe`: with an empty data dir) and
+  // catches up by the leader's snapshot and the log, then wins once it is
+  // the only node left and serves the locks with their tokens.
+  void FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(bool wipe) {
+    StartCluster({"--snapshot-every=20"});
+    HoldLocks(25);
+    ASSERT_FALSE(HasFatalFailure());
+    const int follower = (leader_ + 1) % 3;
+    const int other = (leader_ + 2) % 3;
+    const uint64_t before = cluster_->Status(leader_)->last_position();
+    ASSERT_TRUE(Eventually(
+        [&] { return AppliedAsLeaderSees(follower) >= before; },
+        milliseconds(10'000)));
+    cluster_->Kill(follower);
+    // Records the follower never saw: a lock passed around, one held.
+    for (int i = 0; i < 100; ++i) {
+      pb::AcquireResponse got;
+      ASSERT_TRUE(
+          nodes_.Acquire(LeaderAddress(), "t", "T", 60'000, &got).ok());
+      ASSERT_TRUE(nodes_.Release(LeaderAddress(), "t", "T").ok());
+    }
+    pb::AcquireResponse held;
+    ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "h", "H", 60'000, &held).ok());
+    ASSERT_TRUE(held.has_granted());
+    // Once the dead follower's member key lapsed, the leader trims what
+    // the two live members' snapshots cover: batches the follower needs.
+    ASSERT_TRUE(Eventually(
+        [&] { return FirstLogPositionInEtcd() > before + 1; },
+        milliseconds(15'000)))
+        << "the log in etcd was never trimmed past the stopped follower";
+    ASSERT_TRUE(cluster_->Restart(follower, wipe));
+    const uint64_t end = cluster_->Status(leader_)->last_position();
+    ASSERT_TRUE(Eventually(
+        [&] { return AppliedAsLeaderSees(follower) >= end; },
+        milliseconds(20'000)))
+        << "the restarted follower did not reach the leader's position "
+        << end;
+    // Its state is the leader's: make it the only candidate and ask it.
+    cluster_->Kill(other);
+    cluster_->Kill(leader_);
+    ASSERT_EQ(cluster_->WaitForLeader(milliseconds(15'000)), follower);
+    const std::string address = cluster_->address(follower);
+    pb::RenewResponse renewed;
+    ASSERT_TRUE(nodes_.Renew(address, "c0", "L0", 60'000, &renewed).ok());
+    EXPECT_EQ(renewed.token(), 1u);
+    ASSERT_TRUE(nodes_.Renew(address, "h", "H", 60'000, &renewed).ok());
+    EXPECT_EQ(renewed.token(), held.granted().token());
+    pb::AcquireResponse busy;
+    ASSERT_TRUE(nodes_.Acquire(address, "x", "L7", 1000, &busy).ok());
+    EXPECT_FALSE(busy.has_granted());
+    pb::AcquireResponse next;
+    ASSERT_TRUE(nodes_.Acquire(address, "t", "T", 60'000, &next).ok());
+    ASSERT_TRUE(next.has_granted());
+    EXPECT_EQ(next.granted().token(), 101u);
+  }
+
   TempDir dir_;
+  std::unique_ptr<storage::EtcdClient> etcd_client_;
   std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<LeasekeeperCluster> cluster_;
   int leader_ = -1;
@@ -512,6 +602,94 @@ TEST_F(ClusterTest, LogIsTrimmedOnceEveryMemberSnapshotsPastIt) {
         return AppliedAsLeaderSees(follower) >= end;
       },
       milliseconds(10'000)));
+}
+
+TEST_F(ClusterTest, FollowerWipedWhileTheLogWasTrimmedCatchesUpBySnapshotAndLog) {
+  FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(/*wipe=*/true);
+}
+
+TEST_F(ClusterTest, FollowerStaleWhileTheLogWasTrimmedCatchesUpBySnapshotAndLog) {
+  FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(/*wipe=*/false);
+}
+
+// One FetchSnapshot call; `secret` empty: none presented.
+struct Fetched {
+  grpc::Status status;
+  std::string reason;
+  std::string bytes;
+  uint64_t covered = 0;
+  uint32_t payload_crc32c = 0;
+};
+Fetched FetchSnapshot(const std::string& address, const std::string& secret,
+                      const std::string& cluster = "test") {
+  auto stub = pb::ClusterPeer::NewStub(NewChannel(address));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + milliseconds(5000));
+  if (!secret.empty()) {
+    context.AddMetadata(storage::kPeerSecretMetadataKey, secret);
+  }
+  pb::FetchSnapshotRequest request;
+  request.set_cluster(cluster);
+  request.set_min_covered_position(1);
+  auto reader = stub->FetchSnapshot(&context, request);
+  Fetched fetched;
+  pb::SnapshotChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (chunk.offset() == 0) {
+      fetched.covered = chunk.covered_position();
+      fetched.payload_crc32c = chunk.payload_crc32c();
+    }
+    fetched.bytes += chunk.data();
+  }
+  fetched.status = reader->Finish();
+  const auto& trailers = context.GetServerTrailingMetadata();
+  if (auto it = trailers.find("leasekeeper-reason"); it != trailers.end()) {
+    fetched.reason.assign(it->second.data(), it->second.size());
+  }
+  return fetched;
+}
+
+TEST_F(ClusterTest, SnapshotFetchWithoutTheClustersPeerSecretIsRefused) {
+  StartCluster({"--snapshot-every=20"});
+  HoldLocks(30);
+  ASSERT_FALSE(HasFatalFailure());
+  const Fetched none = FetchSnapshot(LeaderAddress(), "");
+  EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(none.status.error_message(),
+            "cluster peer call without the peer secret");
+  EXPECT_EQ(none.reason, "NOT_CLUSTER_MEMBER");
+  EXPECT_TRUE(none.bytes.empty());
+  const Fetched wrong = FetchSnapshot(LeaderAddress(), std::string(64, 'a'));
+  EXPECT_EQ(wrong.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(wrong.status.error_message(),
+            "cluster peer call with a wrong peer secret");
+  EXPECT_EQ(wrong.reason, "NOT_CLUSTER_MEMBER");
+  EXPECT_TRUE(wrong.bytes.empty());
+  // The secret is in etcd: whoever can read it there is a member.
+  etcdserverpb::RangeRequest range;
+  range.set_key(storage::ClusterKeys("test").peer_secret());
+  absl::StatusOr<etcdserverpb::RangeResponse> got = Etcd().Range(range);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->kvs_size(), 1);
+  const std::string secret = got->kvs(0).value();
+  const Fetched foreign = FetchSnapshot(LeaderAddress(), secret, "another");
+  EXPECT_EQ(foreign.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  // A member gets the leader's newest snapshot, checksums intact.
+  Fetched member;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        member = FetchSnapshot(LeaderAddress(), secret);
+        return member.status.ok();
+      },
+      milliseconds(10'000)))
+      << member.status.error_message();
+  absl::StatusOr<storage::SnapshotFileInfo> info =
+      storage::DecodeSnapshotFileBytes(member.bytes, "fetched", nullptr,
+                                       nullptr);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->covered, member.covered);
+  EXPECT_EQ(info->payload_crc32c, member.payload_crc32c);
+  EXPECT_GE(member.covered, 20u);
 }
 
 }  // namespace

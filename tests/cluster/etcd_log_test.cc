@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/etcd_client.h"
@@ -18,9 +20,12 @@
 #include "storage/etcd_keys.h"
 #include "storage/etcd_lease.h"
 #include "storage/etcd_log.h"
+#include "storage/etcd_log_follower.h"
+#include "storage/etcd_peer_secret.h"
 #include "storage/log_replica.h"
 #include "storage/operation_codec.h"
 #include "storage/snapshot_file.h"
+#include "storage/snapshot_source.h"
 #include "tests/cluster/cluster_harness.h"
 
 namespace leasekeeper::testing {
@@ -107,6 +112,187 @@ TEST(LogReplicaTest, AppliesInOrderOnlyAndReopensFromItsSnapshot) {
   EXPECT_FALSE(std::filesystem::exists(interrupted));
 }
 
+// A source that answers every Fetch with one prepared snapshot.
+class FakeSnapshotSource final : public storage::SnapshotSource {
+ public:
+  explicit FakeSnapshotSource(absl::StatusOr<storage::FetchedSnapshot> answer)
+      : answer_(std::move(answer)) {}
+  absl::StatusOr<storage::FetchedSnapshot> Fetch(
+      LogPosition min_covered) override {
+    asked_.push_back(min_covered);
+    return answer_;
+  }
+  void Cancel() override {}
+  void Resume() override {}
+  const std::vector<LogPosition>& asked() const { return asked_; }
+
+ private:
+  absl::StatusOr<storage::FetchedSnapshot> answer_;
+  std::vector<LogPosition> asked_;
+};
+
+// What another member would send: the file of a replica that applied
+// `records` acquires (positions 1..records), as its sender announces it.
+storage::FetchedSnapshot SnapshotOfAnotherMember(const std::string& dir,
+                                                 LogPosition records) {
+  absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
+      storage::LogReplica::Open(dir, CoreConfig{});
+  EXPECT_TRUE(replica.ok()) << replica.status();
+  for (LogPosition p = 1; p <= records; ++p) {
+    EXPECT_TRUE((*replica)
+                    ->Apply(p, storage::EncodeOperation(AcquireOp(
+                                   static_cast<Tick>(p), absl::StrCat("c", p),
+                                   absl::StrCat("L", p))))
+                    .ok());
+  }
+  EXPECT_TRUE((*replica)->WriteSnapshot().ok());
+  storage::FetchedSnapshot fetched;
+  absl::StatusOr<std::optional<storage::SnapshotFileBytes>> file =
+      storage::ReadNewestSnapshotBytes(dir);
+  EXPECT_TRUE(file.ok() && file->has_value());
+  if (!file.ok() || !file->has_value()) return fetched;
+  fetched.covered = (*file)->info.covered;
+  fetched.payload_crc32c = (*file)->info.payload_crc32c;
+  fetched.bytes = (*file)->bytes;
+  return fetched;
+}
+
+size_t SnapshotFilesIn(const std::string& dir) {
+  size_t count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (absl::StartsWith(entry.path().filename().string(), "snap-")) ++count;
+  }
+  return count;
+}
+
+// A follower's replica in its own data dir, next to another member's.
+class SnapshotTransferTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<storage::LogReplica>> opened =
+        storage::LogReplica::Open(follower_dir(), CoreConfig{});
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    follower_ = *std::move(opened);
+  }
+  std::string leader_dir() const { return dir_.path() + "/leader"; }
+  std::string follower_dir() const { return dir_.path() + "/follower"; }
+
+  TempDir dir_;
+  std::unique_ptr<storage::LogReplica> follower_;
+};
+
+TEST_F(SnapshotTransferTest, TrimmedReplicaInstallsASnapshotPastTheTrimAndKeepsIt) {
+  FakeSnapshotSource source(SnapshotOfAnotherMember(leader_dir(), 5));
+  // The log in etcd starts at 6: the replica needs 1..5.
+  const absl::Status installed = storage::EtcdLogFollower::CatchUpBySnapshot(
+      source, *follower_, /*log_start=*/6);
+  ASSERT_TRUE(installed.ok()) << installed;
+  EXPECT_EQ(source.asked(), std::vector<LogPosition>{5});
+  EXPECT_EQ(follower_->applied(), 5u);
+  EXPECT_EQ(follower_->snapshot_position(), 5u);
+  EXPECT_EQ(follower_->machine().table().held_lease_count(), 5u);
+  // It follows on from there.
+  EXPECT_TRUE(
+      follower_->Apply(6, storage::EncodeOperation(AcquireOp(6, "d", "M")))
+          .ok());
+  // The snapshot is in its data dir: a restart finds it.
+  follower_.reset();
+  absl::StatusOr<std::unique_ptr<storage::LogReplica>> reopened =
+      storage::LogReplica::Open(follower_dir(), CoreConfig{});
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->applied(), 5u);
+  EXPECT_EQ((*reopened)->machine().table().LastToken("L3"), 1u);
+}
+
+TEST_F(SnapshotTransferTest, SnapshotWithABadChecksumIsRefusedAndNothingInstalled) {
+  storage::FetchedSnapshot sent = SnapshotOfAnotherMember(leader_dir(), 5);
+  ASSERT_GT(sent.bytes.size(), storage::kSnapshotHeaderBytes);
+  sent.bytes.back() = static_cast<char>(sent.bytes.back() ^ 0x40);
+  FakeSnapshotSource source(sent);
+  ASSERT_TRUE(
+      follower_->Apply(1, storage::EncodeOperation(AcquireOp(1, "x", "X")))
+          .ok());
+  const absl::Status installed =
+      storage::EtcdLogFollower::CatchUpBySnapshot(source, *follower_, 6);
+  EXPECT_TRUE(absl::IsDataLoss(installed)) << installed;
+  EXPECT_EQ(follower_->applied(), 1u);
+  EXPECT_EQ(follower_->machine().table().LastToken("X"), 1u);
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+}
+
+TEST_F(SnapshotTransferTest, SnapshotNotMatchingItsAnnouncementIsRefused) {
+  storage::FetchedSnapshot sent = SnapshotOfAnotherMember(leader_dir(), 5);
+  sent.payload_crc32c ^= 1;
+  FakeSnapshotSource source(sent);
+  const absl::Status installed =
+      storage::EtcdLogFollower::CatchUpBySnapshot(source, *follower_, 6);
+  EXPECT_TRUE(absl::IsDataLoss(installed)) << installed;
+  EXPECT_EQ(follower_->applied(), 0u);
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+}
+
+TEST_F(SnapshotTransferTest, SnapshotBehindTheTrimPointIsRefusedAndNothingInstalled) {
+  const storage::FetchedSnapshot sent =
+      SnapshotOfAnotherMember(leader_dir(), 5);
+  // The log starts at 9: a snapshot of 1..5 leaves 6..8 missing, whether
+  // the sender says so honestly or claims more than the file holds.
+  FakeSnapshotSource honest(sent);
+  const absl::Status refused =
+      storage::EtcdLogFollower::CatchUpBySnapshot(honest, *follower_, 9);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  storage::FetchedSnapshot boasting = sent;
+  boasting.covered = 8;
+  FakeSnapshotSource liar(boasting);
+  const absl::Status lied =
+      storage::EtcdLogFollower::CatchUpBySnapshot(liar, *follower_, 9);
+  EXPECT_FALSE(lied.ok());
+  EXPECT_EQ(follower_->applied(), 0u);
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+  // The replica itself refuses a snapshot that does not take it forward.
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      follower_->InstallSnapshot(sent.bytes, /*min_covered=*/6)));
+  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+}
+
+TEST_F(SnapshotTransferTest, FailedFetchIsTheSourcesErrorAndChangesNothing) {
+  FakeSnapshotSource source(
+      absl::UnavailableError("snapshot transfer: leader unknown"));
+  const absl::Status fetched =
+      storage::EtcdLogFollower::CatchUpBySnapshot(source, *follower_, 6);
+  EXPECT_TRUE(absl::IsUnavailable(fetched)) << fetched;
+  EXPECT_EQ(follower_->applied(), 0u);
+}
+
+TEST_F(SnapshotTransferTest, DamagedLocalSnapshotReachesTheFollowersSnapshotStatus) {
+  const std::string path = dir_.path() + "/replica";
+  SnapshotOfAnotherMember(path, 3);
+  // A newer file that does not check out: the replica falls back to 1..3.
+  std::ofstream(path + "/" + storage::SnapshotFileName(7)) << "not a snapshot";
+  absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
+      storage::LogReplica::Open(path, CoreConfig{});
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  EXPECT_EQ((*replica)->applied(), 3u);
+  ASSERT_EQ((*replica)->damaged_snapshots().size(), 1u);
+  storage::EtcdClientOptions options;
+  options.endpoints = {"127.0.0.1:1"};  // never called: not started
+  absl::StatusOr<std::unique_ptr<storage::EtcdClient>> client =
+      storage::EtcdClient::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  storage::EtcdLogFollower follower(**client, ClusterKeys("t"), **replica, 0);
+  const absl::Status snapshots = follower.snapshot_status();
+  EXPECT_TRUE(absl::IsDataLoss(snapshots)) << snapshots;
+  EXPECT_NE(snapshots.message().find(storage::SnapshotFileName(7)),
+            absl::string_view::npos)
+      << snapshots;
+}
+
+TEST(PeerSecretTest, ComparisonIsExact) {
+  EXPECT_TRUE(storage::PeerSecretsEqual("abc", "abc"));
+  EXPECT_FALSE(storage::PeerSecretsEqual("abc", "abd"));
+  EXPECT_FALSE(storage::PeerSecretsEqual("abc", "ab"));
+  EXPECT_FALSE(storage::PeerSecretsEqual("", "a"));
+}
+
 // A one-member etcd and a leadership on it.
 class EtcdLogTest : public ::testing::Test {
  protected:
@@ -151,6 +337,22 @@ class EtcdLogTest : public ::testing::Test {
     ASSERT_TRUE(log.WaitDurable(*position).ok());
   }
 
+  // Two batches in etcd, at positions 1 and 2, appended by a leadership of
+  // n1 that lives in lease_ and log_.
+  void AppendTwoBatches() {
+    const int64_t epoch = Lead(lease_, "n1");
+    log_ = OpenLog(*lease_, epoch, 1);
+    ASSERT_NE(log_, nullptr);
+    AppendDurably(*log_, AcquireOp(1, "a", "L"));
+    AppendDurably(*log_, AcquireOp(2, "b", "M"));
+  }
+  // Deletes the batch at position 1, as the leader's trimming would.
+  void TrimFirstBatch() {
+    etcdserverpb::DeleteRangeRequest trim;
+    trim.set_key(keys_.log(1));
+    ASSERT_TRUE(client_->DeleteRange(trim).ok());
+  }
+
   std::vector<LogPosition> ReadPositions(LogPosition from) {
     std::vector<LogPosition> positions;
     absl::Status read = storage::ReadLogFrom(
@@ -167,6 +369,8 @@ class EtcdLogTest : public ::testing::Test {
   std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<storage::EtcdClient> client_;
   const ClusterKeys keys_{"t"};
+  std::unique_ptr<storage::EtcdLease> lease_;
+  std::unique_ptr<storage::EtcdLog> log_;
 };
 
 TEST_F(EtcdLogTest, AppendsAreDurableOnlyOnceInEtcdAndReadBackInOrder) {
@@ -232,16 +436,48 @@ TEST_F(EtcdLogTest, LeaderStopsAppendingBeforeEtcdCanExpireItsLease) {
   EXPECT_TRUE(ReadPositions(1).empty());
 }
 
+TEST_F(EtcdLogTest, PeerSecretIsCreatedOnceAndTheSameForEveryNode) {
+  absl::StatusOr<std::string> first = storage::EnsurePeerSecret(*client_, keys_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->size(), 64u);
+  absl::StatusOr<std::string> second =
+      storage::EnsurePeerSecret(*client_, keys_);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*second, *first);
+  absl::StatusOr<std::string> other =
+      storage::EnsurePeerSecret(*client_, ClusterKeys("other"));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(*other, *first);
+}
+
+TEST_F(EtcdLogTest, BatchAtOrBeforeAPositionAndTheFirstPosition) {
+  AppendTwoBatches();
+  ASSERT_FALSE(HasFatalFailure());
+  absl::StatusOr<std::optional<std::string>> at2 =
+      storage::BatchKeyAtOrBefore(*client_, keys_, 2);
+  ASSERT_TRUE(at2.ok()) << at2.status();
+  EXPECT_EQ(*at2, keys_.log(2));
+  absl::StatusOr<std::optional<std::string>> at9 =
+      storage::BatchKeyAtOrBefore(*client_, keys_, 9);
+  ASSERT_TRUE(at9.ok()) << at9.status();
+  EXPECT_EQ(*at9, keys_.log(2));
+  TrimFirstBatch();
+  ASSERT_FALSE(HasFatalFailure());
+  absl::StatusOr<std::optional<std::string>> at1 =
+      storage::BatchKeyAtOrBefore(*client_, keys_, 1);
+  ASSERT_TRUE(at1.ok()) << at1.status();
+  EXPECT_FALSE(at1->has_value());
+  absl::StatusOr<std::optional<LogPosition>> first =
+      storage::FirstLogPosition(*client_, keys_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, std::optional<LogPosition>(2));
+}
+
 TEST_F(EtcdLogTest, ReadingFromATrimmedPositionIsOutOfRange) {
-  std::unique_ptr<storage::EtcdLease> lease;
-  const int64_t epoch = Lead(lease, "n1");
-  std::unique_ptr<storage::EtcdLog> log = OpenLog(*lease, epoch, 1);
-  ASSERT_NE(log, nullptr);
-  AppendDurably(*log, AcquireOp(1, "a", "L"));
-  AppendDurably(*log, AcquireOp(2, "b", "M"));
-  etcdserverpb::DeleteRangeRequest trim;
-  trim.set_key(keys_.log(1));
-  ASSERT_TRUE(client_->DeleteRange(trim).ok());
+  AppendTwoBatches();
+  ASSERT_FALSE(HasFatalFailure());
+  TrimFirstBatch();
+  ASSERT_FALSE(HasFatalFailure());
   const absl::Status read = storage::ReadLogFrom(
       *client_, keys_, 1,
       [](LogPosition, absl::string_view) { return absl::OkStatus(); });

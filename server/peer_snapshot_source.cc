@@ -1,0 +1,151 @@
+#include "server/peer_snapshot_source.h"
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "leasekeeper/v1/cluster_peer.grpc.pb.h"
+#include "security/tls_config.h"
+#include "storage/etcd_election.h"
+#include "storage/etcd_peer_secret.h"
+
+namespace leasekeeper::server {
+namespace {
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials(
+    const SecurityConfig& config) {
+  absl::StatusOr<security::TlsMaterial> material =
+      security::LoadTlsMaterial(security::TlsFiles{
+          .cert_file = config.tls_cert_file,
+          .key_file = config.tls_key_file,
+          .client_ca_file = config.client_ca_file});
+  if (!material.ok()) return material.status();
+  if (material->mode == security::TransportSecurity::kPlaintext) {
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = material->client_ca_pem;
+  if (material->mode == security::TransportSecurity::kMutualTls) {
+    options.pem_private_key = material->key_pem;
+    options.pem_cert_chain = material->cert_pem;
+  }
+  return grpc::SslCredentials(options);
+}
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat("snapshot from the leader: ",
+                                   status.error_message()));
+}
+
+}  // namespace
+
+PeerSnapshotSource::PeerSnapshotSource(storage::EtcdClient& client,
+                                       std::string cluster,
+                                       std::string node_id,
+                                       SecurityConfig security_config,
+                                       std::chrono::milliseconds timeout)
+    : client_(client),
+      cluster_(std::move(cluster)),
+      keys_(cluster_),
+      node_id_(std::move(node_id)),
+      security_(std::move(security_config)),
+      timeout_(timeout) {}
+
+void PeerSnapshotSource::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+void PeerSnapshotSource::Resume() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = false;
+}
+
+absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
+    storage::LogPosition min_covered) {
+  absl::StatusOr<std::optional<storage::LeaderView>> view =
+      storage::ReadLeader(client_, keys_);
+  if (!view.ok()) return view.status();
+  if (!view->has_value()) {
+    return absl::UnavailableError("snapshot transfer: leader unknown");
+  }
+  if ((*view)->leader.node_id == node_id_) {
+    return absl::FailedPreconditionError(
+        "snapshot transfer: this node is the leader");
+  }
+  absl::StatusOr<std::string> secret =
+      storage::EnsurePeerSecret(client_, keys_);
+  if (!secret.ok()) return secret.status();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      PeerCredentials(security_);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(-1);
+  auto stub = v1::ClusterPeer::NewStub(grpc::CreateCustomChannel(
+      (*view)->leader.advertise, *credentials, arguments));
+
+  grpc::ClientContext context;
+  context.AddMetadata(storage::kPeerSecretMetadataKey, *secret);
+  context.set_deadline(std::chrono::system_clock::now() + timeout_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) {
+      return absl::CancelledError("snapshot transfer: the follower stopped");
+    }
+    context_ = &context;
+  }
+  v1::FetchSnapshotRequest request;
+  request.set_cluster(cluster_);
+  request.set_min_covered_position(min_covered);
+  auto reader = stub->FetchSnapshot(&context, request);
+  storage::FetchedSnapshot fetched;
+  uint64_t announced = 0;
+  absl::Status broken;
+  v1::SnapshotChunk chunk;
+  bool first = true;
+  while (broken.ok() && reader->Read(&chunk)) {
+    if (first) {
+      first = false;
+      fetched.covered = chunk.covered_position();
+      fetched.payload_crc32c = chunk.payload_crc32c();
+      announced = chunk.file_bytes();
+      if (announced > kMaxSnapshotTransferBytes) {
+        broken = absl::DataLossError(absl::StrCat(
+            "snapshot transfer: ", announced, " bytes announced, over ",
+            kMaxSnapshotTransferBytes));
+        break;
+      }
+      fetched.bytes.reserve(announced);
+    }
+    if (chunk.offset() != fetched.bytes.size() ||
+        fetched.bytes.size() + chunk.data().size() > announced) {
+      broken = absl::DataLossError(absl::StrCat(
+          "snapshot transfer: a chunk at offset ", chunk.offset(), " of ",
+          chunk.data().size(), " bytes after ", fetched.bytes.size(), " of ",
+          announced));
+      break;
+    }
+    fetched.bytes.append(chunk.data());
+  }
+  if (!broken.ok()) context.TryCancel();
+  const grpc::Status finished = reader->Finish();
+  {
+    absl::MutexLock lock(&mu_);
+    context_ = nullptr;
+  }
+  if (!broken.ok()) return broken;
+  if (!finished.ok()) return FromGrpc(finished);
+  if (first || fetched.bytes.size() != announced) {
+    return absl::DataLossError(absl::StrCat(
+        "snapshot transfer: ", fetched.bytes.size(), " bytes received of ",
+        announced, " announced"));
+  }
+  return fetched;
+}
+
+}  // namespace leasekeeper::server
