@@ -259,7 +259,8 @@ void ClusterNode::StepAsCandidate(SteadyClock::time_point now) {
     next_members_ = now + kMembersPeriod;
     RefreshMembers();
   }
-  // A replica that cannot follow (trimmed past it, damaged) must not lead.
+  // A replica that cannot follow (trimmed past it, damaged), or has not
+  // read the log yet, must not lead.
   const absl::Status following = follower_->status();
   const bool can_lead =
       following.ok() || absl::IsUnavailable(following);

@@ -73,7 +73,9 @@ class EtcdLogFollower {
   uint64_t snapshots_installed() const { return installed_.load(); }
   // OK, or the last error reading or applying (etcd unreachable, trimmed:
   // OutOfRange, also while a snapshot transfer fails: its message names
-  // the transfer's error; a record that does not decode: DataLoss).
+  // the transfer's error; a record that does not decode: DataLoss);
+  // FailedPrecondition until the first read of the log has ended, so that
+  // a node that cannot know yet whether it was trimmed past does not lead.
   absl::Status status() const;
   // OK, or what is wrong with the local snapshots: DataLoss naming the
   // damaged files LogReplica::Open skipped (until a snapshot is written),
@@ -127,7 +129,8 @@ class EtcdLogFollower {
   std::atomic<LogPosition> snapshot_{0};
   std::atomic<uint64_t> installed_{0};
   mutable absl::Mutex mu_;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_) =
+      absl::FailedPreconditionError("the log has not been read yet");
   absl::Status snapshot_status_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -286,6 +286,20 @@ TEST_F(SnapshotTransferTest, DamagedLocalSnapshotReachesTheFollowersSnapshotStat
       << snapshots;
 }
 
+// Until its first read of the log has ended, a follower cannot know
+// whether the log was trimmed past it: it is not fit to lead
+// (ClusterNode campaigns only on OK or UNAVAILABLE).
+TEST_F(SnapshotTransferTest, FollowerThatHasNotReadTheLogIsNotFitToLead) {
+  storage::EtcdClientOptions options;
+  options.endpoints = {"127.0.0.1:1"};  // never called: not started
+  absl::StatusOr<std::unique_ptr<storage::EtcdClient>> client =
+      storage::EtcdClient::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  storage::EtcdLogFollower follower(**client, ClusterKeys("t"), *follower_, 0);
+  const absl::Status status = follower.status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(status)) << status;
+}
+
 TEST(PeerSecretTest, ComparisonIsExact) {
   EXPECT_TRUE(storage::PeerSecretsEqual("abc", "abc"));
   EXPECT_FALSE(storage::PeerSecretsEqual("abc", "abd"));
