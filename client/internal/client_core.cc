@@ -213,13 +213,18 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
   const MonotonicTime retry_deadline =
       std::max(wait_deadline, started + options_.call_timeout);
 
-  // Opening the session is part of the wait: a first endpoint that never
-  // answers costs the stream's open timeout, after which the next one is
-  // tried within the same budget.
+  // Opening the session (and reopening it below) is part of the wait, with
+  // at least one call timeout: a first endpoint that never answers costs
+  // the stream's open timeout, after which the next one is tried within the
+  // same budget.
+  auto open_session = [&] {
+    return session_->EnsureOpen(
+        std::max(retry_deadline - MonotonicNow(), options_.call_timeout),
+        options.stop);
+  };
   std::string session_id;
   if (session_ != nullptr) {
-    absl::StatusOr<std::string> opened =
-        session_->EnsureOpen(retry_deadline - MonotonicNow(), options.stop);
+    absl::StatusOr<std::string> opened = open_session();
     if (!opened.ok()) return opened.status();
     session_id = *opened;
   }
@@ -329,8 +334,7 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
       }
       Deliver();
       session_->Abandon(session_id);
-      absl::StatusOr<std::string> reopened =
-          session_->EnsureOpen(options_.call_timeout, options.stop);
+      absl::StatusOr<std::string> reopened = open_session();
       if (!reopened.ok()) return reopened.status();
       session_id = *reopened;
       call.session_id = session_id;
