@@ -97,24 +97,7 @@ absl::Status EtcdLogFollower::CatchUpBySnapshot(SnapshotSource& source,
       std::max(log_start > 0 ? log_start - 1 : 0, replica.applied() + 1);
   absl::StatusOr<FetchedSnapshot> fetched = source.Fetch(needed);
   if (!fetched.ok()) return fetched.status();
-  if (fetched->covered < needed) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the snapshot sent covers positions 1..", fetched->covered,
-        "; the log in etcd starts at ", log_start, " and this replica is at ",
-        replica.applied()));
-  }
-  absl::StatusOr<SnapshotFileInfo> checked = DecodeSnapshotFileBytes(
-      fetched->bytes, "the received snapshot", nullptr, nullptr);
-  if (!checked.ok()) return checked.status();
-  if (checked->covered != fetched->covered ||
-      checked->payload_crc32c != fetched->payload_crc32c) {
-    return absl::DataLossError(absl::StrCat(
-        "the received snapshot covers ", checked->covered,
-        " with payload checksum ", checked->payload_crc32c,
-        "; its sender announced ", fetched->covered, " and ",
-        fetched->payload_crc32c));
-  }
-  return replica.InstallSnapshot(fetched->bytes, needed);
+  return replica.InstallSnapshot(*fetched, needed);
 }
 
 absl::Status EtcdLogFollower::FetchSnapshotPastTrim() {

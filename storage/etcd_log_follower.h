@@ -84,14 +84,14 @@ class EtcdLogFollower {
 
   // Brings `replica` forward over a trimmed log whose first record is at
   // `log_start`: fetches a snapshot covering at least
-  // max(log_start - 1, replica.applied() + 1) from `source`, checks that
-  // the bytes are what the sender announced (position, payload checksum)
-  // and installs it (LogReplica::InstallSnapshot). What the follower
-  // thread does on OutOfRange; static so a test can feed it a fake source.
-  // Outcomes: OK (replica.applied() is the snapshot's position); the
-  // source's error; FailedPrecondition for a snapshot not past the trimmed
-  // point; DataLoss for bytes that do not check out or do not match the
-  // announcement; InstallSnapshot's errors. Nothing is installed unless OK.
+  // max(log_start - 1, replica.applied() + 1) from `source` and installs
+  // it (LogReplica::InstallSnapshot, which checks that the bytes are what
+  // the sender announced). What the follower thread does on OutOfRange;
+  // static so a test can feed it a fake source. Outcomes: OK
+  // (replica.applied() is the snapshot's position); the source's error;
+  // InstallSnapshot's (FailedPrecondition for a snapshot not past the
+  // trimmed point; DataLoss for bytes that do not check out or do not
+  // match the announcement). Nothing is installed unless OK.
   static absl::Status CatchUpBySnapshot(SnapshotSource& source,
                                         LogReplica& replica,
                                         LogPosition log_start);

@@ -83,14 +83,22 @@ absl::Status LogReplica::WriteSnapshot() {
   return absl::OkStatus();
 }
 
-absl::Status LogReplica::InstallSnapshot(absl::string_view file,
+absl::Status LogReplica::InstallSnapshot(const FetchedSnapshot& sent,
                                          LogPosition min_covered) {
   CoreSnapshot snapshot;
   ServerState server;
   absl::StatusOr<SnapshotFileInfo> info =
-      DecodeSnapshotFileBytes(file, "the received snapshot", &snapshot,
+      DecodeSnapshotFileBytes(sent.bytes, "the received snapshot", &snapshot,
                               &server);
   if (!info.ok()) return info.status();
+  if (info->covered != sent.covered ||
+      info->payload_crc32c != sent.payload_crc32c) {
+    return absl::DataLossError(absl::StrCat(
+        "the received snapshot covers ", info->covered,
+        " with payload checksum ", info->payload_crc32c,
+        "; its sender announced ", sent.covered, " and ",
+        sent.payload_crc32c));
+  }
   if (info->covered < min_covered || info->covered <= applied_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the received snapshot covers positions 1..", info->covered,
@@ -102,7 +110,7 @@ absl::Status LogReplica::InstallSnapshot(absl::string_view file,
         "the received snapshot at position ", info->covered,
         " is inconsistent: ", s.message()));
   }
-  if (absl::Status s = WriteSnapshotFileBytes(dir_, info->covered, file,
+  if (absl::Status s = WriteSnapshotFileBytes(dir_, info->covered, sent.bytes,
                                               kClusterSnapshotsKept);
       !s.ok()) {
     return s;

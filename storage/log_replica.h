@@ -33,6 +33,7 @@
 #include "storage/file.h"
 #include "storage/log.h"
 #include "storage/server_records.h"
+#include "storage/snapshot_source.h"
 
 namespace leasekeeper::storage {
 
@@ -71,20 +72,23 @@ class LogReplica {
   // errors. Cost: O(state) plus two fsyncs.
   absl::Status WriteSnapshot();
 
-  // Replaces the state with that of `file`, the bytes of a whole snapshot
-  // file (snapshot_file.h) another member sent, which must cover at least
-  // 1..min_covered and more than applied(); `file` is written into the
+  // Replaces the state with that of `sent.bytes`, a whole snapshot file
+  // (snapshot_file.h) another member sent, which must be what the sender
+  // announced (sent.covered, sent.payload_crc32c) and cover at least
+  // 1..min_covered and more than applied(); the file is written into the
   // data dir (atomically, as WriteSnapshotFile) before the state changes,
-  // so a restart finds it. Outcomes: OK (applied() and snapshot_position()
-  // are its covered position); DataLoss for bytes that do not check out
-  // (header, size, checksum, structure) or a state the core refuses;
-  // FailedPrecondition for a snapshot covering min_covered - 1 or less, or
+  // so a restart finds it. The bytes are decoded and checked once.
+  // Outcomes: OK (applied() and snapshot_position() are its covered
+  // position); DataLoss for bytes that do not check out (header, size,
+  // checksum, structure), do not match the announcement, or hold a state
+  // the core refuses; FailedPrecondition for a snapshot covering min_covered - 1 or less, or
   // applied() or less, or a format version this build does not read; I/O
   // errors. On every error the state is unchanged, and so is the dir,
   // but for an I/O error removing an older snapshot after the new file was
   // written (which then stays, complete).
   // Cost: O(size) plus two fsyncs.
-  absl::Status InstallSnapshot(absl::string_view file, LogPosition min_covered);
+  absl::Status InstallSnapshot(const FetchedSnapshot& sent,
+                               LogPosition min_covered);
 
   // Copies the state into `machine` (REQUIRES: empty, same CoreConfig) and
   // the server state into *server. Cost: O(state).

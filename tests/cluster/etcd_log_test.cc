@@ -250,7 +250,7 @@ TEST_F(SnapshotTransferTest, SnapshotBehindTheTrimPointIsRefusedAndNothingInstal
   EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
   // The replica itself refuses a snapshot that does not take it forward.
   EXPECT_TRUE(absl::IsFailedPrecondition(
-      follower_->InstallSnapshot(sent.bytes, /*min_covered=*/6)));
+      follower_->InstallSnapshot(sent, /*min_covered=*/6)));
   EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
 }
 
