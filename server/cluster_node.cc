@@ -53,7 +53,8 @@ absl::Status ClusterNode::Start(std::string advertise, Hooks hooks) {
       config_.durability.data_dir, replica_->applied());
   snapshot_source_ = std::make_unique<PeerSnapshotSource>(
       *client_, config_.cluster.name, config_.cluster.node_id,
-      config_.security, kSnapshotFetchTimeout);
+      config_.security, [this] { return PeerSecret(); },
+      kSnapshotFetchTimeout);
   follower_ = std::make_unique<storage::EtcdLogFollower>(
       *client_, keys_, *replica_, config_.durability.snapshot_every_records,
       snapshot_source_.get());

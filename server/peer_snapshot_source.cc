@@ -43,16 +43,17 @@ absl::Status FromGrpc(const grpc::Status& status) {
 
 }  // namespace
 
-PeerSnapshotSource::PeerSnapshotSource(storage::EtcdClient& client,
-                                       std::string cluster,
-                                       std::string node_id,
-                                       SecurityConfig security_config,
-                                       std::chrono::milliseconds timeout)
+PeerSnapshotSource::PeerSnapshotSource(
+    storage::EtcdClient& client, std::string cluster, std::string node_id,
+    SecurityConfig security_config,
+    std::function<absl::StatusOr<std::string>()> peer_secret,
+    std::chrono::milliseconds timeout)
     : client_(client),
       cluster_(std::move(cluster)),
       keys_(cluster_),
       node_id_(std::move(node_id)),
       security_(std::move(security_config)),
+      peer_secret_(std::move(peer_secret)),
       timeout_(timeout) {}
 
 void PeerSnapshotSource::Cancel() {
@@ -78,8 +79,7 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
     return absl::FailedPreconditionError(
         "snapshot transfer: this node is the leader");
   }
-  absl::StatusOr<std::string> secret =
-      storage::EnsurePeerSecret(client_, keys_);
+  absl::StatusOr<std::string> secret = peer_secret_();
   if (!secret.ok()) return secret.status();
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       PeerCredentials(security_);

@@ -3,7 +3,7 @@
 // etcd names it (storage/etcd_election.h: its --advertise address), for its
 // newest snapshot over the internal ClusterPeer service
 // (server/cluster_peer_service.h), presenting the cluster's peer secret
-// (storage/etcd_peer_secret.h, read from etcd, created if absent).
+// (storage/etcd_peer_secret.h) as the node read it from etcd.
 //
 // Transport: plaintext when the node runs without TLS. Under TLS it trusts
 // --client-ca (or, without it, the system's roots) for the leader's
@@ -25,9 +25,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/client_context.h"
 #include "server/server_config.h"
@@ -42,15 +44,18 @@ inline constexpr uint64_t kMaxSnapshotTransferBytes = uint64_t{4} << 30;
 class PeerSnapshotSource final : public storage::SnapshotSource {
  public:
   // `client` must outlive the source. `node_id`: this node's (a leader key
-  // naming it is not asked). `timeout`: the deadline of one transfer.
+  // naming it is not asked). `peer_secret`: the cluster's secret, or
+  // Unavailable while the node has not read it (as ClusterPeerService's).
+  // `timeout`: the deadline of one transfer.
   PeerSnapshotSource(storage::EtcdClient& client, std::string cluster,
                      std::string node_id, SecurityConfig security_config,
+                     std::function<absl::StatusOr<std::string>()> peer_secret,
                      std::chrono::milliseconds timeout);
   PeerSnapshotSource(const PeerSnapshotSource&) = delete;
   PeerSnapshotSource& operator=(const PeerSnapshotSource&) = delete;
 
   // Outcomes: those of SnapshotSource::Fetch; Unavailable "leader unknown"
-  // when no leader key exists, FailedPrecondition when it names this node;
+  // when no leader key exists, or peer_secret's error, FailedPrecondition when it names this node;
   // the TLS files' errors; DataLoss for chunks out of order or a size
   // other than announced; the leader's status otherwise (code and message
   // as it answered; DeadlineExceeded past `timeout`).
@@ -65,6 +70,7 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   const storage::ClusterKeys keys_;
   const std::string node_id_;
   const SecurityConfig security_;
+  const std::function<absl::StatusOr<std::string>()> peer_secret_;
   const std::chrono::milliseconds timeout_;
 
   absl::Mutex mu_;
