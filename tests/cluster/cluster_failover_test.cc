@@ -73,38 +73,26 @@ class Nodes {
   Call Renew(const std::string& address, const std::string& client,
              const std::string& lock, int64_t ttl_ms,
              pb::RenewResponse* response) {
-    pb::RenewRequest request;
-    request.set_client_id(client);
-    request.set_lock(lock);
-    request.set_ttl_ms(ttl_ms);
-    return Invoke(address, &pb::LockService::Stub::Renew, request, response);
+    return Invoke(address, &pb::LockService::Stub::Renew,
+                  RenewRequest(client, lock, ttl_ms), response);
   }
   Call Write(const std::string& address, const std::string& lock,
              const std::string& key, const std::string& value,
              uint64_t token) {
-    pb::WriteRequest request;
-    request.set_lock(lock);
-    request.set_key(key);
-    request.set_value(value);
-    request.set_token(token);
     pb::WriteResponse response;
-    return Invoke(address, &pb::LockService::Stub::Write, request, &response);
+    return Invoke(address, &pb::LockService::Stub::Write,
+                  WriteRequest(lock, key, value, token), &response);
   }
   Call Read(const std::string& address, const std::string& lock,
             const std::string& key, pb::ReadResponse* response) {
-    pb::ReadRequest request;
-    request.set_lock(lock);
-    request.set_key(key);
-    return Invoke(address, &pb::LockService::Stub::Read, request, response);
+    return Invoke(address, &pb::LockService::Stub::Read,
+                  ReadRequest(lock, key), response);
   }
   Call Release(const std::string& address, const std::string& client,
                const std::string& lock) {
-    pb::ReleaseRequest request;
-    request.set_client_id(client);
-    request.set_lock(lock);
     pb::ReleaseResponse response;
-    return Invoke(address, &pb::LockService::Stub::Release, request,
-                  &response);
+    return Invoke(address, &pb::LockService::Stub::Release,
+                  ReleaseRequest(client, lock), &response);
   }
 
  private:

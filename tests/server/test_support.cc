@@ -116,11 +116,7 @@ Result<pb::RenewResponse> TestClient::Renew(const pb::RenewRequest& request) {
 Result<pb::RenewResponse> TestClient::Renew(const std::string& client,
                                             const std::string& lock,
                                             int64_t ttl_ms) {
-  pb::RenewRequest request;
-  request.set_client_id(client);
-  request.set_lock(lock);
-  request.set_ttl_ms(ttl_ms);
-  return Renew(request);
+  return Renew(RenewRequest(client, lock, ttl_ms));
 }
 
 Result<pb::ReleaseResponse> TestClient::Release(
@@ -130,10 +126,7 @@ Result<pb::ReleaseResponse> TestClient::Release(
 
 Result<pb::ReleaseResponse> TestClient::Release(const std::string& client,
                                                 const std::string& lock) {
-  pb::ReleaseRequest request;
-  request.set_client_id(client);
-  request.set_lock(lock);
-  return Release(request);
+  return Release(ReleaseRequest(client, lock));
 }
 
 Result<pb::WriteResponse> TestClient::Write(const pb::WriteRequest& request) {
@@ -144,20 +137,12 @@ Result<pb::WriteResponse> TestClient::Write(const std::string& lock,
                                             const std::string& key,
                                             const std::string& value,
                                             uint64_t token) {
-  pb::WriteRequest request;
-  request.set_lock(lock);
-  request.set_key(key);
-  request.set_value(value);
-  request.set_token(token);
-  return Write(request);
+  return Write(WriteRequest(lock, key, value, token));
 }
 
 Result<pb::ReadResponse> TestClient::Read(const std::string& lock,
                                           const std::string& key) {
-  pb::ReadRequest request;
-  request.set_lock(lock);
-  request.set_key(key);
-  return Read(request);
+  return Read(ReadRequest(lock, key));
 }
 
 Result<pb::ReadResponse> TestClient::Read(const pb::ReadRequest& request) {
@@ -204,6 +189,40 @@ pb::AcquireRequest AcquireRequest(const std::string& client,
   request.set_lock(lock);
   request.set_ttl_ms(ttl_ms);
   request.set_wait_timeout_ms(wait_timeout_ms);
+  return request;
+}
+
+pb::RenewRequest RenewRequest(const std::string& client,
+                              const std::string& lock, int64_t ttl_ms) {
+  pb::RenewRequest request;
+  request.set_client_id(client);
+  request.set_lock(lock);
+  request.set_ttl_ms(ttl_ms);
+  return request;
+}
+
+pb::ReleaseRequest ReleaseRequest(const std::string& client,
+                                  const std::string& lock) {
+  pb::ReleaseRequest request;
+  request.set_client_id(client);
+  request.set_lock(lock);
+  return request;
+}
+
+pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
+                              const std::string& value, uint64_t token) {
+  pb::WriteRequest request;
+  request.set_lock(lock);
+  request.set_key(key);
+  request.set_value(value);
+  request.set_token(token);
+  return request;
+}
+
+pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key) {
+  pb::ReadRequest request;
+  request.set_lock(lock);
+  request.set_key(key);
   return request;
 }
 

@@ -133,6 +133,13 @@ class TestClient {
 pb::AcquireRequest AcquireRequest(const std::string& client,
                                   const std::string& lock, int64_t ttl_ms,
                                   int64_t wait_timeout_ms = 0);
+pb::RenewRequest RenewRequest(const std::string& client,
+                              const std::string& lock, int64_t ttl_ms);
+pb::ReleaseRequest ReleaseRequest(const std::string& client,
+                                  const std::string& lock);
+pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
+                              const std::string& value, uint64_t token);
+pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key);
 
 // A fresh channel with its own TCP connection (not shared with others).
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address);
