@@ -145,6 +145,7 @@ EtcdLog::EtcdLog(EtcdClient& client, EtcdLease& lease, EtcdLogOptions options)
       keys_(options_.cluster),
       next_position_(options_.next_position),
       durable_(options_.next_position - 1),
+      gathering_(options_.max_linger, options_.max_batch_bytes),
       snapshot_position_(options_.snapshot_position) {
   stats_.last_position = durable_;
   stats_.durable_position = durable_;
@@ -173,6 +174,7 @@ absl::StatusOr<LogPosition> EtcdLog::AppendEncoded(std::string record) {
   absl::MutexLock lock(&mu_);
   if (closing_) return absl::FailedPreconditionError("the log is closed");
   if (absl::Status s = HealthLocked(); !s.ok()) return s;
+  pending_bytes_ += record.size();
   pending_.push_back(std::move(record));
   ++stats_.records;
   stats_.last_position = next_position_;
@@ -278,6 +280,7 @@ void EtcdLog::Fail(absl::Status status) {
     }
     waiting_.clear();
     pending_.clear();
+    pending_bytes_ = 0;
     status = failed_;
   }
   for (DurableCallback& done : callbacks) std::move(done)(status);
@@ -368,6 +371,19 @@ void EtcdLog::AppendLoop() {
       };
       // Wakes at least every 50 ms to notice a lapsed lease.
       mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50));
+      if (!pending_.empty() && !closing_) {
+        auto gathered = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+          return closing_ || !failed_.ok() ||
+                 gathering_.CutNow(pending_.size(), pending_bytes_,
+                                   SteadyClock::now());
+        };
+        const SteadyClock::time_point linger_end = gathering_.LingerEnd();
+        const SteadyClock::time_point now = SteadyClock::now();
+        if (!gathered() && linger_end > now) {
+          mu_.AwaitWithTimeout(absl::Condition(&gathered),
+                               absl::FromChrono(linger_end - now));
+        }
+      }
       if (!failed_.ok() || (pending_.empty() && closing_)) break;
       if (pending_.empty()) {
         if (lease_.Valid()) continue;
@@ -381,6 +397,7 @@ void EtcdLog::AppendLoop() {
           bytes += pending_[taken].size();
           ++taken;
         }
+        pending_bytes_ -= bytes;
         batch.assign(std::make_move_iterator(pending_.begin()),
                      std::make_move_iterator(pending_.begin() + taken));
         pending_.erase(pending_.begin(), pending_.begin() + taken);
@@ -392,12 +409,14 @@ void EtcdLog::AppendLoop() {
       Fail(NotLeader("this node's etcd lease may have expired"));
       break;
     }
+    const SteadyClock::time_point commit_start = SteadyClock::now();
     absl::Status committed = CommitBatch(first, EncodeBatch(batch));
     if (!committed.ok()) {
       Fail(std::move(committed));
       break;
     }
     std::vector<DurableCallback> callbacks;
+    size_t waiting_before = 0;  // records pending when the commit ended
     {
       absl::MutexLock lock(&mu_);
       durable_ = first + batch.size() - 1;
@@ -410,8 +429,15 @@ void EtcdLog::AppendLoop() {
         }
       }
       waiting_.erase(waiting_.begin(), end);
+      waiting_before = pending_.size();
     }
+    const SteadyClock::duration took = SteadyClock::now() - commit_start;
     for (DurableCallback& done : callbacks) std::move(done)(absl::OkStatus());
+    // The linger counts from the last answer sent, not from the commit:
+    // sending the answers can take a good part of it.
+    absl::MutexLock lock(&mu_);
+    gathering_.Committed(callbacks.size(), waiting_before, took,
+                         SteadyClock::now());
   }
   std::vector<DurableCallback> callbacks;
   absl::Status status;

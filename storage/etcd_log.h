@@ -4,9 +4,11 @@
 // every other node follows them (etcd_log_follower.h) and keeps a replica.
 //
 // Guarded group commit. Append only enqueues (encode, O(size)). One
-// appender thread takes every record pending when it wakes (at most
+// appender thread takes every record pending when it cuts a batch (at most
 // max_batch_bytes; a larger single record goes alone) and writes them as
-// one batch in one etcd transaction:
+// one batch in one etcd transaction. After a commit it lingers briefly for
+// the callers that commit answered (batch_gathering.h: at most max_linger,
+// at most the commit's time, never for one caller at a time):
 //     compare  create_revision(leader key)      == epoch
 //     compare  create_revision(log/<first pos>) == 0   (the key is new)
 //     success  put log/<first pos> = batch
@@ -78,6 +80,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "storage/batch_gathering.h"
 #include "storage/etcd_client.h"
 #include "storage/etcd_keys.h"
 #include "storage/etcd_lease.h"
@@ -95,6 +98,9 @@ struct EtcdLogOptions {
   // A batch is cut at this size (etcd refuses requests over its
   // --max-request-bytes, 1.5 MiB by default).
   size_t max_batch_bytes = size_t{1} << 20;
+  // The longest the appender waits after a commit for the callers it
+  // answered (batch_gathering.h); zero: cut whatever is pending at once.
+  std::chrono::microseconds max_linger{3000};
   // Deadline of one transaction attempt.
   std::chrono::milliseconds txn_timeout{500};
   // Local snapshots (see above); 0: never due.
@@ -180,6 +186,8 @@ class EtcdLog final : public OperationLog {
   LogPosition next_position_ ABSL_GUARDED_BY(mu_);
   LogPosition durable_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> pending_ ABSL_GUARDED_BY(mu_);  // from durable_+1
+  size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  BatchGathering gathering_ ABSL_GUARDED_BY(mu_);
   std::map<LogPosition, std::vector<DurableCallback>> waiting_
       ABSL_GUARDED_BY(mu_);
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
