@@ -15,6 +15,13 @@ absl::StatusOr<CampaignResult> Campaign(EtcdClient& client,
                                         const ClusterKeys& keys,
                                         int64_t lease_id,
                                         const LeaderRecord& me) {
+  // A read first: a transaction with a put goes through etcd's raft log
+  // (an entry, a WAL fsync on every member) even when its compare fails,
+  // and candidates campaign many times a second while a leader lives. A
+  // linearizable read costs etcd a heartbeat round and writes nothing.
+  absl::StatusOr<std::optional<LeaderView>> leading = ReadLeader(client, keys);
+  if (!leading.ok()) return leading.status();
+  if (leading->has_value()) return CampaignResult{.view = **leading};
   const std::string key = keys.leader();
   etcdserverpb::TxnRequest txn;
   CompareCreateRevision(txn, key, 0);  // no leader

@@ -41,9 +41,12 @@ struct CampaignResult {
   LeaderView view;
 };
 
-// Creates the leader key with `me` on `lease_id` if no key exists.
-// Outcomes: won (view.epoch: the new epoch) or lost (the current leader);
-// etcd's error.
+// Creates the leader key with `me` on `lease_id` if no key exists: reads
+// it, and only when there is none tries the create-if-absent transaction
+// (so a candidate polling a living leader writes nothing to etcd's raft
+// log). Outcomes: won (view.epoch: the new epoch) or lost (the current
+// leader, or none if it vanished between the transaction's compare and its
+// read); etcd's error.
 absl::StatusOr<CampaignResult> Campaign(EtcdClient& client,
                                         const ClusterKeys& keys,
                                         int64_t lease_id,

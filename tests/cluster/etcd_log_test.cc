@@ -431,6 +431,46 @@ TEST_F(EtcdLogTest, DeposedLeaderCanNeverAppend) {
   EXPECT_FALSE(log->Append(AcquireOp(3, "c", "L")).ok());
 }
 
+// The raft index of the etcd member at `endpoint`: it rises by one for
+// every entry etcd's raft log takes (any transaction with a write in
+// either branch, any put), not for reads.
+uint64_t RaftIndex(const std::string& endpoint) {
+  std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance =
+      etcdserverpb::Maintenance::NewStub(
+          grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5));
+  etcdserverpb::StatusResponse status;
+  const grpc::Status called =
+      maintenance->Status(&context, etcdserverpb::StatusRequest(), &status);
+  EXPECT_TRUE(called.ok()) << called.error_message();
+  return status.raftindex();
+}
+
+TEST_F(EtcdLogTest, ACandidatePollingALivingLeaderWritesNothingToEtcd) {
+  std::unique_ptr<storage::EtcdLease> lease;
+  const int64_t epoch = Lead(lease, "n1");
+  ASSERT_GT(epoch, 0);
+  absl::StatusOr<std::unique_ptr<storage::EtcdLease>> candidate_lease =
+      storage::EtcdLease::Grant(*client_, storage::EtcdLeaseOptions{});
+  ASSERT_TRUE(candidate_lease.ok()) << candidate_lease.status();
+  const uint64_t before = RaftIndex(etcd_->endpoint_list()[0]);
+  constexpr int kCampaigns = 20;
+  for (int i = 0; i < kCampaigns; ++i) {
+    absl::StatusOr<storage::CampaignResult> lost = storage::Campaign(
+        *client_, keys_, (*candidate_lease)->id(),
+        storage::LeaderRecord{"n2", "x:2"});
+    ASSERT_TRUE(lost.ok()) << lost.status();
+    EXPECT_FALSE(lost->won);
+    EXPECT_EQ(lost->view.epoch, epoch);
+    EXPECT_EQ(lost->view.leader.node_id, "n1");
+  }
+  // Lease keepalives are not raft entries either; allow a few entries for
+  // anything etcd does by itself meanwhile, far fewer than one a campaign.
+  EXPECT_LT(RaftIndex(etcd_->endpoint_list()[0]) - before, 5u);
+}
+
 TEST_F(EtcdLogTest, LeaderStopsAppendingBeforeEtcdCanExpireItsLease) {
   std::unique_ptr<storage::EtcdLease> lease;
   const int64_t epoch = Lead(lease, "n1");
