@@ -17,7 +17,8 @@ SIGUSR1 stops the leasekeeperd nodes and keeps etcd running (for a
 benchmark that drives etcd alone next: bench/run-cluster-anchors).
 
 As a module (tests/fault/run_fault.py): Daemon, EtcdMember, LocalCluster.
-Everything listens on 127.0.0.1 only; ports are picked free by the kernel.
+Everything listens on 127.0.0.1 only; ports are picked free, below the
+ephemeral range.
 
 Thread-safety: one owner thread.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import select
 import shutil
 import signal
@@ -42,9 +44,25 @@ LISTENING_PREFIX = b"leasekeeperd listening on "
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on, below the kernel's ephemeral range.
+
+    A port the kernel hands out for bind(0) comes from the ephemeral range,
+    where the members' own outgoing connections (etcd peers, clients) also
+    take their local ports: one could take it between the pick and the
+    member's bind. Below that range only listeners take ports.
+    """
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+        ephemeral_low = int(ports.read().split()[0])
+    low = 10_000 if ephemeral_low > 20_000 else 1_024
+    for _ in range(1_000):
+        port = random.randrange(low, ephemeral_low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 def pdeathsig(args: list[str]) -> list[str]:
