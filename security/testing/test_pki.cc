@@ -81,6 +81,12 @@ absl::StatusOr<KeyPair> TestPki::IssueServer(const std::string& name,
                "serverAuth");
 }
 
+absl::StatusOr<KeyPair> TestPki::IssuePeer(const std::string& name,
+                                           const std::string& common_name) {
+  return Issue(name, common_name, {"IP:127.0.0.1", "DNS:localhost"},
+               "serverAuth,clientAuth");
+}
+
 absl::StatusOr<KeyPair> TestPki::IssueClient(
     const std::string& name, const std::string& common_name,
     const std::vector<std::string>& sans) {

@@ -47,6 +47,13 @@ class TestPki {
   absl::StatusOr<KeyPair> IssueServer(const std::string& name,
                                       const std::string& common_name);
 
+  // A certificate valid for both server and client authentication (SANs as
+  // server()), as a cluster node needs under mutual TLS: it serves with it
+  // and presents it when it fetches a snapshot from the leader. Outcomes:
+  // as IssueClient.
+  absl::StatusOr<KeyPair> IssuePeer(const std::string& name,
+                                    const std::string& common_name);
+
   const std::string& dir() const { return dir_; }
   const std::string& ca_cert_file() const { return ca_.cert_file; }
   const std::string& ca_cert_pem() const { return ca_.cert_pem; }

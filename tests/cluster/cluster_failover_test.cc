@@ -23,6 +23,7 @@
 #include "storage/etcd_log.h"
 #include "storage/etcd_peer_secret.h"
 #include "storage/snapshot_file.h"
+#include "security/testing/test_pki.h"
 #include "tests/cluster/cluster_harness.h"
 
 namespace leasekeeper::testing {
@@ -41,9 +42,15 @@ struct Call {
 
 class Nodes {
  public:
+  // For the channels made from now on; null: plaintext.
+  void UseCredentials(std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    credentials_ = std::move(credentials);
+  }
   pb::LockService::Stub& Stub(const std::string& address) {
     auto& stub = stubs_[address];
-    if (stub == nullptr) stub = pb::LockService::NewStub(NewChannel(address));
+    if (stub == nullptr) {
+      stub = pb::LockService::NewStub(NewChannel(address, credentials_));
+    }
     return *stub;
   }
 
@@ -96,16 +103,23 @@ class Nodes {
   }
 
  private:
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::map<std::string, std::unique_ptr<pb::LockService::Stub>> stubs_;
 };
 
 class ClusterTest : public ::testing::Test {
  protected:
-  void StartCluster(std::vector<std::string> extra_args = {}) {
+  // `credentials`: for every call the test and the harness make (null:
+  // plaintext); they must match the TLS flags in `extra_args`.
+  void StartCluster(
+      std::vector<std::string> extra_args = {},
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) {
     etcd_ = EtcdCluster::Start(dir_.path());
     ASSERT_NE(etcd_, nullptr);
+    nodes_.UseCredentials(credentials);
     cluster_ = LeasekeeperCluster::Start(dir_.path(), etcd_->endpoints(), 3,
-                                         std::move(extra_args));
+                                         std::move(extra_args), "test",
+                                         std::move(credentials));
     ASSERT_NE(cluster_, nullptr);
     leader_ = cluster_->WaitForLeader(milliseconds(15'000));
     ASSERT_GE(leader_, 0) << "no leader elected";
@@ -170,9 +184,10 @@ class ClusterTest : public ::testing::Test {
   void HoldLocks(int count) {
     for (int i = 0; i < count; ++i) {
       pb::AcquireResponse got;
-      ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), absl::StrCat("c", i),
-                                 absl::StrCat("L", i), 60'000, &got)
-                      .ok());
+      const Call call =
+          nodes_.Acquire(LeaderAddress(), Client(absl::StrCat("c", i)),
+                         absl::StrCat("L", i), 60'000, &got);
+      ASSERT_TRUE(call.ok()) << call.status.error_message();
       ASSERT_TRUE(got.has_granted());
     }
   }
@@ -180,9 +195,13 @@ class ClusterTest : public ::testing::Test {
   // A follower is stopped; the others snapshot past it and the log in
   // etcd is trimmed; it comes back (`wipe`: with an empty data dir) and
   // catches up by the leader's snapshot and the log, then wins once it is
-  // the only node left and serves the locks with their tokens.
-  void FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(bool wipe) {
-    StartCluster({"--snapshot-every=20"});
+  // the only node left and serves the locks with their tokens. `tls_args`
+  // and `credentials`: as StartCluster's.
+  void FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(
+      bool wipe, std::vector<std::string> tls_args = {},
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) {
+    tls_args.push_back("--snapshot-every=20");
+    StartCluster(std::move(tls_args), std::move(credentials));
     HoldLocks(25);
     ASSERT_FALSE(HasFatalFailure());
     const int follower = (leader_ + 1) % 3;
@@ -196,11 +215,12 @@ class ClusterTest : public ::testing::Test {
     for (int i = 0; i < 100; ++i) {
       pb::AcquireResponse got;
       ASSERT_TRUE(
-          nodes_.Acquire(LeaderAddress(), "t", "T", 60'000, &got).ok());
-      ASSERT_TRUE(nodes_.Release(LeaderAddress(), "t", "T").ok());
+          nodes_.Acquire(LeaderAddress(), Client("t"), "T", 60'000, &got).ok());
+      ASSERT_TRUE(nodes_.Release(LeaderAddress(), Client("t"), "T").ok());
     }
     pb::AcquireResponse held;
-    ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "h", "H", 60'000, &held).ok());
+    ASSERT_TRUE(
+        nodes_.Acquire(LeaderAddress(), Client("h"), "H", 60'000, &held).ok());
     ASSERT_TRUE(held.has_granted());
     // Once the dead follower's member key lapsed, the leader trims what
     // the two live members' snapshots cover: batches the follower needs.
@@ -221,20 +241,28 @@ class ClusterTest : public ::testing::Test {
     ASSERT_EQ(cluster_->WaitForLeader(milliseconds(15'000)), follower);
     const std::string address = cluster_->address(follower);
     pb::RenewResponse renewed;
-    ASSERT_TRUE(nodes_.Renew(address, "c0", "L0", 60'000, &renewed).ok());
+    ASSERT_TRUE(
+        nodes_.Renew(address, Client("c0"), "L0", 60'000, &renewed).ok());
     EXPECT_EQ(renewed.token(), 1u);
-    ASSERT_TRUE(nodes_.Renew(address, "h", "H", 60'000, &renewed).ok());
+    ASSERT_TRUE(nodes_.Renew(address, Client("h"), "H", 60'000, &renewed).ok());
     EXPECT_EQ(renewed.token(), held.granted().token());
     pb::AcquireResponse busy;
-    ASSERT_TRUE(nodes_.Acquire(address, "x", "L7", 1000, &busy).ok());
+    ASSERT_TRUE(nodes_.Acquire(address, Client("x"), "L7", 1000, &busy).ok());
     EXPECT_FALSE(busy.has_granted());
     pb::AcquireResponse next;
-    ASSERT_TRUE(nodes_.Acquire(address, "t", "T", 60'000, &next).ok());
+    ASSERT_TRUE(nodes_.Acquire(address, Client("t"), "T", 60'000, &next).ok());
     ASSERT_TRUE(next.has_granted());
     EXPECT_EQ(next.granted().token(), 101u);
   }
 
+  // A client id the nodes accept: under mutual TLS it must be the test's
+  // certificate identity or begin with it and a slash.
+  std::string Client(const std::string& name) const {
+    return client_prefix_ + name;
+  }
+
   TempDir dir_;
+  std::string client_prefix_;
   std::unique_ptr<storage::EtcdClient> etcd_client_;
   std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<LeasekeeperCluster> cluster_;
@@ -598,6 +626,30 @@ TEST_F(ClusterTest, FollowerWipedWhileTheLogWasTrimmedCatchesUpBySnapshotAndLog)
 
 TEST_F(ClusterTest, FollowerStaleWhileTheLogWasTrimmedCatchesUpBySnapshotAndLog) {
   FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(/*wipe=*/false);
+}
+
+// Under mutual TLS the snapshot travels over TLS too: the follower trusts
+// --client-ca for the leader's certificate and presents its own.
+TEST_F(ClusterTest, UnderMutualTlsAWipedFollowerCatchesUpBySnapshotOverTls) {
+  absl::StatusOr<security::testing::TestPki> pki =
+      security::testing::TestPki::Create(dir_.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  absl::StatusOr<security::testing::KeyPair> node =
+      pki->IssuePeer("node", "leasekeeper-test-node");
+  ASSERT_TRUE(node.ok()) << node.status();
+  absl::StatusOr<security::testing::KeyPair> tester =
+      pki->IssueClient("tester", "leasekeeper-test-client");
+  ASSERT_TRUE(tester.ok()) << tester.status();
+  client_prefix_ = "leasekeeper-test-client/";
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = pki->ca_cert_pem();
+  options.pem_cert_chain = tester->cert_pem;
+  options.pem_private_key = tester->key_pem;
+  FollowerCatchesUpBySnapshotAfterTheLogWasTrimmed(
+      /*wipe=*/true,
+      {"--tls-cert=" + node->cert_file, "--tls-key=" + node->key_file,
+       "--client-ca=" + pki->ca_cert_file()},
+      grpc::SslCredentials(options));
 }
 
 // One FetchSnapshot call; `secret` empty: none presented.

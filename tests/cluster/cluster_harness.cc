@@ -197,11 +197,13 @@ bool EtcdCluster::WaitWritable(milliseconds timeout) const {
 
 std::unique_ptr<LeasekeeperCluster> LeasekeeperCluster::Start(
     const std::string& dir, const std::string& etcd_endpoints, int nodes,
-    std::vector<std::string> extra_args, std::string name) {
+    std::vector<std::string> extra_args, std::string name,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
   std::unique_ptr<LeasekeeperCluster> cluster(new LeasekeeperCluster());
   cluster->name_ = std::move(name);
   cluster->etcd_endpoints_ = etcd_endpoints;
   cluster->extra_args_ = std::move(extra_args);
+  cluster->credentials_ = std::move(credentials);
   for (int i = 0; i < nodes; ++i) {
     Node node;
     node.id = absl::StrCat("node", i);
@@ -265,7 +267,8 @@ bool LeasekeeperCluster::Restart(int node, bool wipe) {
 std::optional<v1::ClusterStatusResponse> LeasekeeperCluster::Status(
     int node) const {
   if (!running(node)) return std::nullopt;
-  auto stub = v1::LockService::NewStub(NewChannel(nodes_[node].address));
+  auto stub =
+      v1::LockService::NewStub(NewChannel(nodes_[node].address, credentials_));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + milliseconds(1000));
   v1::ClusterStatusResponse response;

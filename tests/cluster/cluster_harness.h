@@ -87,11 +87,14 @@ class LeasekeeperCluster {
  public:
   // Starts `nodes` leasekeeperd nodes of cluster `name` against `etcd`
   // (its endpoints), each with its own data dir under `dir`, listening and
-  // advertising 127.0.0.1:<free port>, with `extra_args`. Null (and a test
+  // advertising 127.0.0.1:<free port>, with `extra_args`. The harness's
+  // own calls (Status, WaitForLeader) use `credentials` (null: plaintext),
+  // which must match the nodes' TLS flags in `extra_args`. Null (and a test
   // failure) if one does not start.
   static std::unique_ptr<LeasekeeperCluster> Start(
       const std::string& dir, const std::string& etcd_endpoints, int nodes = 3,
-      std::vector<std::string> extra_args = {}, std::string name = "test");
+      std::vector<std::string> extra_args = {}, std::string name = "test",
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
   LeasekeeperCluster(const LeasekeeperCluster&) = delete;
   LeasekeeperCluster& operator=(const LeasekeeperCluster&) = delete;
 
@@ -131,6 +134,7 @@ class LeasekeeperCluster {
   std::string name_;
   std::string etcd_endpoints_;
   std::vector<std::string> extra_args_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::vector<Node> nodes_;
 };
 

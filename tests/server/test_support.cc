@@ -226,14 +226,18 @@ pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key) {
   return request;
 }
 
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewChannel(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
   static std::atomic<int> counter{0};
   grpc::ChannelArguments args;
   // A distinct argument keeps gRPC from sharing one subchannel (and so one
   // connection) between channels.
   args.SetInt("leasekeeper.test.channel", counter.fetch_add(1));
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  if (credentials == nullptr) {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  return grpc::CreateCustomChannel(address, credentials, args);
 }
 
 bool Eventually(const std::function<bool()>& condition, milliseconds timeout) {

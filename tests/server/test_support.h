@@ -141,8 +141,11 @@ pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
                               const std::string& value, uint64_t token);
 pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key);
 
-// A fresh channel with its own TCP connection (not shared with others).
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address);
+// A fresh channel with its own TCP connection (not shared with others);
+// plaintext unless `credentials` are given.
+std::shared_ptr<grpc::Channel> NewChannel(
+    const std::string& address,
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 // Polls `condition` every millisecond until true or `timeout`; the observer
 // polls, never the server.
