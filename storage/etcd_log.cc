@@ -416,7 +416,7 @@ void EtcdLog::AppendLoop() {
       break;
     }
     std::vector<DurableCallback> callbacks;
-    size_t waiting_before = 0;  // records pending when the commit ended
+    size_t pending_at_commit = 0;  // records pending when the commit ended
     {
       absl::MutexLock lock(&mu_);
       durable_ = first + batch.size() - 1;
@@ -429,14 +429,14 @@ void EtcdLog::AppendLoop() {
         }
       }
       waiting_.erase(waiting_.begin(), end);
-      waiting_before = pending_.size();
+      pending_at_commit = pending_.size();
     }
     const SteadyClock::duration took = SteadyClock::now() - commit_start;
     for (DurableCallback& done : callbacks) std::move(done)(absl::OkStatus());
     // The linger counts from the last answer sent, not from the commit:
     // sending the answers can take a good part of it.
     absl::MutexLock lock(&mu_);
-    gathering_.Committed(callbacks.size(), waiting_before, took,
+    gathering_.Committed(callbacks.size(), pending_at_commit, took,
                          SteadyClock::now());
   }
   std::vector<DurableCallback> callbacks;
