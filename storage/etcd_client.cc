@@ -150,6 +150,32 @@ void CompareCreateRevision(etcdserverpb::TxnRequest& txn,
   compare->set_create_revision(create_revision);
 }
 
+absl::StatusOr<PutIfAbsentResult> PutIfAbsent(EtcdClient& client,
+                                              const std::string& key,
+                                              const std::string& value,
+                                              int64_t lease_id) {
+  etcdserverpb::TxnRequest txn;
+  CompareCreateRevision(txn, key, 0);  // absent
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  put->set_lease(lease_id);
+  txn.add_failure()->mutable_request_range()->set_key(key);
+  absl::StatusOr<etcdserverpb::TxnResponse> response = client.Txn(txn);
+  if (!response.ok()) return response.status();
+  PutIfAbsentResult result;
+  if (response->succeeded()) {
+    result.created = true;
+    // The put is the transaction's only write.
+    result.revision = response->header().revision();
+    return result;
+  }
+  const etcdserverpb::RangeResponse& current =
+      response->responses(0).response_range();
+  if (current.kvs_size() == 1) result.existing = current.kvs(0);
+  return result;
+}
+
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(
     const etcdserverpb::TxnRequest& request,
     std::chrono::milliseconds timeout) {

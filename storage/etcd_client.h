@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,24 @@ absl::Status FromEtcdStatus(const grpc::Status& status, const char* what);
 // tells one creation of it from any other).
 void CompareCreateRevision(etcdserverpb::TxnRequest& txn,
                            const std::string& key, int64_t create_revision);
+
+// What PutIfAbsent found.
+struct PutIfAbsentResult {
+  bool created = false;
+  // created: the put's revision, which is the key's create revision.
+  int64_t revision = 0;
+  // Not created: the key as it stood (nullopt if it was deleted between
+  // the transaction's compare and its read).
+  std::optional<mvccpb::KeyValue> existing;
+};
+
+// Creates `key` = `value` (on lease `lease_id`; 0: none) only if the key
+// does not exist, in one transaction that otherwise reads it. Outcomes:
+// the result; etcd's error.
+absl::StatusOr<PutIfAbsentResult> PutIfAbsent(EtcdClient& client,
+                                              const std::string& key,
+                                              const std::string& value,
+                                              int64_t lease_id = 0);
 
 }  // namespace leasekeeper::storage
 

@@ -22,29 +22,17 @@ absl::StatusOr<CampaignResult> Campaign(EtcdClient& client,
   absl::StatusOr<std::optional<LeaderView>> leading = ReadLeader(client, keys);
   if (!leading.ok()) return leading.status();
   if (leading->has_value()) return CampaignResult{.view = **leading};
-  const std::string key = keys.leader();
-  etcdserverpb::TxnRequest txn;
-  CompareCreateRevision(txn, key, 0);  // no leader
-  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
-  put->set_key(key);
-  put->set_value(EncodeLeader(me));
-  put->set_lease(lease_id);
-  txn.add_failure()->mutable_request_range()->set_key(key);
-  absl::StatusOr<etcdserverpb::TxnResponse> response = client.Txn(txn);
-  if (!response.ok()) return response.status();
+  absl::StatusOr<PutIfAbsentResult> put =
+      PutIfAbsent(client, keys.leader(), EncodeLeader(me), lease_id);
+  if (!put.ok()) return put.status();
   CampaignResult result;
-  if (response->succeeded()) {
+  if (put->created) {
     result.won = true;
-    // The put is the transaction's only write: its revision is the key's
-    // create revision.
-    result.view = LeaderView{.leader = me,
-                             .epoch = response->header().revision(),
-                             .lease = lease_id};
-    return result;
+    result.view =
+        LeaderView{.leader = me, .epoch = put->revision, .lease = lease_id};
+  } else if (put->existing.has_value()) {
+    result.view = ViewOf(*put->existing);
   }
-  const etcdserverpb::RangeResponse& current =
-      response->responses(0).response_range();
-  if (current.kvs_size() == 1) result.view = ViewOf(current.kvs(0));
   return result;
 }
 

@@ -36,22 +36,14 @@ absl::StatusOr<std::string> EnsurePeerSecret(EtcdClient& client,
   absl::StatusOr<std::string> fresh = RandomSecret();
   if (!fresh.ok()) return fresh.status();
   const std::string key = keys.peer_secret();
-  etcdserverpb::TxnRequest txn;
-  CompareCreateRevision(txn, key, 0);  // absent
-  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
-  put->set_key(key);
-  put->set_value(*fresh);
-  txn.add_failure()->mutable_request_range()->set_key(key);
-  absl::StatusOr<etcdserverpb::TxnResponse> response = client.Txn(txn);
-  if (!response.ok()) return response.status();
-  if (response->succeeded()) return *fresh;
-  const etcdserverpb::RangeResponse& existing =
-      response->responses(0).response_range();
-  if (existing.kvs_size() != 1 || existing.kvs(0).value().empty()) {
+  absl::StatusOr<PutIfAbsentResult> put = PutIfAbsent(client, key, *fresh);
+  if (!put.ok()) return put.status();
+  if (put->created) return *fresh;
+  if (!put->existing.has_value() || put->existing->value().empty()) {
     return absl::DataLossError(
         absl::StrCat("etcd key ", key, " holds no peer secret"));
   }
-  return existing.kvs(0).value();
+  return put->existing->value();
 }
 
 bool PeerSecretsEqual(absl::string_view a, absl::string_view b) {
