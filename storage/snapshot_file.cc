@@ -287,10 +287,12 @@ absl::Status PruneSnapshots(const std::string& dir, size_t keep) {
   return result;
 }
 
-// `file` under SnapshotFileName(covered) in `dir`, atomically (.tmp,
-// fsync, rename, directory fsync), then the pruning.
-absl::Status WriteAtomically(const std::string& dir, LogPosition covered,
-                             absl::string_view file, size_t keep_newest) {
+}  // namespace
+
+absl::Status WriteSnapshotFileBytes(const std::string& dir,
+                                    LogPosition covered,
+                                    absl::string_view file,
+                                    size_t keep_newest) {
   const std::string final_path = dir + "/" + SnapshotFileName(covered);
   const std::string temp_path = final_path + ".tmp";
   absl::StatusOr<std::unique_ptr<WritableFile>> out =
@@ -306,8 +308,6 @@ absl::Status WriteAtomically(const std::string& dir, LogPosition covered,
   }
   return PruneSnapshots(dir, keep_newest);
 }
-
-}  // namespace
 
 absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
                                                    const CoreSnapshot& snapshot,
@@ -328,18 +328,12 @@ absl::StatusOr<SnapshotFileInfo> WriteSnapshotFile(const std::string& dir,
   PutFixed32(header, payload_crc);
   PutFixed32(header, Crc32c(header));
   file.replace(0, kSnapshotHeaderBytes, header);
-  if (absl::Status s = WriteAtomically(dir, covered, file, keep_newest);
+  if (absl::Status s =
+          WriteSnapshotFileBytes(dir, covered, file, keep_newest);
       !s.ok()) {
     return s;
   }
   return SnapshotFileInfo{covered, file.size(), payload_crc};
-}
-
-absl::Status WriteSnapshotFileBytes(const std::string& dir,
-                                    LogPosition covered,
-                                    absl::string_view file,
-                                    size_t keep_newest) {
-  return WriteAtomically(dir, covered, file, keep_newest);
 }
 
 absl::StatusOr<SnapshotFileInfo> DecodeSnapshotFileBytes(
