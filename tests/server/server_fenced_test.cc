@@ -12,29 +12,6 @@ namespace {
 
 constexpr uint64_t kMaxToken = ~uint64_t{0};
 
-pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
-                              const std::string& value, uint64_t token,
-                              const std::string& client = "",
-                              bool require_held = false) {
-  pb::WriteRequest request;
-  request.set_lock(lock);
-  request.set_key(key);
-  request.set_value(value);
-  request.set_token(token);
-  request.set_client_id(client);
-  request.set_require_held(require_held);
-  return request;
-}
-
-pb::ReadRequest FencedReadRequest(const std::string& lock,
-                                  const std::string& key, uint64_t token) {
-  pb::ReadRequest request;
-  request.set_lock(lock);
-  request.set_key(key);
-  request.set_token(token);
-  return request;
-}
-
 class FencedStoreTest : public ServerTest {
  protected:
   uint64_t Grant(const std::string& client, const std::string& lock,
@@ -134,7 +111,7 @@ TEST_F(LostUpdateTest, HeldWriteRefusesTheStalledHolder) {
 TEST_F(LostUpdateTest, FencedReadOfTheSuccessorRefusesTheStalledWrite) {
   // B reads with its token: the mark rises to 22 before A writes.
   Result<pb::ReadResponse> read =
-      client_->Read(FencedReadRequest("C", "counter", 22));
+      client_->Read(ReadRequest("C", "counter", 22));
   ASSERT_TRUE(read.ok()) << read.status.error_message();
   EXPECT_EQ(read.response.value(), "20");
   Result<pb::WriteResponse> late =
@@ -148,10 +125,10 @@ TEST_F(FencedStoreTest, FencedReadWithAStaleOrMadeUpTokenIsRefused) {
   ASSERT_EQ(Grant("a", "L", 60'000), 1u);
   ASSERT_TRUE(client_->Release("a", "L").ok());
   ASSERT_EQ(Grant("b", "L", 60'000), 2u);
-  ASSERT_TRUE(client_->Read(FencedReadRequest("L", "k", 2)).ok());
-  EXPECT_EQ(client_->Read(FencedReadRequest("L", "k", 1)).reason,
+  ASSERT_TRUE(client_->Read(ReadRequest("L", "k", 2)).ok());
+  EXPECT_EQ(client_->Read(ReadRequest("L", "k", 1)).reason,
             "STALE_TOKEN");
-  EXPECT_EQ(client_->Read(FencedReadRequest("L", "k", 3)).reason,
+  EXPECT_EQ(client_->Read(ReadRequest("L", "k", 3)).reason,
             "TOKEN_NOT_ISSUED");
   // The mark is 2: token 1 cannot write, token 2 can.
   EXPECT_EQ(client_->Write(WriteRequest("L", "k", "v", 1)).reason,

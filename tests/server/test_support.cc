@@ -210,19 +210,24 @@ pb::ReleaseRequest ReleaseRequest(const std::string& client,
 }
 
 pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
-                              const std::string& value, uint64_t token) {
+                              const std::string& value, uint64_t token,
+                              const std::string& client, bool require_held) {
   pb::WriteRequest request;
   request.set_lock(lock);
   request.set_key(key);
   request.set_value(value);
   request.set_token(token);
+  request.set_client_id(client);
+  request.set_require_held(require_held);
   return request;
 }
 
-pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key) {
+pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key,
+                            uint64_t token) {
   pb::ReadRequest request;
   request.set_lock(lock);
   request.set_key(key);
+  request.set_token(token);
   return request;
 }
 

@@ -137,9 +137,14 @@ pb::RenewRequest RenewRequest(const std::string& client,
                               const std::string& lock, int64_t ttl_ms);
 pb::ReleaseRequest ReleaseRequest(const std::string& client,
                                   const std::string& lock);
+// `client` and `require_held`: a holder-checked write (empty, false: not).
 pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
-                              const std::string& value, uint64_t token);
-pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key);
+                              const std::string& value, uint64_t token,
+                              const std::string& client = "",
+                              bool require_held = false);
+// `token` 0: an unfenced read.
+pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key,
+                            uint64_t token = 0);
 
 // A fresh channel with its own TCP connection (not shared with others);
 // plaintext unless `credentials` are given.
