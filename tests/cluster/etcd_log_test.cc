@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/etcd_client.h"
@@ -27,6 +26,7 @@
 #include "storage/snapshot_file.h"
 #include "storage/snapshot_source.h"
 #include "tests/cluster/cluster_harness.h"
+#include "tests/storage/storage_test_util.h"
 
 namespace leasekeeper::testing {
 namespace {
@@ -157,14 +157,6 @@ storage::FetchedSnapshot SnapshotOfAnotherMember(const std::string& dir,
   return fetched;
 }
 
-size_t SnapshotFilesIn(const std::string& dir) {
-  size_t count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (absl::StartsWith(entry.path().filename().string(), "snap-")) ++count;
-  }
-  return count;
-}
-
 // A follower's replica in its own data dir, next to another member's.
 class SnapshotTransferTest : public ::testing::Test {
  protected:
@@ -217,7 +209,7 @@ TEST_F(SnapshotTransferTest, SnapshotWithABadChecksumIsRefusedAndNothingInstalle
   EXPECT_TRUE(absl::IsDataLoss(installed)) << installed;
   EXPECT_EQ(follower_->applied(), 1u);
   EXPECT_EQ(follower_->machine().table().LastToken("X"), 1u);
-  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+  EXPECT_EQ(storage::testing::CountFiles(follower_dir(), "snap-"), 0u);
 }
 
 TEST_F(SnapshotTransferTest, SnapshotNotMatchingItsAnnouncementIsRefused) {
@@ -228,7 +220,7 @@ TEST_F(SnapshotTransferTest, SnapshotNotMatchingItsAnnouncementIsRefused) {
       storage::EtcdLogFollower::CatchUpBySnapshot(source, *follower_, 6);
   EXPECT_TRUE(absl::IsDataLoss(installed)) << installed;
   EXPECT_EQ(follower_->applied(), 0u);
-  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+  EXPECT_EQ(storage::testing::CountFiles(follower_dir(), "snap-"), 0u);
 }
 
 TEST_F(SnapshotTransferTest, SnapshotBehindTheTrimPointIsRefusedAndNothingInstalled) {
@@ -247,11 +239,11 @@ TEST_F(SnapshotTransferTest, SnapshotBehindTheTrimPointIsRefusedAndNothingInstal
       storage::EtcdLogFollower::CatchUpBySnapshot(liar, *follower_, 9);
   EXPECT_FALSE(lied.ok());
   EXPECT_EQ(follower_->applied(), 0u);
-  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+  EXPECT_EQ(storage::testing::CountFiles(follower_dir(), "snap-"), 0u);
   // The replica itself refuses a snapshot that does not take it forward.
   EXPECT_TRUE(absl::IsFailedPrecondition(
       follower_->InstallSnapshot(sent, /*min_covered=*/6)));
-  EXPECT_EQ(SnapshotFilesIn(follower_dir()), 0u);
+  EXPECT_EQ(storage::testing::CountFiles(follower_dir(), "snap-"), 0u);
 }
 
 TEST_F(SnapshotTransferTest, FailedFetchIsTheSourcesErrorAndChangesNothing) {

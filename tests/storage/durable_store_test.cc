@@ -24,6 +24,7 @@ namespace leasekeeper::storage {
 namespace {
 
 using testing::CanonicalState;
+using testing::CountFiles;
 using testing::OperationGenerator;
 using testing::Slurp;
 using testing::Spit;
@@ -62,14 +63,6 @@ std::string StateAfter(const std::vector<Operation>& ops, size_t n) {
   StateMachine machine;
   for (size_t i = 0; i < n; ++i) machine.Apply(ops[i]).status().IgnoreError();
   return CanonicalState(machine);
-}
-
-size_t CountFiles(const std::string& dir, const std::string& prefix) {
-  size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
-  }
-  return n;
 }
 
 TEST(DurableStore, NewDataDirRecoversNothingAndStartsTheClockAtZero) {

@@ -42,6 +42,16 @@ class TempDir {
   std::string path_;
 };
 
+// The entries of `dir` whose names start with `prefix` (files of any
+// kind, so "snap-" also counts an interrupted write's .tmp).
+inline size_t CountFiles(const std::string& dir, const std::string& prefix) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  }
+  return n;
+}
+
 // Every field of the snapshot, one line per item, in a canonical order
 // (the core exports hash maps in no particular order).
 inline std::string CanonicalState(CoreSnapshot s) {
