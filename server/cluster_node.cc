@@ -52,8 +52,8 @@ absl::Status ClusterNode::Start(std::string advertise, Hooks hooks) {
       config_.cluster.name, config_.cluster.node_id,
       config_.durability.data_dir, replica_->applied());
   snapshot_source_ = std::make_unique<PeerSnapshotSource>(
-      *client_, config_.cluster.name, config_.cluster.node_id,
-      config_.security, [this] { return PeerSecret(); },
+      config_.cluster.name, config_.cluster.node_id, config_.security,
+      [this] { return KnownLeader(); }, [this] { return PeerSecret(); },
       kSnapshotFetchTimeout);
   follower_ = std::make_unique<storage::EtcdLogFollower>(
       *client_, keys_, *replica_, config_.durability.snapshot_every_records,
@@ -112,6 +112,11 @@ void ClusterNode::SetHealth(bool serving) {
     health_ = serving;
   }
   if (hooks_.set_health) hooks_.set_health(serving);
+}
+
+std::optional<storage::LeaderView> ClusterNode::KnownLeader() const {
+  absl::MutexLock lock(&mu_);
+  return leader_;
 }
 
 absl::StatusOr<std::string> ClusterNode::PeerSecret() const {

@@ -55,8 +55,8 @@
 // ClusterPeerService compares callers with.
 //
 // Thread-safety: Start/Stop from the controlling thread; CheckServing,
-// FillStatus, GetStats and PeerSecret from any thread. The control loop runs on the
-// node's own thread; the hooks run on it.
+// FillStatus, GetStats, PeerSecret and KnownLeader from any thread. The
+// control loop runs on the node's own thread; the hooks run on it.
 #ifndef LEASEKEEPER_SERVER_CLUSTER_NODE_H_
 #define LEASEKEEPER_SERVER_CLUSTER_NODE_H_
 
@@ -141,6 +141,9 @@ class ClusterNode final : public ClusterRole {
   // The cluster's peer secret. Outcomes: the secret; Unavailable while
   // this node has not read it from etcd yet.
   absl::StatusOr<std::string> PeerSecret() const;
+  // The leader as this node last read the leader key (at most one step
+  // old); nullopt while it knows none.
+  std::optional<storage::LeaderView> KnownLeader() const;
 
   absl::Status CheckServing() const override;
   void FillStatus(v1::ClusterStatusResponse* status) const override;

@@ -9,7 +9,6 @@
 #include "grpcpp/security/credentials.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
 #include "security/tls_config.h"
-#include "storage/etcd_election.h"
 #include "storage/etcd_peer_secret.h"
 
 namespace leasekeeper::server {
@@ -44,15 +43,14 @@ absl::Status FromGrpc(const grpc::Status& status) {
 }  // namespace
 
 PeerSnapshotSource::PeerSnapshotSource(
-    storage::EtcdClient& client, std::string cluster, std::string node_id,
-    SecurityConfig security_config,
+    std::string cluster, std::string node_id, SecurityConfig security_config,
+    std::function<std::optional<storage::LeaderView>()> leader,
     std::function<absl::StatusOr<std::string>()> peer_secret,
     std::chrono::milliseconds timeout)
-    : client_(client),
-      cluster_(std::move(cluster)),
-      keys_(cluster_),
+    : cluster_(std::move(cluster)),
       node_id_(std::move(node_id)),
       security_(std::move(security_config)),
+      leader_(std::move(leader)),
       peer_secret_(std::move(peer_secret)),
       timeout_(timeout) {}
 
@@ -69,13 +67,11 @@ void PeerSnapshotSource::Resume() {
 
 absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
     storage::LogPosition min_covered) {
-  absl::StatusOr<std::optional<storage::LeaderView>> view =
-      storage::ReadLeader(client_, keys_);
-  if (!view.ok()) return view.status();
-  if (!view->has_value()) {
+  const std::optional<storage::LeaderView> view = leader_();
+  if (!view.has_value()) {
     return absl::UnavailableError("snapshot transfer: leader unknown");
   }
-  if ((*view)->leader.node_id == node_id_) {
+  if (view->leader.node_id == node_id_) {
     return absl::FailedPreconditionError(
         "snapshot transfer: this node is the leader");
   }
@@ -87,7 +83,7 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(-1);
   auto stub = v1::ClusterPeer::NewStub(grpc::CreateCustomChannel(
-      (*view)->leader.advertise, *credentials, arguments));
+      view->leader.advertise, *credentials, arguments));
 
   grpc::ClientContext context;
   context.AddMetadata(storage::kPeerSecretMetadataKey, *secret);

@@ -1,9 +1,10 @@
 // PeerSnapshotSource: the daemon's storage::SnapshotSource
-// (storage/snapshot_source.h). It asks the leader, as the leader key in
-// etcd names it (storage/etcd_election.h: its --advertise address), for its
-// newest snapshot over the internal ClusterPeer service
-// (server/cluster_peer_service.h), presenting the cluster's peer secret
-// (storage/etcd_peer_secret.h) as the node read it from etcd.
+// (storage/snapshot_source.h). It asks the leader, as the node last read
+// the leader key in etcd (ClusterNode's view, at most one step old; its
+// --advertise address), for its newest snapshot over the internal
+// ClusterPeer service (server/cluster_peer_service.h), presenting the
+// cluster's peer secret (storage/etcd_peer_secret.h) as the node read it
+// from etcd.
 //
 // Transport: plaintext when the node runs without TLS. Under TLS it trusts
 // --client-ca (or, without it, the system's roots) for the leader's
@@ -26,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -33,8 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/client_context.h"
 #include "server/server_config.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
+#include "storage/etcd_election.h"
 #include "storage/snapshot_source.h"
 
 namespace leasekeeper::server {
@@ -43,19 +44,22 @@ inline constexpr uint64_t kMaxSnapshotTransferBytes = uint64_t{4} << 30;
 
 class PeerSnapshotSource final : public storage::SnapshotSource {
  public:
-  // `client` must outlive the source. `node_id`: this node's (a leader key
-  // naming it is not asked). `peer_secret`: the cluster's secret, or
-  // Unavailable while the node has not read it (as ClusterPeerService's).
-  // `timeout`: the deadline of one transfer.
-  PeerSnapshotSource(storage::EtcdClient& client, std::string cluster,
-                     std::string node_id, SecurityConfig security_config,
-                     std::function<absl::StatusOr<std::string>()> peer_secret,
-                     std::chrono::milliseconds timeout);
+  // `node_id`: this node's (a leader naming it is not asked). `leader`:
+  // the leader as the node knows it (nullopt: none known). `peer_secret`:
+  // the cluster's secret, or Unavailable while the node has not read it
+  // (as ClusterPeerService's). `timeout`: the deadline of one transfer.
+  PeerSnapshotSource(
+      std::string cluster, std::string node_id,
+      SecurityConfig security_config,
+      std::function<std::optional<storage::LeaderView>()> leader,
+      std::function<absl::StatusOr<std::string>()> peer_secret,
+      std::chrono::milliseconds timeout);
   PeerSnapshotSource(const PeerSnapshotSource&) = delete;
   PeerSnapshotSource& operator=(const PeerSnapshotSource&) = delete;
 
   // Outcomes: those of SnapshotSource::Fetch; Unavailable "leader unknown"
-  // when no leader key exists, or peer_secret's error, FailedPrecondition when it names this node;
+  // when no leader is known, or peer_secret's error; FailedPrecondition
+  // when the leader is this node;
   // the TLS files' errors; DataLoss for chunks out of order or a size
   // other than announced; the leader's status otherwise (code and message
   // as it answered; DeadlineExceeded past `timeout`).
@@ -65,11 +69,10 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   void Resume() override;
 
  private:
-  storage::EtcdClient& client_;
   const std::string cluster_;
-  const storage::ClusterKeys keys_;
   const std::string node_id_;
   const SecurityConfig security_;
+  const std::function<std::optional<storage::LeaderView>()> leader_;
   const std::function<absl::StatusOr<std::string>()> peer_secret_;
   const std::chrono::milliseconds timeout_;
 
