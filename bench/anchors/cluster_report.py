@@ -3,13 +3,16 @@
 
 Reads the JSON lines leasekeeper-bench printed (labels lk-cluster: a
 three-node leasekeeper cluster, clients on its leader; etcd-cluster: etcd's
-own lock recipe on the same three-member etcd), several runs of each, and
+own lock recipe on the same three-member etcd; grpc-floor: a Session server
+that answers at once, W1 at 64 clients only), several runs of each, and
 writes the tables between <!-- cluster-anchors:begin --> and
 <!-- cluster-anchors:end --> in bench/README.md's "Cluster mode" section
 (with --readme; the block is printed in any case):
 every figure as the median and the min-max over the runs, the issue's two
-targets, the etcd transactions per leasekeeper operation at 64 clients and
-where the server CPU went. The grouping, the figure formats, the machine
+targets, the etcd transactions per leasekeeper operation at 64 clients,
+where the server CPU went, and the ceiling one core allows: a leader that
+cost no more than the gRPC floor, with etcd's and the followers' cost as
+measured in the same run. The grouping, the figure formats, the machine
 facts and the README update are report.py's (bench/run-anchors's report).
 Standard library only.
 """
@@ -26,6 +29,7 @@ END = "<!-- cluster-anchors:end -->"
 
 LK = "lk-cluster"
 ETCD = "etcd-cluster"
+FLOOR = "grpc-floor"
 NAMES = {LK: "leasekeeper, 3 nodes (clients on the leader)",
          ETCD: "etcd's lock recipe (`etcd_lock_client.h`)"}
 
@@ -97,6 +101,67 @@ def observed_per_pair(r):
     if not each or not r.get("pairs"):
         return None
     return 1000 * sum(max(v, 0) for v in each) / r["pairs"]
+
+
+def same_run(res, config, workload, clients, run):
+    """The result of config's workload in that run, or None."""
+    found = [r for r in res.runs(config, workload, clients) if r.get("run") == run]
+    return found[0] if found else None
+
+
+def ceiling_parts(res, run):
+    """(gRPC floor, cluster's etcd members, followers) server CPU per W1 pair
+    at 64 clients in one run, in us, or None if the run lacks one."""
+    lk = same_run(res, LK, "w1", 64, run)
+    floor = same_run(res, FLOOR, "w1", 64, run)
+    if lk is None or floor is None or not floor.get("server_cpu_us_per_op"):
+        return None
+    parts = (floor["server_cpu_us_per_op"], cpu_share(1, 3)(lk), observed_per_pair(lk))
+    return None if None in parts else parts
+
+
+def per_run_ceiling(res, compute):
+    """compute(parts, run) over the runs that have every part: a spread."""
+    values = []
+    for r in res.runs(LK, "w1", 64):
+        parts = ceiling_parts(res, r.get("run"))
+        value = None if parts is None else compute(parts, r["run"])
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    return min(values), statistics.median(values), max(values)
+
+
+def ceiling_table(res):
+    """What one core allows the cluster at W1, 64 clients: a leader that cost
+    no more than gRPC's floor, with the etcd and follower work measured."""
+    rows = ["| at W1, 64 clients, per run | figure |", "| --- | ---: |"]
+    floor = per_run_ceiling(res, lambda parts, run: parts[0])
+    total = per_run_ceiling(res, lambda parts, run: sum(parts))
+    ceiling = per_run_ceiling(res, lambda parts, run: 1e6 / sum(parts))
+
+    def against_etcd(parts, run):
+        etcd = same_run(res, ETCD, "w1", 64, run)
+        if etcd is None or not etcd.get("pairs_per_s"):
+            return None
+        return 1e6 / sum(parts) / etcd["pairs_per_s"]
+
+    times = per_run_ceiling(res, against_etcd)
+    reached = per_run_ceiling(
+        res, lambda parts, run: 100 * same_run(res, LK, "w1", 64, run)["pairs_per_s"]
+        * sum(parts) / 1e6)
+    rows.append("| gRPC floor server, CPU per pair (the leader's least) | "
+                f"{spread_text(floor, us)} |")
+    rows.append("| floor + the cluster's etcd members + the followers, CPU per pair | "
+                f"{spread_text(total, us)} |")
+    rows.append("| the ceiling: pairs per CPU-second at that cost | "
+                f"{spread_text(ceiling, num)} |")
+    rows.append("| the ceiling against etcd's lock in the same run | "
+                f"{spread_text(times, lambda v: f'{v:.2f}×')} |")
+    rows.append("| the cluster's W1 as a share of the ceiling | "
+                f"{spread_text(reached, lambda v: f'{v:.0f}%')} |")
+    return rows
 
 
 def targets_table(res):
@@ -196,6 +261,10 @@ def render(res, facts):
     lines += ["**Targets**", ""] + targets_table(res) + [""]
     lines += ["**Side by side**", ""] + side_by_side(res) + [""]
     lines += ["**Batching and where the server CPU went**", ""] + batching_and_cpu(res)
+    if res.runs(FLOOR, "w1", 64):
+        lines += ["", "**The ceiling on one core** (every server on CPU 0: gRPC's floor "
+                  "for the leader, plus what etcd and the followers spent on the "
+                  "cluster's log in the same run)", ""] + ceiling_table(res)
     lines += ["", END]
     return "\n".join(lines)
 

@@ -123,3 +123,31 @@ def test_the_readme_changes_only_between_the_markers(lines, tmp_path):
     assert text.endswith(cluster_report.END + after)
     assert "old table" not in text
     assert "| W1 pairs/s, 64 clients |" in text
+
+
+def test_the_ceiling_adds_the_grpc_floor_to_what_etcd_and_the_followers_spent(lines):
+    text = "\n".join(cluster_report.ceiling_table(Results(lines)))
+    totals, ceilings, against = [], [], []
+    for lk in pick(lines, "lk-cluster", "w1", 64):
+        floor = [r for r in pick(lines, "grpc-floor", "w1", 64) if r["run"] == lk["run"]][0]
+        etcd = [r for r in pick(lines, "etcd-cluster", "w1", 64) if r["run"] == lk["run"]][0]
+        # The etcd members are the leader's three successors among the pids.
+        total = (floor["server_cpu_us_per_op"]
+                 + 1000 * sum(lk["server_cpu_ms_each"][1:4]) / lk["pairs"]
+                 + 1000 * sum(lk["observed_cpu_ms_each"]) / lk["pairs"])
+        totals.append(total)
+        ceilings.append(1e6 / total)
+        against.append(1e6 / total / etcd["pairs_per_s"])
+    assert len(totals) == 2
+    cells = row(text, "floor + the cluster's etcd members + the followers, CPU per pair").split(" | ")
+    assert cells[1] == spread(totals, us) + " |"
+    cells = row(text, "the ceiling: pairs per CPU-second at that cost").split(" | ")
+    assert cells[1] == spread(ceilings, num) + " |"
+    cells = row(text, "the ceiling against etcd's lock in the same run").split(" | ")
+    assert cells[1] == spread(against, lambda v: f"{v:.2f}×") + " |"
+
+
+def test_without_a_floor_run_there_is_no_ceiling(lines):
+    without = [r for r in lines if r["label"] != "grpc-floor"]
+    assert "The ceiling on one core" not in cluster_report.render(Results(without), FACTS)
+    assert "The ceiling on one core" in cluster_report.render(Results(lines), FACTS)
