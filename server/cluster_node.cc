@@ -17,8 +17,9 @@ namespace {
 constexpr auto kStepPeriod = std::chrono::milliseconds(50);
 constexpr auto kReportPeriod = std::chrono::milliseconds(200);
 constexpr auto kMembersPeriod = std::chrono::milliseconds(1000);
-// The deadline of one snapshot transfer from the leader.
-constexpr auto kSnapshotFetchTimeout = std::chrono::milliseconds(60'000);
+// Covers the leader's reading of its whole snapshot file before the first
+// chunk as well as a gap between chunks (PeerSnapshotSource: "Time").
+constexpr auto kSnapshotStallTimeout = std::chrono::milliseconds(60'000);
 
 }  // namespace
 
@@ -54,7 +55,7 @@ absl::Status ClusterNode::Start(std::string advertise, Hooks hooks) {
   snapshot_source_ = std::make_unique<PeerSnapshotSource>(
       config_.cluster.name, config_.cluster.node_id, config_.security,
       [this] { return KnownLeader(); }, [this] { return PeerSecret(); },
-      kSnapshotFetchTimeout);
+      kSnapshotStallTimeout);
   follower_ = std::make_unique<storage::EtcdLogFollower>(
       *client_, keys_, *replica_, config_.durability.snapshot_every_records,
       snapshot_source_.get());

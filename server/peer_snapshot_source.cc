@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -46,13 +47,13 @@ PeerSnapshotSource::PeerSnapshotSource(
     std::string cluster, std::string node_id, SecurityConfig security_config,
     std::function<std::optional<storage::LeaderView>()> leader,
     std::function<absl::StatusOr<std::string>()> peer_secret,
-    std::chrono::milliseconds timeout)
+    std::chrono::milliseconds stall_timeout)
     : cluster_(std::move(cluster)),
       node_id_(std::move(node_id)),
       security_(std::move(security_config)),
       leader_(std::move(leader)),
       peer_secret_(std::move(peer_secret)),
-      timeout_(timeout) {}
+      stall_timeout_(stall_timeout) {}
 
 void PeerSnapshotSource::Cancel() {
   absl::MutexLock lock(&mu_);
@@ -63,6 +64,23 @@ void PeerSnapshotSource::Cancel() {
 void PeerSnapshotSource::Resume() {
   absl::MutexLock lock(&mu_);
   cancelled_ = false;
+}
+
+void PeerSnapshotSource::CancelWhenStalled(grpc::ClientContext& context) {
+  absl::MutexLock lock(&mu_);
+  while (!transfer_done_) {
+    const std::chrono::steady_clock::time_point now =
+        std::chrono::steady_clock::now();
+    const std::chrono::steady_clock::time_point stall_at =
+        last_progress_ + stall_timeout_;
+    if (now >= stall_at) {
+      stalled_ = true;
+      context.TryCancel();
+      return;
+    }
+    mu_.AwaitWithTimeout(absl::Condition(&transfer_done_),
+                         absl::FromChrono(stall_at - now));
+  }
 }
 
 absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
@@ -87,14 +105,17 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
 
   grpc::ClientContext context;
   context.AddMetadata(storage::kPeerSecretMetadataKey, *secret);
-  context.set_deadline(std::chrono::system_clock::now() + timeout_);
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) {
       return absl::CancelledError("snapshot transfer: the follower stopped");
     }
     context_ = &context;
+    last_progress_ = std::chrono::steady_clock::now();
+    transfer_done_ = false;
+    stalled_ = false;
   }
+  std::thread watchdog([this, &context] { CancelWhenStalled(context); });
   v1::FetchSnapshotRequest request;
   request.set_cluster(cluster_);
   request.set_min_covered_position(min_covered);
@@ -105,6 +126,10 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
   v1::SnapshotChunk chunk;
   bool first = true;
   while (broken.ok() && reader->Read(&chunk)) {
+    {
+      absl::MutexLock lock(&mu_);
+      last_progress_ = std::chrono::steady_clock::now();
+    }
     if (first) {
       first = false;
       fetched.covered = chunk.covered_position();
@@ -128,6 +153,13 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
     }
     fetched.bytes.append(chunk.data());
   }
+  bool stalled = false;
+  {
+    absl::MutexLock lock(&mu_);
+    transfer_done_ = true;
+    stalled = stalled_;
+  }
+  watchdog.join();
   if (!broken.ok()) context.TryCancel();
   const grpc::Status finished = reader->Finish();
   {
@@ -135,6 +167,12 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
     context_ = nullptr;
   }
   if (!broken.ok()) return broken;
+  // A watchdog that fired after the last chunk cut nothing: Finish is OK.
+  if (stalled && !finished.ok()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("snapshot transfer: no chunk from the leader for ",
+                     stall_timeout_.count(), " ms"));
+  }
   if (!finished.ok()) return FromGrpc(finished);
   if (first || fetched.bytes.size() != announced) {
     return absl::DataLossError(absl::StrCat(

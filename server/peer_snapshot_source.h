@@ -19,6 +19,12 @@
 // most kMaxSnapshotTransferBytes. The snapshot's own checksums are
 // LogReplica's to check.
 //
+// Time: a transfer has no overall deadline, so a large snapshot over a
+// slow link still arrives; it is abandoned when no chunk arrived for
+// `stall_timeout` (before the first chunk, counted from the call's start:
+// the leader reads its whole file before sending). A watchdog thread per
+// Fetch cancels the call then.
+//
 // Thread-safety: Fetch from one thread at a time; Cancel and Resume from
 // any thread.
 #ifndef LEASEKEEPER_SERVER_PEER_SNAPSHOT_SOURCE_H_
@@ -47,13 +53,14 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   // `node_id`: this node's (a leader naming it is not asked). `leader`:
   // the leader as the node knows it (nullopt: none known). `peer_secret`:
   // the cluster's secret, or Unavailable while the node has not read it
-  // (as ClusterPeerService's). `timeout`: the deadline of one transfer.
+  // (as ClusterPeerService's). `stall_timeout`: the longest a transfer
+  // may go without a chunk (see Time above).
   PeerSnapshotSource(
       std::string cluster, std::string node_id,
       SecurityConfig security_config,
       std::function<std::optional<storage::LeaderView>()> leader,
       std::function<absl::StatusOr<std::string>()> peer_secret,
-      std::chrono::milliseconds timeout);
+      std::chrono::milliseconds stall_timeout);
   PeerSnapshotSource(const PeerSnapshotSource&) = delete;
   PeerSnapshotSource& operator=(const PeerSnapshotSource&) = delete;
 
@@ -61,8 +68,9 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   // when no leader is known, or peer_secret's error; FailedPrecondition
   // when the leader is this node;
   // the TLS files' errors; DataLoss for chunks out of order or a size
-  // other than announced; the leader's status otherwise (code and message
-  // as it answered; DeadlineExceeded past `timeout`).
+  // other than announced; DeadlineExceeded "no chunk from the leader for
+  // N ms" when the transfer stalled; Cancelled after Cancel; the leader's
+  // status otherwise (code and message as it answered).
   absl::StatusOr<storage::FetchedSnapshot> Fetch(
       storage::LogPosition min_covered) override;
   void Cancel() override;
@@ -74,11 +82,20 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   const SecurityConfig security_;
   const std::function<std::optional<storage::LeaderView>()> leader_;
   const std::function<absl::StatusOr<std::string>()> peer_secret_;
-  const std::chrono::milliseconds timeout_;
+  const std::chrono::milliseconds stall_timeout_;
+
+  // The watchdog's loop: until the transfer is done, cancels `context` once
+  // no chunk arrived for stall_timeout_ and records that it stalled.
+  void CancelWhenStalled(grpc::ClientContext& context);
 
   absl::Mutex mu_;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The transfer in progress (Fetch's): when the last chunk arrived (or the
+  // call started), whether it ended, whether the watchdog cut it.
+  std::chrono::steady_clock::time_point last_progress_ ABSL_GUARDED_BY(mu_);
+  bool transfer_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool stalled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace leasekeeper::server
