@@ -1,6 +1,7 @@
 #include "storage/etcd_log.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,8 @@ namespace leasekeeper::storage {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+
+constexpr LogPosition kNoSnapshotDue = std::numeric_limits<LogPosition>::max();
 
 // Batches read per Range page.
 constexpr int64_t kReadPageBatches = 256;
@@ -150,6 +153,19 @@ EtcdLog::EtcdLog(EtcdClient& client, EtcdLease& lease, EtcdLogOptions options)
   stats_.last_position = durable_;
   stats_.durable_position = durable_;
   stats_.snapshot_position = snapshot_position_;
+  absl::MutexLock lock(&mu_);
+  PublishLocked();
+}
+
+void EtcdLog::PublishLocked() {
+  published_last_.store(next_position_ - 1);
+  published_durable_.store(durable_);
+  published_failed_.store(!failed_.ok());
+  const bool due_ever = options_.snapshot_every_records > 0 &&
+                        !snapshot_busy_ && failed_.ok();
+  published_snapshot_due_at_.store(
+      due_ever ? snapshot_position_ + options_.snapshot_every_records
+               : kNoSnapshotDue);
 }
 
 EtcdLog::~EtcdLog() { Close().IgnoreError(); }
@@ -163,8 +179,14 @@ absl::Status EtcdLog::HealthLocked() const {
 }
 
 absl::Status EtcdLog::health() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return HealthLocked();
+  if (published_failed_.load()) {
+    absl::ReaderMutexLock lock(&mu_);
+    return failed_;
+  }
+  if (!lease_.Valid()) {
+    return NotLeader("this node's etcd lease may have expired");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<LogPosition> EtcdLog::AppendEncoded(std::string record) {
@@ -178,7 +200,9 @@ absl::StatusOr<LogPosition> EtcdLog::AppendEncoded(std::string record) {
   pending_.push_back(std::move(record));
   ++stats_.records;
   stats_.last_position = next_position_;
-  return next_position_++;
+  const LogPosition position = next_position_++;
+  PublishLocked();
+  return position;
 }
 
 absl::StatusOr<LogPosition> EtcdLog::Append(const Operation& operation) {
@@ -227,14 +251,10 @@ absl::Status EtcdLog::WaitDurable(LogPosition position) {
   return absl::FailedPreconditionError("the log closed first");
 }
 
-LogPosition EtcdLog::last_position() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return next_position_ - 1;
-}
+LogPosition EtcdLog::last_position() const { return published_last_.load(); }
 
 LogPosition EtcdLog::durable_position() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return durable_;
+  return published_durable_.load();
 }
 
 absl::Status EtcdLog::ReadFrom(LogPosition from,
@@ -249,13 +269,7 @@ absl::Status EtcdLog::ReadFrom(LogPosition from,
 }
 
 bool EtcdLog::SnapshotDue() const {
-  absl::ReaderMutexLock lock(&mu_);
-  if (options_.snapshot_every_records == 0 || snapshot_busy_ ||
-      !failed_.ok()) {
-    return false;
-  }
-  return next_position_ - 1 - snapshot_position_ >=
-         options_.snapshot_every_records;
+  return published_last_.load() >= published_snapshot_due_at_.load();
 }
 
 bool EtcdLog::SubmitSnapshot(CoreSnapshot core, LogPosition covered,
@@ -267,6 +281,7 @@ bool EtcdLog::SubmitSnapshot(CoreSnapshot core, LogPosition covered,
   }
   snapshot_busy_ = true;
   snapshot_job_ = SnapshotJob{std::move(core), covered, std::move(server)};
+  PublishLocked();
   return true;
 }
 
@@ -282,6 +297,7 @@ void EtcdLog::Fail(absl::Status status) {
     pending_.clear();
     pending_bytes_ = 0;
     status = failed_;
+    PublishLocked();
   }
   for (DurableCallback& done : callbacks) std::move(done)(status);
 }
@@ -422,6 +438,7 @@ void EtcdLog::AppendLoop() {
       durable_ = first + batch.size() - 1;
       ++stats_.transactions;
       stats_.durable_position = durable_;
+      PublishLocked();
       auto end = waiting_.upper_bound(durable_);
       for (auto it = waiting_.begin(); it != end; ++it) {
         for (DurableCallback& done : it->second) {
@@ -487,6 +504,7 @@ void EtcdLog::SnapshotLoop() {
     // the member's reported snapshot stays behind and holds the trim back.
     if (durable.ok()) stats_.snapshot_status = written;
     snapshot_busy_ = false;
+    PublishLocked();
   }
 }
 

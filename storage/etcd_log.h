@@ -66,6 +66,7 @@
 #define LEASEKEEPER_STORAGE_ETCD_LOG_H_
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -176,6 +177,9 @@ class EtcdLog final : public OperationLog {
   absl::Status CommitBatch(LogPosition first, const std::string& value);
   void Fail(absl::Status status);
   absl::Status HealthLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Stores the published view below from the state under mu_; called
+  // wherever that state changes.
+  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EtcdClient& client_;
   EtcdLease& lease_;
@@ -197,6 +201,17 @@ class EtcdLog final : public OperationLog {
   std::optional<SnapshotJob> snapshot_job_ ABSL_GUARDED_BY(mu_);
   bool snapshot_busy_ ABSL_GUARDED_BY(mu_) = false;
   EtcdLogStats stats_ ABSL_GUARDED_BY(mu_);
+
+  // The published view: what last_position, durable_position, health and
+  // SnapshotDue read without mu_. The core calls them several times per
+  // operation, while the appender waits on mu_ with a condition that every
+  // unlock evaluates; a stale value only delays a snapshot by a record or
+  // sends a caller to OnDurable, which decides under mu_.
+  std::atomic<LogPosition> published_last_{0};
+  std::atomic<LogPosition> published_durable_{0};
+  std::atomic<bool> published_failed_{false};
+  // A snapshot is due once published_last_ reaches it (the maximum: never).
+  std::atomic<LogPosition> published_snapshot_due_at_{0};
 
   absl::Mutex close_mu_;
   bool closed_ ABSL_GUARDED_BY(close_mu_) = false;
