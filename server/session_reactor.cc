@@ -73,19 +73,21 @@ void SessionReactor::OnReadDone(bool ok) {
 }
 
 void SessionReactor::OnWriteDone(bool ok) {
-  absl::MutexLock lock(&mu_);
-  writing_ = false;
-  if (!ok) outbox_.clear();  // broken stream: OnReadDone/OnCancel follow
-  if (!outbox_.empty()) {
-    pb::SessionResponse next = std::move(outbox_.front());
+  {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) outbox_.clear();  // broken stream: OnReadDone/OnCancel follow
+    if (outbox_.empty()) {
+      if (pending_finish_.has_value()) {
+        Finish(*pending_finish_);
+        pending_finish_.reset();
+      }
+      return;
+    }
+    PrepareWriteLocked(outbox_.front());
     outbox_.pop_front();
-    WriteLocked(next);
-    return;
   }
-  if (pending_finish_.has_value()) {
-    Finish(*pending_finish_);
-    pending_finish_.reset();
-  }
+  StartWrite(&current_);
 }
 
 void SessionReactor::OnCancel() {
@@ -460,25 +462,29 @@ void SessionReactor::ReportStreamEnded() {
 }
 
 bool SessionReactor::Send(pb::SessionResponse message, bool droppable) {
-  absl::MutexLock lock(&mu_);
-  if (finish_called_) return false;
-  if (writing_) {
-    if (droppable && outbox_.size() >= kMaxOutbox) return false;
-    outbox_.push_back(std::move(message));
-    return true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (finish_called_) return false;
+    if (writing_) {
+      if (droppable && outbox_.size() >= kMaxOutbox) return false;
+      outbox_.push_back(std::move(message));
+      return true;
+    }
+    PrepareWriteLocked(message);
   }
-  WriteLocked(message);
+  // Nothing else touches current_ or calls Finish until this write's
+  // OnWriteDone: writing_ holds them back.
+  StartWrite(&current_);
   return true;
 }
 
-void SessionReactor::WriteLocked(const pb::SessionResponse& message) {
+void SessionReactor::PrepareWriteLocked(const pb::SessionResponse& message) {
   bool own_buffer = false;
   current_.Clear();  // the previous message's bytes (written by now)
   // Serializing a message we built cannot fail.
   (void)grpc::SerializationTraits<pb::SessionResponse>::Serialize(
       message, &current_, &own_buffer);
   writing_ = true;
-  StartWrite(&current_);
 }
 
 void SessionReactor::FinishOnce(const absl::Status& status) {

@@ -15,9 +15,10 @@
 //
 // Thread-safety: gRPC runs OnReadDone, OnWriteDone and OnDone on its own
 // threads (never inline), and CoreOwner's completions and notices arrive on
-// any thread; mu_ guards the stream's state. StartRead, StartWrite and
-// Finish may be called with mu_ held; mu_ is never held while calling
-// CoreOwner.
+// any thread; mu_ guards the stream's state. StartRead and Finish may be
+// called with mu_ held; StartWrite never is (it may write to the socket on
+// the calling thread, and the write's OnWriteDone takes mu_ on a gRPC
+// thread); mu_ is never held while calling CoreOwner.
 //
 // Calls (SessionCall): the same parsing and CoreOwner methods as the unary
 // calls, after the request is bound to the session's client and id. A
@@ -202,7 +203,9 @@ class SessionReactor final
   // message was dropped).
   bool Send(v1::SessionResponse message, bool droppable);
 
-  void WriteLocked(const v1::SessionResponse& message)
+  // Serializes `message` into current_ and marks a write in flight; the
+  // caller calls StartWrite(&current_) once it has released mu_.
+  void PrepareWriteLocked(const v1::SessionResponse& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void FinishOnce(const absl::Status& status);
@@ -230,8 +233,10 @@ class SessionReactor final
   bool stream_end_reported_ ABSL_GUARDED_BY(mu_) = false;
   bool counted_as_unopened_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<v1::SessionResponse> outbox_ ABSL_GUARDED_BY(mu_);
-  grpc::ByteBuffer current_ ABSL_GUARDED_BY(mu_);  // being written
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  // The message being written: filled under mu_ while writing_ is false,
+  // then gRPC's until the write's OnWriteDone.
+  grpc::ByteBuffer current_;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> pending_finish_ ABSL_GUARDED_BY(mu_);
 };
