@@ -36,18 +36,21 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
   }
 
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) {
-      // The stream broke or was cancelled: OnCancel follows, or came.
-      FinishLocked(absl::CancelledError("watch stream broken"));
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok) {
+        // The stream broke or was cancelled: OnCancel follows, or came.
+        FinishLocked(absl::CancelledError("watch stream broken"));
+        return;
+      }
+      if (pending_finish_.has_value()) {
+        FinishLocked(*pending_finish_);
+        return;
+      }
+      if (!NextWriteLocked()) return;
     }
-    if (pending_finish_.has_value()) {
-      FinishLocked(*pending_finish_);
-      return;
-    }
-    PumpLocked();
+    StartWrite(&current_);
   }
 
   void OnCancel() override {
@@ -66,21 +69,19 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
   }
 
   void Wake() override {
-    absl::MutexLock lock(&mu_);
-    if (!writing_) {
-      PumpLocked();
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_) {
+        // The hub wakes a busy stream only when it was cut or ended: if the
+        // write in flight never completes, the client does not read at all.
+        ArmCutAlarmLocked();
+        return;
+      }
+      if (!NextWriteLocked()) return;
     }
-    // The hub wakes a busy stream only when it was cut or ended: if the
-    // write in flight never completes, the client does not read at all.
-    if (cut_alarm_armed_) return;
-    cut_alarm_armed_ = true;
-    cut_alarm_.Set(std::chrono::system_clock::now() +
-                       absl::ToChronoMilliseconds(kWatchCutGrace),
-                   [self = shared_from_this()](bool fired) {
-                     if (fired) self->CutGraceOver();
-                   });
+    StartWrite(&current_);
   }
+
 
  private:
   WatchStream(CoreOwner& owner, grpc::CallbackServerContext* context)
@@ -111,39 +112,50 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
     }
     // The snapshot, like any answer, is shown only once durable.
     owner_.AfterDurable([self = shared_from_this()](absl::Status durable) {
-      absl::MutexLock lock(&self->mu_);
-      if (!durable.ok()) {
-        self->FinishLocked(durable);
-        return;
+      {
+        absl::MutexLock lock(&self->mu_);
+        if (!durable.ok()) {
+          self->FinishLocked(durable);
+          return;
+        }
+        self->snapshot_durable_ = true;
+        if (!self->NextWriteLocked()) return;
       }
-      self->snapshot_durable_ = true;
-      self->PumpLocked();
+      self->StartWrite(&self->current_);
     });
   }
 
-  // Starts the next write, or finishes, unless a write is in flight.
-  void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || finish_called_ || !snapshot_durable_) return;
+  void ArmCutAlarmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (cut_alarm_armed_) return;
+    cut_alarm_armed_ = true;
+    cut_alarm_.Set(std::chrono::system_clock::now() +
+                       absl::ToChronoMilliseconds(kWatchCutGrace),
+                   [self = shared_from_this()](bool fired) {
+                     if (fired) self->CutGraceOver();
+                   });
+  }
+
+  // Unless a write is in flight: puts the next message in current_ and
+  // marks a write in flight (true: the caller calls StartWrite(&current_)
+  // once it has released mu_), or finishes with the hub's end. False when
+  // nothing is to be written now (the hub wakes the stream).
+  bool NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finish_called_ || !snapshot_durable_) return false;
     if (!outbox_.empty()) {
       current_ = std::move(outbox_.front());
       outbox_.pop_front();
-      StartWriteLocked();
-      return;
+      writing_ = true;
+      return true;
     }
     WatchHub::Next next = owner_.watch_hub().Take(id_);
     if (next.event.has_value()) {
       current_.Clear();
       ToProto(*next.event, current_.mutable_event());
-      StartWriteLocked();
-    } else if (next.end.has_value()) {
-      FinishLocked(*next.end);
+      writing_ = true;
+      return true;
     }
-    // Otherwise nothing to send: the hub wakes the stream.
-  }
-
-  void StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    writing_ = true;
-    StartWrite(&current_);
+    if (next.end.has_value()) FinishLocked(*next.end);
+    return false;
   }
 
   void CutGraceOver() {
@@ -178,7 +190,9 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
   absl::Mutex mu_;
   WatchHub::WatcherId id_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<pb::WatchResponse> outbox_ ABSL_GUARDED_BY(mu_);  // snapshot
-  pb::WatchResponse current_ ABSL_GUARDED_BY(mu_);  // being written
+  // The message being written: filled under mu_ while writing_ is false,
+  // then gRPC's until the write's OnWriteDone.
+  pb::WatchResponse current_;
   bool snapshot_durable_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;

@@ -13,7 +13,9 @@
 //
 // Thread-safety: gRPC runs OnWriteDone, OnCancel and OnDone on its threads;
 // the hub calls Wake on others. All state is under the stream's mutex,
-// which is taken before the hub's (Take) and never while calling CoreOwner.
+// which is taken before the hub's (Take) and never while calling CoreOwner
+// or StartWrite (which may write to the socket on the calling thread while
+// the write's OnWriteDone waits for the mutex on a gRPC thread).
 #ifndef LEASEKEEPER_SERVER_WATCH_STREAM_H_
 #define LEASEKEEPER_SERVER_WATCH_STREAM_H_
 
