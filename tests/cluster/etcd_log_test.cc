@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/state_machine.h"
 #include "gtest/gtest.h"
 #include "storage/etcd_client.h"
 #include "storage/etcd_election.h"
@@ -397,6 +398,48 @@ TEST_F(EtcdLogTest, AppendsAreDurableOnlyOnceInEtcdAndReadBackInOrder) {
   const storage::EtcdLogStats stats = log->stats();
   EXPECT_GE(stats.transactions, 1u);
   EXPECT_LE(stats.transactions, 200u);
+}
+
+TEST_F(EtcdLogTest, ASnapshotIsDueEveryNRecordsAndNotWhileOneIsBeingWritten) {
+  std::unique_ptr<storage::EtcdLease> lease;
+  const int64_t epoch = Lead(lease, "n1");
+  storage::EtcdLogOptions options;
+  options.cluster = "t";
+  options.epoch = epoch;
+  options.next_position = 1;
+  options.snapshot_every_records = 3;
+  options.snapshot_dir = dir_.path() + "/snapshots";
+  std::filesystem::create_directories(options.snapshot_dir);
+  absl::StatusOr<std::unique_ptr<storage::EtcdLog>> opened =
+      storage::EtcdLog::Open(*client_, *lease, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  storage::EtcdLog& log = **opened;
+  StateMachine machine;
+  auto apply = [&](int i) {
+    const Operation op = AcquireOp(i, absl::StrCat("c", i), "L");
+    ASSERT_TRUE(machine.Apply(op).ok());
+    ASSERT_TRUE(log.Append(op).ok());
+  };
+  apply(1);
+  apply(2);
+  EXPECT_FALSE(log.SnapshotDue());  // 2 records since none
+  apply(3);
+  EXPECT_TRUE(log.SnapshotDue());
+  ASSERT_TRUE(log.SubmitSnapshot(machine.Snapshot(), 3, storage::ServerState{}));
+  // One is being written (it waits for record 3 in etcd, then fsyncs).
+  EXPECT_FALSE(log.SnapshotDue());
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(10'000);
+  while (log.stats().snapshot_position < 3 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(log.stats().snapshot_position, 3u);
+  EXPECT_FALSE(log.SnapshotDue());  // no record since the snapshot at 3
+  apply(4);
+  apply(5);
+  EXPECT_FALSE(log.SnapshotDue());
+  apply(6);
+  EXPECT_TRUE(log.SnapshotDue());
 }
 
 TEST_F(EtcdLogTest, DeposedLeaderCanNeverAppend) {
