@@ -82,7 +82,6 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
     StartWrite(&current_);
   }
 
-
  private:
   WatchStream(CoreOwner& owner, grpc::CallbackServerContext* context)
       : owner_(owner), context_(context) {}

@@ -16,6 +16,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 constexpr LogPosition kNoSnapshotDue = std::numeric_limits<LogPosition>::max();
 
+constexpr char kLeaseLapsed[] = "this node's etcd lease may have expired";
+
 // Batches read per Range page.
 constexpr int64_t kReadPageBatches = 256;
 
@@ -150,9 +152,6 @@ EtcdLog::EtcdLog(EtcdClient& client, EtcdLease& lease, EtcdLogOptions options)
       durable_(options_.next_position - 1),
       gathering_(options_.max_linger, options_.max_batch_bytes),
       snapshot_position_(options_.snapshot_position) {
-  stats_.last_position = durable_;
-  stats_.durable_position = durable_;
-  stats_.snapshot_position = snapshot_position_;
   absl::MutexLock lock(&mu_);
   PublishLocked();
 }
@@ -170,12 +169,13 @@ void EtcdLog::PublishLocked() {
 
 EtcdLog::~EtcdLog() { Close().IgnoreError(); }
 
+absl::Status EtcdLog::LeaseHealth() const {
+  return lease_.Valid() ? absl::OkStatus() : NotLeader(kLeaseLapsed);
+}
+
 absl::Status EtcdLog::HealthLocked() const {
   if (!failed_.ok()) return failed_;
-  if (!lease_.Valid()) {
-    return NotLeader("this node's etcd lease may have expired");
-  }
-  return absl::OkStatus();
+  return LeaseHealth();
 }
 
 absl::Status EtcdLog::health() const {
@@ -183,10 +183,7 @@ absl::Status EtcdLog::health() const {
     absl::ReaderMutexLock lock(&mu_);
     return failed_;
   }
-  if (!lease_.Valid()) {
-    return NotLeader("this node's etcd lease may have expired");
-  }
-  return absl::OkStatus();
+  return LeaseHealth();
 }
 
 absl::StatusOr<LogPosition> EtcdLog::AppendEncoded(std::string record) {
@@ -199,7 +196,6 @@ absl::StatusOr<LogPosition> EtcdLog::AppendEncoded(std::string record) {
   pending_bytes_ += record.size();
   pending_.push_back(std::move(record));
   ++stats_.records;
-  stats_.last_position = next_position_;
   const LogPosition position = next_position_++;
   PublishLocked();
   return position;
@@ -323,9 +319,7 @@ absl::Status EtcdLog::CommitBatch(LogPosition first,
   bool retried = false;
   while (true) {
     // Never send what this node may no longer send as leader.
-    if (!lease_.Valid()) {
-      return NotLeader("this node's etcd lease may have expired");
-    }
+    if (absl::Status lease = LeaseHealth(); !lease.ok()) return lease;
     const SteadyClock::time_point start = SteadyClock::now();
     absl::StatusOr<etcdserverpb::TxnResponse> response =
         client_.Txn(txn, options_.txn_timeout);
@@ -422,7 +416,7 @@ void EtcdLog::AppendLoop() {
     if (batch.empty()) {
       // The lease lapsed while idle: fail now, so that health() and every
       // later call learn it from the log too.
-      Fail(NotLeader("this node's etcd lease may have expired"));
+      Fail(NotLeader(kLeaseLapsed));
       break;
     }
     const SteadyClock::time_point commit_start = SteadyClock::now();
@@ -437,7 +431,6 @@ void EtcdLog::AppendLoop() {
       absl::MutexLock lock(&mu_);
       durable_ = first + batch.size() - 1;
       ++stats_.transactions;
-      stats_.durable_position = durable_;
       PublishLocked();
       auto end = waiting_.upper_bound(durable_);
       for (auto it = waiting_.begin(); it != end; ++it) {
@@ -498,7 +491,6 @@ void EtcdLog::SnapshotLoop() {
     absl::MutexLock lock(&mu_);
     if (durable.ok() && written.ok() && !options_.snapshot_dir.empty()) {
       snapshot_position_ = job.covered;
-      stats_.snapshot_position = job.covered;
     }
     // A failed write is tried again at the next due snapshot; until then
     // the member's reported snapshot stays behind and holds the trim back.
@@ -524,7 +516,11 @@ absl::Status EtcdLog::Close() {
 
 EtcdLogStats EtcdLog::stats() const {
   absl::ReaderMutexLock lock(&mu_);
-  return stats_;
+  EtcdLogStats stats = stats_;
+  stats.last_position = next_position_ - 1;
+  stats.durable_position = durable_;
+  stats.snapshot_position = snapshot_position_;
+  return stats;
 }
 
 }  // namespace leasekeeper::storage

@@ -176,6 +176,8 @@ class EtcdLog final : public OperationLog {
   // One batch, retried while the lease is valid. OK once durable.
   absl::Status CommitBatch(LogPosition first, const std::string& value);
   void Fail(absl::Status status);
+  // OK while this node's etcd lease is valid on its own clock.
+  absl::Status LeaseHealth() const;
   absl::Status HealthLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Stores the published view below from the state under mu_; called
   // wherever that state changes.
@@ -200,6 +202,7 @@ class EtcdLog final : public OperationLog {
   LogPosition snapshot_position_ ABSL_GUARDED_BY(mu_);
   std::optional<SnapshotJob> snapshot_job_ ABSL_GUARDED_BY(mu_);
   bool snapshot_busy_ ABSL_GUARDED_BY(mu_) = false;
+  // Counters; stats() adds the positions from the fields above.
   EtcdLogStats stats_ ABSL_GUARDED_BY(mu_);
 
   // The published view: what last_position, durable_position, health and

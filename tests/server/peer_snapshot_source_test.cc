@@ -82,9 +82,7 @@ class ScriptedLeader final : public v1::ClusterPeer::Service {
       if (!writer->Write(script_.chunks[i])) return grpc::Status::CANCELLED;
     }
     if (script_.stall_at_end) {
-      while (!context->IsCancelled()) {
-        std::this_thread::sleep_for(milliseconds(5));
-      }
+      SleepUnlessCancelled(context, std::chrono::hours(1));
       return grpc::Status::CANCELLED;
     }
     return grpc::Status::OK;
@@ -135,19 +133,24 @@ class PeerSnapshotSourceTest : public ::testing::Test {
     if (server_ != nullptr) server_->Shutdown();
   }
 
-  // A follower "follower-1" that knows the scripted leader as "leader-1".
-  std::unique_ptr<PeerSnapshotSource> Follower(milliseconds stall_timeout) {
-    const std::string address = address_;
+  // Node `node_id`, which knows `leader` as the leader.
+  static std::unique_ptr<PeerSnapshotSource> Source(
+      const std::string& node_id, std::optional<storage::LeaderView> leader,
+      milliseconds stall_timeout) {
     return std::make_unique<PeerSnapshotSource>(
-        kCluster, "follower-1", SecurityConfig{},
-        [address]() -> std::optional<storage::LeaderView> {
-          return storage::LeaderView{
-              .leader = {.node_id = "leader-1", .advertise = address},
-              .epoch = 5,
-              .lease = 9};
-        },
+        kCluster, node_id, SecurityConfig{}, [leader] { return leader; },
         []() -> absl::StatusOr<std::string> { return kSecret; },
         stall_timeout);
+  }
+
+  // A follower "follower-1" that knows the scripted leader as "leader-1".
+  std::unique_ptr<PeerSnapshotSource> Follower(milliseconds stall_timeout) {
+    return Source("follower-1",
+                  storage::LeaderView{.leader = {.node_id = "leader-1",
+                                                 .advertise = address_},
+                                      .epoch = 5,
+                                      .lease = 9},
+                  stall_timeout);
   }
 
   std::unique_ptr<ScriptedLeader> leader_;
@@ -224,7 +227,6 @@ TEST_F(PeerSnapshotSourceTest, CancelEndsATransferInProgress) {
   EXPECT_LT(Clock::now() - start, milliseconds(10'000));
   // Cancelled until Resume.
   EXPECT_EQ(follower->Fetch(40).status().code(), absl::StatusCode::kCancelled);
-  follower->Resume();
 }
 
 TEST_F(PeerSnapshotSourceTest, AChunkOutOfOrderIsDataLoss) {
@@ -251,26 +253,20 @@ TEST_F(PeerSnapshotSourceTest, FewerBytesThanAnnouncedAreDataLoss) {
 }
 
 TEST_F(PeerSnapshotSourceTest, WithNoKnownLeaderNothingIsAsked) {
-  PeerSnapshotSource follower(
-      kCluster, "follower-1", SecurityConfig{},
-      []() -> std::optional<storage::LeaderView> { return std::nullopt; },
-      []() -> absl::StatusOr<std::string> { return kSecret; },
-      milliseconds(5000));
-  absl::StatusOr<storage::FetchedSnapshot> fetched = follower.Fetch(40);
+  absl::StatusOr<storage::FetchedSnapshot> fetched =
+      Source("follower-1", std::nullopt, milliseconds(5000))->Fetch(40);
   EXPECT_EQ(fetched.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(fetched.status().message(), "snapshot transfer: leader unknown");
 }
 
 TEST_F(PeerSnapshotSourceTest, ALeaderThatIsThisNodeIsNotAsked) {
-  PeerSnapshotSource follower(
-      kCluster, "leader-1", SecurityConfig{},
-      []() -> std::optional<storage::LeaderView> {
-        return storage::LeaderView{
-            .leader = {.node_id = "leader-1", .advertise = "127.0.0.1:1"}};
-      },
-      []() -> absl::StatusOr<std::string> { return kSecret; },
-      milliseconds(5000));
-  absl::StatusOr<storage::FetchedSnapshot> fetched = follower.Fetch(40);
+  // Were it asked, port 1 would answer Unavailable.
+  absl::StatusOr<storage::FetchedSnapshot> fetched =
+      Source("leader-1",
+             storage::LeaderView{.leader = {.node_id = "leader-1",
+                                            .advertise = "127.0.0.1:1"}},
+             milliseconds(5000))
+          ->Fetch(40);
   EXPECT_EQ(fetched.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
