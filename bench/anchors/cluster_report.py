@@ -109,56 +109,43 @@ def same_run(res, config, workload, clients, run):
     return found[0] if found else None
 
 
-def ceiling_parts(res, run):
+def ceiling_parts(res, lk):
     """(gRPC floor, cluster's etcd members, followers) server CPU per W1 pair
-    at 64 clients in one run, in us, or None if the run lacks one."""
-    lk = same_run(res, LK, "w1", 64, run)
-    floor = same_run(res, FLOOR, "w1", 64, run)
-    if lk is None or floor is None or not floor.get("server_cpu_us_per_op"):
+    at 64 clients in lk's run (lk: the cluster's W1 result), in us, or None
+    if the run lacks one."""
+    floor = same_run(res, FLOOR, "w1", 64, lk.get("run"))
+    if floor is None or not floor.get("server_cpu_us_per_op"):
         return None
     parts = (floor["server_cpu_us_per_op"], cpu_share(1, 3)(lk), observed_per_pair(lk))
     return None if None in parts else parts
 
 
-def per_run_ceiling(res, compute):
-    """compute(parts, run) over the runs that have every part: a spread."""
-    values = []
-    for r in res.runs(LK, "w1", 64):
-        parts = ceiling_parts(res, r.get("run"))
-        value = None if parts is None else compute(parts, r["run"])
-        if value is not None:
-            values.append(value)
-    if not values:
-        return None
-    return min(values), statistics.median(values), max(values)
-
-
 def ceiling_table(res):
     """What one core allows the cluster at W1, 64 clients: a leader that cost
     no more than gRPC's floor, with the etcd and follower work measured."""
-    rows = ["| at W1, 64 clients, per run | figure |", "| --- | ---: |"]
-    floor = per_run_ceiling(res, lambda parts, run: parts[0])
-    total = per_run_ceiling(res, lambda parts, run: sum(parts))
-    ceiling = per_run_ceiling(res, lambda parts, run: 1e6 / sum(parts))
+    def spread(compute):
+        """compute(parts, lk) over the runs with every part, as per_run."""
+        def one(lk):
+            parts = ceiling_parts(res, lk)
+            return None if parts is None else compute(parts, lk)
+        return per_run(res, LK, "w1", 64, one)
 
-    def against_etcd(parts, run):
-        etcd = same_run(res, ETCD, "w1", 64, run)
+    def against_etcd(parts, lk):
+        etcd = same_run(res, ETCD, "w1", 64, lk.get("run"))
         if etcd is None or not etcd.get("pairs_per_s"):
             return None
         return 1e6 / sum(parts) / etcd["pairs_per_s"]
 
-    times = per_run_ceiling(res, against_etcd)
-    reached = per_run_ceiling(
-        res, lambda parts, run: 100 * same_run(res, LK, "w1", 64, run)["pairs_per_s"]
-        * sum(parts) / 1e6)
+    rows = ["| at W1, 64 clients, per run | figure |", "| --- | ---: |"]
     rows.append("| gRPC floor server, CPU per pair (the leader's least) | "
-                f"{spread_text(floor, us)} |")
+                f"{spread_text(spread(lambda parts, lk: parts[0]), us)} |")
     rows.append("| floor + the cluster's etcd members + the followers, CPU per pair | "
-                f"{spread_text(total, us)} |")
+                f"{spread_text(spread(lambda parts, lk: sum(parts)), us)} |")
     rows.append("| the ceiling: pairs per CPU-second at that cost | "
-                f"{spread_text(ceiling, num)} |")
+                f"{spread_text(spread(lambda parts, lk: 1e6 / sum(parts)), num)} |")
     rows.append("| the ceiling against etcd's lock in the same run | "
-                f"{spread_text(times, lambda v: f'{v:.2f}×')} |")
+                f"{spread_text(spread(against_etcd), lambda v: f'{v:.2f}×')} |")
+    reached = spread(lambda parts, lk: 100 * lk["pairs_per_s"] * sum(parts) / 1e6)
     rows.append("| the cluster's W1 as a share of the ceiling | "
                 f"{spread_text(reached, lambda v: f'{v:.0f}%')} |")
     return rows

@@ -49,6 +49,7 @@ build_anchor_targets() {
   done
 }
 BENCH="$BUILD_DIR/bin/leasekeeper-bench"
+GRPC_FLOOR="$BUILD_DIR/bin/grpc-floor-server"
 
 # Every server command is prefixed with SERVER_CPU, the load generator's
 # with BENCH_CPU.
@@ -79,8 +80,11 @@ stop_started() {
   STARTED=("${kept[@]}")
 }
 
+# free_port: a loopback port nothing listens on, below the ephemeral range
+# (scripts/local_cluster.py's free_port says why).
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 -c 'import sys; sys.path.insert(0, "scripts")
+from local_cluster import free_port; print(free_port())'
 }
 
 # wait_until SECONDS COMMAND...: retries COMMAND every 100 ms.
@@ -91,6 +95,19 @@ wait_until() {
     [ "$tries" -gt 0 ] || { echo "timed out waiting for: $*" >&2; return 1; }
     sleep 0.1
   done
+}
+
+# start_grpc_floor LOG: grpc-floor-server (bench/anchors/grpc_floor_server.cc)
+# with SERVER_CPU on a free port; sets SERVER_ADDR and SERVER_PID (in
+# STARTED) and waits until it listens.
+start_grpc_floor() {
+  local port
+  port="$(free_port)"
+  SERVER_ADDR="127.0.0.1:$port"
+  "${SERVER_CPU[@]}" "$GRPC_FLOOR" --listen="$SERVER_ADDR" >"$1" 2>&1 &
+  SERVER_PID=$!
+  STARTED+=("$SERVER_PID")
+  wait_until 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
 }
 
 # busy_percent: CPU use of the whole machine over the next second.
