@@ -3,7 +3,8 @@
 Each page's fenced code blocks are read in page order:
 
 - ```sh blocks are split into commands (a line, continued by a trailing
-  backslash, an open quote or a here-document); ```python blocks are one
+  backslash, a here-document, or until bash parses it: an open quote, a
+  loop, a condition); ```python blocks are one
   command each (`python3 -` with the block on stdin). Every command must
   exit 0; a page shows another exit status with the shell itself
   (`... || [ $? -eq 75 ]`, or `echo "exit $?"` and its shown line).
@@ -95,6 +96,29 @@ class Page:
     has_grpcurl: set[str] = field(default_factory=set)
 
 
+def syntax_error(text: str) -> str:
+    """bash's complaint about `text` as a script; empty if it parses."""
+    checked = subprocess.run(["bash", "-n"], input=text, text=True,
+                             capture_output=True)
+    return checked.stderr.strip() if checked.returncode else ""
+
+
+def with_here_documents(line: str, block: list[tuple[int, str]], i: int
+                        ) -> tuple[str, int]:
+    """`line` with the bodies of the here-documents it starts (which follow
+    from block[i] on), and the index after them."""
+    text = line
+    for match in HEREDOC.finditer(line):
+        terminator = match.group(2)
+        while i < len(block) and block[i][1].strip() != terminator:
+            text += "\n" + block[i][1]
+            i += 1
+        if i < len(block):
+            text += "\n" + block[i][1]
+            i += 1
+    return text, i
+
+
 def split_shell(block: list[tuple[int, str]], page: Page) -> None:
     """Adds the block's commands (with their shown answers) to the page."""
     i = 0
@@ -114,30 +138,15 @@ def split_shell(block: list[tuple[int, str]], page: Page) -> None:
                 last.expected_json, _ = json.JSONDecoder().raw_decode(
                     stripped[2:])
             continue
-        text = line
-        while True:
-            open_quote = False
-            try:
-                shlex.split(text, comments=True)
-            except ValueError:
-                open_quote = True
-            if text.endswith("\\") or open_quote:
-                if i >= len(block):
-                    page.problems.append(f"{page.path}:{number}: the command "
-                                         "does not end")
-                    return
-                text += "\n" + block[i][1]
-                i += 1
-                continue
-            break
-        for match in HEREDOC.finditer(text):
-            terminator = match.group(2)
-            while i < len(block) and block[i][1].strip() != terminator:
-                text += "\n" + block[i][1]
-                i += 1
-            if i < len(block):
-                text += "\n" + block[i][1]
-                i += 1
+        text, i = with_here_documents(line, block, i)
+        while text.endswith("\\") or syntax_error(text):
+            if i >= len(block):
+                page.problems.append(f"{page.path}:{number}: the command "
+                                     "does not end (bash -n: "
+                                     f"{syntax_error(text)})")
+                return
+            more, i = with_here_documents(block[i][1], block, i + 1)
+            text += "\n" + more
         command = Command(number, text)
         if re.match(r"^\s*grpcurl\b", text):
             words = shlex.split(text, comments=True)
