@@ -1,7 +1,8 @@
-"""grpcurl_standin: the part of grpcurl that leasekeeper's README uses, for CI.
+"""grpcurl_standin: the part of grpcurl that leasekeeper's docs use, for CI.
 
-grpcurl is not a Debian package, so the README's grpcurl recipes are run
-through this stand-in instead (tests/grpcurl/readme_recipes_test.py). Like
+grpcurl is not a Debian package, so the grpcurl recipes of README.md and
+docs/ are run through this stand-in instead (tests/docs/docs_commands_test.py,
+which puts it on PATH as `grpcurl`). Like
 grpcurl without -proto/-protoset it knows no .proto of the server: every
 service, method and message comes from the server's reflection service,
 asked for with grpc.reflection.v1 first and grpc.reflection.v1alpha when
