@@ -174,7 +174,7 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       const std::string client = sessions_.Find(session_id)->client;
       const int released =
           EndSessionLocked(session_id, next, now, std::nullopt, fx);
-      ++counters_.sessions_lost;
+      counters_.CountSessionLost();
       if (ShouldLog(LogEvent::kReleasedBySessionLoss)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kReleasedBySessionLoss,
                                     .client = client,
@@ -200,7 +200,8 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   // effects are never acknowledged (their completions get UNAVAILABLE).
   const WatchScope watch = BeginWatchLocked(op);
   const storage::LogPosition before = machine_.last_position();
-  absl::StatusOr<Reply> reply = CountLocked(op, machine_.Apply(op));
+  absl::StatusOr<Reply> reply = machine_.Apply(op);
+  counters_.CountApplied(op, reply);
   const storage::LogPosition after = machine_.last_position();
   // An accepted operation whose record the log could not take is never
   // told (the log has failed; Perform ends the watches).
@@ -398,7 +399,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
                                    const std::vector<std::string>& victims,
                                    Effects& fx) {
   for (Event& e : machine_.TakeEvents()) {
-    CountEventLocked(e);
+    counters_.CountEvent(e);
     switch (e.kind) {
       case Event::Kind::kLapsed: {
         labels_.erase(WaiterKey(e.client, e.lock));
@@ -421,7 +422,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
         int64_t waited = 0;
         if (const ParkedCalls::Call* parked = parked_.Find(key)) {
           waited = std::max<int64_t>(0, e.at - parked->queued_at);
-          CountAcquireWaitLocked(waited);
+          counters_.CountAcquireWait(waited);
           AcquireAnswer answer;
           answer.kind = AcquireAnswer::Kind::kGranted;
           answer.token = e.token;
@@ -1310,6 +1311,11 @@ void CoreOwner::BeginShutdown() {
   watch_hub_.EndAll(ShuttingDown());
 }
 
+CoreOwner::Counters CoreOwner::GetCounters() {
+  absl::MutexLock lock(&mu_);
+  return counters_.counts();
+}
+
 CoreOwner::Stats CoreOwner::GetStats() {
   absl::MutexLock lock(&mu_);
   return Stats{.held_leases = machine_.table().held_lease_count(),
@@ -1381,7 +1387,7 @@ void CoreOwner::ForceRelease(
           if (released.empty()) {
             result = MakeError(ErrorCode::kNotHolder);
           } else {
-            counters_.forced_releases += released.size();
+            counters_.CountForcedReleases(released.size());
             result = std::move(released);
           }
         }

@@ -105,6 +105,7 @@
 #include "server/clock.h"
 #include "server/durable_state_machine.h"
 #include "server/event_log.h"
+#include "server/owner_counters.h"
 #include "server/parked_calls.h"
 #include "server/retry_cache.h"
 #include "server/session_table.h"
@@ -303,33 +304,8 @@ class CoreOwner {
   Stats GetStats();
 
   // Cumulative counts since the process started, for metrics
-  // (server/server_metrics.h); kept under the core mutex by
-  // server/core_owner_admin.cc. Every operation the core applied is
-  // counted once: a retry answered from the retry cache is not.
-  struct Counters {
-    uint64_t acquired_at_once = 0;    // Acquire granted at once
-    uint64_t acquired_queued = 0;     // Acquire queued
-    uint64_t acquired_deadlock = 0;   // Acquire whose caller was the victim
-    uint64_t granted_from_queue = 0;  // waiters granted later
-    uint64_t lapses = 0;              // leases that reached their end
-    uint64_t renewals = 0;            // successful Renews (not keepalives)
-    uint64_t releases = 0;            // leases ended by Release (any cause)
-    uint64_t withdrawals = 0;         // waits withdrawn (any cause)
-    uint64_t deadlock_victims = 0;    // clients aborted to break cycles
-    uint64_t stale_writes_refused = 0;
-    uint64_t sessions_lost = 0;    // ended by their grace running out
-    uint64_t forced_releases = 0;  // leases ended by ForceRelease
-    // Granted Acquire calls by how long they waited: 0 for a grant at once,
-    // from queueing to grant for a call that waited parked (Parked's
-    // queued_at). Per-bucket counts: acquire_waits[i] counts waits <=
-    // kAcquireWaitBoundsMs[i] (and above the bound before it), the last
-    // entry waits above every bound.
-    static constexpr std::array<int64_t, 16> kAcquireWaitBoundsMs = {
-        1,     5,      10,     25,     50,      100,     250,    500,
-        1'000, 2'500,  5'000,  10'000, 30'000,  60'000,  300'000, 3'600'000};
-    std::array<uint64_t, kAcquireWaitBoundsMs.size() + 1> acquire_waits{};
-    uint64_t acquire_wait_ms_sum = 0;
-  };
+  // (server/server_metrics.h).
+  using Counters = OwnerCounters::Counts;
   Counters GetCounters();
 
   // Watches (server/core_owner_watch.cc): registers `sink` with the watch
@@ -489,15 +465,7 @@ class CoreOwner {
   // What OpenStorage recovered, until SettleRecoveredState puts it back.
   storage::ServerState recovered_server_ ABSL_GUARDED_BY(mu_);
 
-  // Metrics and limits kept next to the core (server/core_owner_admin.cc).
-  // Counts `op` and the core's `reply` to it; returns `reply`.
-  absl::StatusOr<Reply> CountLocked(const Operation& op,
-                                    absl::StatusOr<Reply> reply)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CountEventLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts a granted Acquire call that waited `waited_ms` (>= 0).
-  void CountAcquireWaitLocked(int64_t waited_ms)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Limits kept next to the core (server/core_owner_admin.cc).
   // OK, or LimitExceeded("max-locks-per-client") if `client` already holds
   // that many leases. Cost: O(leases of the client).
   absl::Status CheckLocksPerClientLocked(const std::string& client, Tick now)
@@ -508,7 +476,7 @@ class CoreOwner {
   // so a refused write is never logged. O(1).
   absl::Status CheckStoreLimitsLocked(const WriteArgs& args)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Counters counters_ ABSL_GUARDED_BY(mu_);
+  OwnerCounters counters_ ABSL_GUARDED_BY(mu_);
 
   // Watches (server/core_owner_watch.cc). Where the core's pending events
   // stood before an operation applies, whether anybody watches, and (only
