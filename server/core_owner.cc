@@ -19,15 +19,12 @@ const std::vector<std::string>& NoVictims() {
   return *kNone;
 }
 
-// The first answer of an admitted retry (kReplay), as the caller's answer
-// type; nullopt if the entry holds another type (then the id is reused).
-template <typename T>
-std::optional<T> ReplayedAnswer(const Admitted& admitted) {
-  if (admitted.kind != RetryAdmission::kReplay) return std::nullopt;
-  if (const T* answer = std::get_if<T>(&*admitted.entry->answer)) {
-    return *answer;
-  }
-  return std::nullopt;
+Fingerprint AcquireFingerprint(const AcquireArgs& args) {
+  return Fingerprint{.method = Fingerprint::Method::kAcquire,
+                     .lock = args.lock,
+                     .ttl_ms = args.ttl_ms,
+                     .mode = args.mode,
+                     .capacity = args.capacity};
 }
 
 }  // namespace
@@ -69,7 +66,7 @@ void SetAnswer(T result, CoreOwner::Completion<T> done,
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
-      retry_cache_(config_.retry_cache),
+      retries_(config_.retry_cache, machine_),
       watch_hub_(WatchHub::Options{
           .max_watchers = config_.limits.max_watchers,
           .max_prefix_watchers = config_.limits.max_prefix_watchers,
@@ -220,42 +217,11 @@ storage::ServerState CoreOwner::ServerStateLocked() const {
         state.sessions.push_back(storage::ServerState::Session{
             .session_id = id, .client = session.client});
       });
-  state.retries.reserve(retry_cache_.size());
-  retry_cache_.ForEachAnswered([&](const std::string& client,
-                                   const std::string& request_id,
-                                   const RetryEntry& entry) {
-    state.retries.push_back(storage::ServerState::Retry{
-        .client = client,
-        .request_id = request_id,
-        .entry = EncodeRetryEntry(entry.fingerprint, *entry.answer),
-        .answered_at = entry.answered_at});
-  });
+  retries_.SaveTo(state);
   return state;
 }
 
-RetryEntry* CoreOwner::RememberLocked(const std::string& client,
-                                      const std::string& request_id,
-                                      CachedAnswer answer, Tick now) {
-  RetryEntry* entry =
-      retry_cache_.Answer(client, request_id, std::move(answer), now);
-  if (entry != nullptr && machine_.persistent()) {
-    machine_.Log(storage::ServerRecord{
-        now, storage::srec::RetryAnswered{
-                 client, request_id,
-                 EncodeRetryEntry(entry->fingerprint, *entry->answer)}});
-  }
-  return entry;
-}
-
-void CoreOwner::ForgetLocked(const std::string& client,
-                             const std::string& request_id, Tick now) {
-  if (retry_cache_.Erase(client, request_id)) {
-    machine_.Log(storage::ServerRecord{
-        now, storage::srec::RetryForgotten{client, request_id}});
-  }
-}
-
-void CoreOwner::RestoreServerStateLocked(Tick now) {
+size_t CoreOwner::RestoreServerStateLocked(Tick now) {
   storage::ServerState recovered = std::move(recovered_server_);
   recovered_server_ = storage::ServerState{};
   // See the header: no stream could reach the restored sessions while the
@@ -266,29 +232,7 @@ void CoreOwner::RestoreServerStateLocked(Tick now) {
   for (storage::ServerState::Session& s : recovered.sessions) {
     sessions_.Restore(s.session_id, s.client, deadline);
   }
-  size_t unreadable = 0;
-  for (storage::ServerState::Retry& r : recovered.retries) {
-    absl::StatusOr<DecodedRetryEntry> entry = DecodeRetryEntry(r.entry);
-    if (!entry.ok()) {
-      // A retry then runs afresh, as it would after the entry's ttl.
-      ++unreadable;
-      continue;
-    }
-    if (const auto* acquired =
-            std::get_if<absl::StatusOr<AcquireAnswer>>(&entry->answer);
-        acquired != nullptr && acquired->ok() &&
-        (*acquired)->kind == AcquireAnswer::Kind::kQueued) {
-      // "Queued" is no longer true: the restart withdrew every wait. A
-      // retry queues afresh.
-      continue;
-    }
-    retry_cache_.Restore(r.client, r.request_id,
-                         std::move(entry->fingerprint),
-                         std::move(entry->answer), r.answered_at);
-  }
-  if (unreadable > 0) {
-    spdlog::warn("event=retry_entries_unreadable count={}", unreadable);
-  }
+  return retries_.Restore(std::move(recovered.retries));
 }
 
 void CoreOwner::Perform(Effects& fx) {
@@ -348,6 +292,7 @@ absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
 
 absl::Status CoreOwner::SettleRecoveredState() {
   storage::LogPosition settled = 0;
+  size_t unreadable = 0;
   {
     absl::MutexLock lock(&mu_);
     if (!machine_.persistent()) return absl::OkStatus();
@@ -366,8 +311,11 @@ absl::Status CoreOwner::SettleRecoveredState() {
     (void)machine_.TakeEvents();
     // Before the timer thread starts (LeasekeeperServer::Start), so its
     // first RunDueTimers sees the restored sessions' grace deadlines.
-    RestoreServerStateLocked(NowLocked());
+    unreadable = RestoreServerStateLocked(NowLocked());
     settled = machine_.last_position();
+  }
+  if (unreadable > 0) {
+    spdlog::warn("event=retry_entries_unreadable count={}", unreadable);
   }
   return durability_.WaitDurable(settled);
 }
@@ -498,13 +446,9 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key,
   bool tracked = false;
   if (!parked.request_id.empty()) {
     if (cache) {
-      if (RetryEntry* entry =
-              RememberLocked(key.first, parked.request_id, result, now)) {
-        ++entry->deliveries_in_flight;
-        tracked = true;
-      }
+      tracked = retries_.Answer(key.first, parked.request_id, result, now);
     } else {
-      ForgetLocked(key.first, parked.request_id, now);
+      retries_.Forget(key.first, parked.request_id, now);
     }
   }
   fx.completions.emplace_back(parked.call,
@@ -585,57 +529,24 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
       !s.ok()) {
     return AcquireCallAnswer{std::move(s)};
   }
-  const WaiterKey key(args.client, args.lock);
-
-  if (!args.request_id.empty()) {
-    const Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
-                                  .lock = args.lock,
-                                  .ttl_ms = args.ttl_ms,
-                                  .mode = args.mode,
-                                  .capacity = args.capacity};
-    const ParkedCalls::Call* parked = parked_.Find(key);
-    const Admitted admitted = retry_cache_.Admit(
-        args.client, args.request_id, fingerprint, now,
-        /*first_call_waits=*/parked != nullptr &&
-            parked->request_id == args.request_id);
-    if (admitted.kind == RetryAdmission::kReused) {
-      return AcquireCallAnswer{RequestIdReused("request_id")};
-    }
-    if (admitted.kind == RetryAdmission::kReplay) {
-      std::optional<absl::StatusOr<AcquireAnswer>> first =
-          ReplayedAnswer<absl::StatusOr<AcquireAnswer>>(admitted);
-      if (!first.has_value())
+  const bool retriable = !args.request_id.empty();
+  if (retriable) {
+    const ParkedCalls::Call* parked =
+        parked_.Find(WaiterKey(args.client, args.lock));
+    RetryGate::Admitted<absl::StatusOr<AcquireAnswer>> admitted =
+        retries_.Admit<absl::StatusOr<AcquireAnswer>>(
+            args.client, args.request_id, AcquireFingerprint(args), now,
+            /*first_call_waits=*/parked != nullptr &&
+                parked->request_id == args.request_id);
+    switch (admitted.kind) {
+      case RetryAdmission::kReused:
         return AcquireCallAnswer{RequestIdReused("request_id")};
-      ++admitted.entry->deliveries_in_flight;
-      return AcquireCallAnswer{*std::move(first), /*tracked=*/true};
-    }
-    if (admitted.kind == RetryAdmission::kInFlight) {
-      // The first call still waits (its client probably lost the
-      // connection): this retry takes its place.
-      if (args.wait_timeout_ms > 0) {
-        fx.completions.emplace_back(
-            parked_.Supersede(key, call, now + args.wait_timeout_ms),
-            AcquireCallAnswer{SupersededByRetry()});
-        return std::nullopt;
-      }
-      // A retry that no longer waits: the request stays queued and the
-      // retry learns its position.
-      fx.completions.emplace_back(parked_.Finish(key)->call,
-                                  AcquireCallAnswer{SupersededByRetry()});
-      AcquireAnswer answer;
-      answer.kind = AcquireAnswer::Kind::kQueued;
-      absl::StatusOr<LockView> view = machine_.Inspect(now, args.lock);
-      if (view.ok()) {
-        for (size_t i = 0; i < view->queue.size(); ++i) {
-          if (view->queue[i].client == args.client) {
-            answer.position = static_cast<int64_t>(i) + 1;
-          }
-        }
-      }
-      RetryEntry* answered =
-          RememberLocked(args.client, args.request_id, answer, now);
-      if (answered != nullptr) ++answered->deliveries_in_flight;
-      return AcquireCallAnswer{std::move(answer), answered != nullptr};
+      case RetryAdmission::kReplay:
+        return AcquireCallAnswer{*std::move(admitted.first), /*tracked=*/true};
+      case RetryAdmission::kInFlight:
+        return TakeOverWaitLocked(args, call, now, fx);
+      case RetryAdmission::kNew:
+        break;
     }
   }
 
@@ -643,7 +554,7 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
   // first (as the core would) so that its error keeps precedence.
   if (args.ttl_ms >= 1 && args.ttl_ms <= kMaxTtlMs) {
     // The core's queue is the count: a second count here would cost a map
-    // entry per waiter (memory per waiter, issue 6).
+    // entry per waiter.
     if (static_cast<int64_t>(machine_.table().QueueLength(args.lock)) >=
         config_.limits.max_waiters_per_lock) {
       return AcquireCallAnswer{LimitExceeded(
@@ -654,74 +565,88 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
     }
   }
 
-  if (!args.request_id.empty()) {
-    retry_cache_.Insert(args.client, args.request_id,
-                        Fingerprint{.method = Fingerprint::Method::kAcquire,
-                                    .lock = args.lock,
-                                    .ttl_ms = args.ttl_ms,
-                                    .mode = args.mode,
-                                    .capacity = args.capacity});
+  if (retriable) {
+    retries_.Begin(args.client, args.request_id, AcquireFingerprint(args));
   }
+  std::optional<absl::StatusOr<AcquireAnswer>> result =
+      ApplyAcquireLocked(args, call, now, fx);
+  // Parked: the retry-cache entry stays pending until the call completes.
+  if (!result.has_value()) return std::nullopt;
+  const bool tracked =
+      retriable && retries_.Answer(args.client, args.request_id, *result, now);
+  return AcquireCallAnswer{*std::move(result), tracked};
+}
 
+std::optional<AcquireCallAnswer> CoreOwner::TakeOverWaitLocked(
+    const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx) {
+  const WaiterKey key(args.client, args.lock);
+  // The first call still waits (its client probably lost the connection).
+  if (args.wait_timeout_ms > 0) {
+    fx.completions.emplace_back(
+        parked_.Supersede(key, call, now + args.wait_timeout_ms),
+        AcquireCallAnswer{SupersededByRetry()});
+    return std::nullopt;
+  }
+  // A retry that no longer waits: the request stays queued and the retry
+  // learns its position.
+  fx.completions.emplace_back(parked_.Finish(key)->call,
+                              AcquireCallAnswer{SupersededByRetry()});
+  AcquireAnswer answer;
+  answer.kind = AcquireAnswer::Kind::kQueued;
+  absl::StatusOr<LockView> view = machine_.Inspect(now, args.lock);
+  if (view.ok()) {
+    for (size_t i = 0; i < view->queue.size(); ++i) {
+      if (view->queue[i].client == args.client) {
+        answer.position = static_cast<int64_t>(i) + 1;
+      }
+    }
+  }
+  const bool tracked =
+      retries_.Answer(args.client, args.request_id, answer, now);
+  return AcquireCallAnswer{std::move(answer), tracked};
+}
+
+std::optional<absl::StatusOr<AcquireAnswer>> CoreOwner::ApplyAcquireLocked(
+    const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx) {
   absl::StatusOr<Reply> applied = ApplyLocked(
       Operation{now, op::Acquire{args.client, args.lock,
                                  CoreTtlLocked(args.ttl_ms), args.mode,
                                  args.capacity}});
-  absl::StatusOr<AcquireAnswer> result =
-      absl::InternalError("acquire: no outcome");
-  if (!applied.ok()) result = applied.status();
-  if (applied.ok()) {
-    AcquireOutcome& outcome = std::get<AcquireOutcome>(*applied);
-    DigestEventsLocked(now, outcome.aborted, fx);
-    if (!outcome.aborted.empty() && ShouldLog(LogEvent::kDeadlockVictims)) {
-      fx.logs.push_back(LogRecord{.event = LogEvent::kDeadlockVictims,
-                                  .client = args.client,
-                                  .lock = args.lock,
-                                  .victims = outcome.aborted});
-    }
-    switch (outcome.kind) {
-      case AcquireOutcome::Kind::kGranted: {
-        SetLabelLocked(args.client, args.lock, args.label);
-        AcquireAnswer answer;
-        answer.kind = AcquireAnswer::Kind::kGranted;
-        answer.token = outcome.token;
-        answer.ttl_ms = SureLeftLocked(outcome.expires_at, now);
-        answer.aborted = std::move(outcome.aborted);
-        result = std::move(answer);
-        break;
-      }
-      case AcquireOutcome::Kind::kQueued: {
-        SetLabelLocked(args.client, args.lock, args.label);
-        if (args.wait_timeout_ms > 0) {
-          parked_.Park(key, call, args.request_id, now,
-                       now + args.wait_timeout_ms);
-          // The retry-cache entry stays pending until the call completes.
-          return std::nullopt;
-        }
-        AcquireAnswer answer;
-        answer.kind = AcquireAnswer::Kind::kQueued;
-        answer.position = outcome.position;
-        answer.aborted = std::move(outcome.aborted);
-        result = std::move(answer);
-        break;
-      }
-      case AcquireOutcome::Kind::kDeadlock:
-        result = DeadlockVictim(std::move(outcome.aborted));
-        break;
-    }
-  } else {
+  if (!applied.ok()) {
     DigestEventsLocked(now, NoVictims(), fx);
+    return applied.status();
   }
-
-  bool tracked = false;
-  if (!args.request_id.empty()) {
-    if (RetryEntry* entry =
-            RememberLocked(args.client, args.request_id, result, now)) {
-      ++entry->deliveries_in_flight;
-      tracked = true;
-    }
+  AcquireOutcome& outcome = std::get<AcquireOutcome>(*applied);
+  DigestEventsLocked(now, outcome.aborted, fx);
+  if (!outcome.aborted.empty() && ShouldLog(LogEvent::kDeadlockVictims)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kDeadlockVictims,
+                                .client = args.client,
+                                .lock = args.lock,
+                                .victims = outcome.aborted});
   }
-  return AcquireCallAnswer{std::move(result), tracked};
+  AcquireAnswer answer;
+  switch (outcome.kind) {
+    case AcquireOutcome::Kind::kGranted:
+      SetLabelLocked(args.client, args.lock, args.label);
+      answer.kind = AcquireAnswer::Kind::kGranted;
+      answer.token = outcome.token;
+      answer.ttl_ms = SureLeftLocked(outcome.expires_at, now);
+      break;
+    case AcquireOutcome::Kind::kQueued:
+      SetLabelLocked(args.client, args.lock, args.label);
+      if (args.wait_timeout_ms > 0) {
+        parked_.Park(WaiterKey(args.client, args.lock), call, args.request_id,
+                     now, now + args.wait_timeout_ms);
+        return std::nullopt;
+      }
+      answer.kind = AcquireAnswer::Kind::kQueued;
+      answer.position = outcome.position;
+      break;
+    case AcquireOutcome::Kind::kDeadlock:
+      return DeadlockVictim(std::move(outcome.aborted));
+  }
+  answer.aborted = std::move(outcome.aborted);
+  return answer;
 }
 
 void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
@@ -765,18 +690,10 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    bool undo = cancelled;
-    if (reply.tracked) {
-      RetryEntry* entry = retry_cache_.Find(args.client, args.request_id, now);
-      if (entry != nullptr) {
-        entry->deliveries_in_flight =
-            std::max(0, entry->deliveries_in_flight - 1);
-        if (!cancelled) entry->delivered = true;
-        undo =
-            cancelled && entry->deliveries_in_flight == 0 && !entry->delivered;
-        if (undo) ForgetLocked(args.client, args.request_id, now);
-      }
-    }
+    const bool undo =
+        reply.tracked
+            ? retries_.CallFinished(args.client, args.request_id, cancelled, now)
+            : cancelled;
     if (undo && reply.result.ok()) {
       const AcquireAnswer& answer = *reply.result;
       if (answer.kind == AcquireAnswer::Kind::kGranted) {
@@ -861,16 +778,17 @@ void CoreOwner::RetriableCall(const Args& args, Fingerprint fingerprint,
         }
         if (args.request_id.empty()) return apply(now, fx);
         // Renew and Release answer at once, so they are never in flight.
-        const Admitted admitted =
-            retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
-                               /*first_call_waits=*/false);
+        RetryGate::Admitted<absl::StatusOr<Answer>> admitted =
+            retries_.Admit<absl::StatusOr<Answer>>(
+                args.client, args.request_id, fingerprint, now,
+                /*first_call_waits=*/false);
         if (admitted.kind != RetryAdmission::kNew) {
-          return ReplayedAnswer<absl::StatusOr<Answer>>(admitted).value_or(
-              RequestIdReused("request_id"));
+          return std::move(admitted.first)
+              .value_or(RequestIdReused("request_id"));
         }
-        retry_cache_.Insert(args.client, args.request_id, fingerprint);
+        retries_.Begin(args.client, args.request_id, fingerprint);
         absl::StatusOr<Answer> result = apply(now, fx);
-        RememberLocked(args.client, args.request_id, result, now);
+        retries_.Answer(args.client, args.request_id, result, now);
         return result;
       },
       std::move(done));
@@ -1322,7 +1240,7 @@ CoreOwner::Stats CoreOwner::GetStats() {
                .waiters = machine_.table().waiter_count(),
                .parked_calls = parked_.size(),
                .sessions = sessions_.size(),
-               .retry_entries = retry_cache_.size(),
+               .retry_entries = retries_.size(),
                .labels = labels_.size(),
                .registered_clients = machine_.table().registered_client_count()};
 }

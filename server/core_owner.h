@@ -108,6 +108,7 @@
 #include "server/owner_counters.h"
 #include "server/parked_calls.h"
 #include "server/retry_cache.h"
+#include "server/retry_gate.h"
 #include "server/session_table.h"
 #include "server/server_config.h"
 #include "server/watch_hub.h"
@@ -367,9 +368,19 @@ class CoreOwner {
   // produced; `victims` the abort list of the Acquire that caused them.
   void DigestEventsLocked(Tick now, const std::vector<std::string>& victims,
                           Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acquire's steps; nullopt: the call is parked.
   std::optional<AcquireCallAnswer> AcquireLocked(const AcquireArgs& args,
                                                  PendingAcquire* call, Tick now,
                                                  Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A retry whose first call still waits takes its place.
+  std::optional<AcquireCallAnswer> TakeOverWaitLocked(const AcquireArgs& args,
+                                                      PendingAcquire* call,
+                                                      Tick now, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the Acquire and turns the core's outcome into its answer.
+  std::optional<absl::StatusOr<AcquireAnswer>> ApplyAcquireLocked(
+      const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Renew and Release: brings time up to now, checks the session, answers
   // a retry from the retry cache or else calls apply(now, fx) (under mu_)
@@ -416,17 +427,9 @@ class CoreOwner {
   // O(sessions + retry entries).
   storage::ServerState ServerStateLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores `answer` as the request's answer (if its entry still exists)
-  // and logs it.
-  RetryEntry* RememberLocked(const std::string& client,
-                             const std::string& request_id,
-                             CachedAnswer answer, Tick now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Drops the request's entry; logs that an answered one is gone.
-  void ForgetLocked(const std::string& client, const std::string& request_id,
-                    Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Puts back what OpenStorage recovered (SettleRecoveredState).
-  void RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts back what OpenStorage recovered (SettleRecoveredState); returns
+  // how many retry entries could not be read.
+  size_t RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Performs effects and then answers the call, once durable (see Answers
   // above). REQUIRES: mu_ not held.
@@ -461,7 +464,8 @@ class CoreOwner {
   SessionTable sessions_ ABSL_GUARDED_BY(mu_);
   absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
 
-  RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
+  // Logs through machine_, under mu_.
+  RetryGate retries_ ABSL_GUARDED_BY(mu_);
   // What OpenStorage recovered, until SettleRecoveredState puts it back.
   storage::ServerState recovered_server_ ABSL_GUARDED_BY(mu_);
 
