@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "core/errors.h"
 #include "server/retry_entry_codec.h"
 #include "server/server_errors.h"
@@ -195,7 +196,8 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   // A failed log refuses the operation before it reaches the core (a
   // refusal counts nothing); the passage of time still applies, and its
   // effects are never acknowledged (their completions get UNAVAILABLE).
-  const WatchScope watch = BeginWatchLocked(op);
+  const WatchPublisher::Scope watch =
+      watch_publisher_.Begin(op, machine_.table());
   const storage::LogPosition before = machine_.last_position();
   absl::StatusOr<Reply> reply = machine_.Apply(op);
   counters_.CountApplied(op, reply);
@@ -205,7 +207,15 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   if (reply.ok() && machine_.persistent() && after == before) return reply;
   // Published at the position of its record (a refusal appended nothing:
   // its events are the passage of time's, as of the records before it).
-  PublishWatchLocked(watch, op, reply, after);
+  // Ticks are the server's monotonic clock; the wall-clock rendering is
+  // for humans, as Inspect's expires_at.
+  watch_publisher_.Publish(
+      watch, op, reply, machine_.table().pending_events(),
+      WatchPublisher::Moment{
+          .now = last_tick_,
+          .inside_tick = now_inside_tick_,
+          .wall = watch.watched ? absl::Now() : absl::Time()},
+      after);
   return reply;
 }
 
@@ -1288,7 +1298,7 @@ void CoreOwner::ForceRelease(
           result = view.status();
         } else {
           std::vector<ForcedRelease> released;
-          release_event_ = WatchEvent::Kind::kForcedRelease;
+          watch_publisher_.set_forced_release(true);
           // The holders as they are now, lowest token first: a waiter granted
           // by one of these releases is not released in turn.
           for (const HolderView& holder : view->holders) {
@@ -1301,7 +1311,7 @@ void CoreOwner::ForceRelease(
                                                .mode = holder.mode});
             }
           }
-          release_event_ = WatchEvent::Kind::kReleased;
+          watch_publisher_.set_forced_release(false);
           if (released.empty()) {
             result = MakeError(ErrorCode::kNotHolder);
           } else {

@@ -112,6 +112,7 @@
 #include "server/session_table.h"
 #include "server/server_config.h"
 #include "server/watch_hub.h"
+#include "server/watch_publisher.h"
 #include "storage/durable_store.h"
 #include "storage/operation_log.h"
 #include "storage/server_records.h"
@@ -309,7 +310,7 @@ class CoreOwner {
   using Counters = OwnerCounters::Counts;
   Counters GetCounters();
 
-  // Watches (server/core_owner_watch.cc): registers `sink` with the watch
+  // Watches: registers `sink` with the watch
   // hub (server/watch_hub.h) for `target` and takes the snapshot of the
   // matching locks in the same hold of the mutex, so the watcher's first
   // event is the first change after it. Every change the core applies is
@@ -482,33 +483,11 @@ class CoreOwner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   OwnerCounters counters_ ABSL_GUARDED_BY(mu_);
 
-  // Watches (server/core_owner_watch.cc). Where the core's pending events
-  // stood before an operation applies, whether anybody watches, and (only
-  // then) what it is about to end, looked up beforehand (a Release's lease,
-  // a withdrawn wait).
-  struct WatchScope {
-    size_t events_before = 0;
-    bool watched = false;
-    std::optional<HolderView> lease{};
-    std::optional<WaiterView> wait{};
-  };
-  WatchScope BeginWatchLocked(const Operation& op) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Publishes what `op` changed, in the order it happened: a Release's or
-  // Withdraw's own event, then the core's events, then an Acquire's own
-  // grant or queueing (its deadlock aborts come first). Without a watcher
-  // only counts them (WatchHub::PublishUnwatched).
-  void PublishWatchLocked(const WatchScope& scope, const Operation& op,
-                          const absl::StatusOr<Reply>& reply,
-                          storage::LogPosition position)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How a Release operation is reported: kForcedRelease while ForceRelease
-  // applies its releases, kReleased otherwise.
-  WatchEvent::Kind release_event_ ABSL_GUARDED_BY(mu_) =
-      WatchEvent::Kind::kReleased;
   // Its own mutex (a leaf under mu_). Outlives machine_, whose log's
   // pending answers may still wake watchers.
   WatchHub watch_hub_;
+  // Fed by ApplyLocked with every operation applied.
+  WatchPublisher watch_publisher_ ABSL_GUARDED_BY(mu_){watch_hub_};
 
   // The core and its durable path: apply, append, snapshot. Its log is
   // opened once (OpenStorage or UseLog) before any other call. Last but
