@@ -1,82 +1,9 @@
-// CoreOwner: the single owner of leasekeeper's core inside leasekeeperd.
-//
-// It holds the StateMachine behind one mutex and everything the server keeps
-// next to it, each in its own small piece: parked waiting Acquires and their
-// wait deadlines (ParkedCalls), sessions and their grace deadlines
-// (SessionTable), the retry cache and its admission (RetryCache), and
-// holder labels. Every state change goes through StateMachine::Apply as one
-// plain-data Operation, in tick order, and is logged in that order.
-//
-// Time: each public call reads the Clock once under the mutex and first
-// brings the state up to that tick, processing every due deadline in the
-// order it happened (lease lapses, which hand locks on at their exact
-// instant; wait timeouts; session grace ends; forgetting a client idle for
-// --forget-idle-clients-after), each applied at its own tick.
-// A lease lapse and a wait timeout at the same tick: the lapse goes first,
-// so a grant at the timeout instant wins. RunDueTimers does the same for the
-// timer thread (ExpiryTicker), which sleeps until NextDeadline; a call that
-// creates an earlier deadline interrupts the Clock's sleep.
-//
-// Effects: core Events become actions (answer a parked call, push a session
-// notice, end a session stream, write a log line). They are collected while
-// the mutex is held and performed after it is released, before the public
-// method returns. Nothing is logged, sent or called back under the mutex.
-//
-// Durability (when config.durability.data_dir is set, or a log is handed to
-// UseLog): the core and its log are one DurableStateMachine
-// (server/durable_state_machine.h): every operation the core accepts is
-// appended to the storage::OperationLog (the local WAL,
-// storage::DurableStore, unless a test hands in another) under the mutex,
-// so the log's order is the apply order. Nothing that depends on it is
-// told to anyone before it is durable.
-//
-// Answers: every call answers through one completion, called exactly once,
-// after every record appended up to the end of the call is durable (the
-// records of the call itself and every earlier one its answer may
-// reflect), together with the call's effects (waiters' grants, session
-// notices, stream ends, log lines), which are performed just before it.
-// The completion runs on the calling thread, before the method returns,
-// when that is so already (no data dir, --fsync never, nothing new to
-// wait for), else on the thread that makes the records durable (the WAL's
-// flusher; a test's FakeOperationLog::MakeDurable). If the store fails (a
-// write or fsync error, a full disk), every answer from then on is
-// UNAVAILABLE with the reason, and mutations are refused before they
-// reach the core. An operation the core refused is not logged: it changed
-// nothing but time, which the next logged operation carries.
-//
-// Durable sessions and retry cache (with a data dir): a session's opening
-// and its end, and every answer the retry cache keeps (and an answer it
-// drops again), are logged as ServerRecords (storage/server_records.h)
-// under the mutex where they happen, so they are durable before the answer
-// that depends on them is sent, and a snapshot holds them with the core.
-// After a restart (SettleRecoveredState) every recovered session is back,
-// without a stream: it is in grace, with the deadline
-//   first tick after the restart + max(session grace, restart grace),
-// because its client could not reconnect while the server was down and
-// gets at least the time a restored lease gets. A client that resumes it
-// within that grace keeps the session and, as long as its leases have not
-// lapsed, every lease with its token; requests naming it are accepted as
-// before. Recovered retry-cache entries answer retries with the first
-// answer; their delivery is unknown, so they count as delivered (a
-// cancelled retry never undoes them). An Acquire answered "queued" is not
-// restored: the restart withdrew that wait, so its retry queues afresh.
-//
+// CoreOwner: the single owner of leasekeeper's core inside leasekeeperd. It
+// holds the core mutex and the clock and sequences every call through the
+// rules kept beside the core (docs/design/sessions-and-retries.md).
 // Thread-safety: every public method is thread-safe. REQUIRES of every
-// caller: hold no lock that a completion, a PendingAcquire or a
-// SessionSink callback takes (they may run on the calling thread, after
-// the core mutex is released).
-//
-// Invariants (between calls):
-//  1. A parked call exists for (client, lock) iff it was answered nothing yet
-//     and the core still has client queued on lock.
-//  2. Every parked call is completed exactly once: granted, withdrawn,
-//     aborted, timed out, cancelled, superseded by a retry, or shut down.
-//  3. Every session is open (has a stream) or in grace (has a deadline).
-//  4. Every op applied has a tick >= the previous op's tick.
-//
-// Memory: nothing here mirrors the core's queues (the waiter limit reads the
-// core's queue length), so a waiting client costs the server nothing unless
-// its call is parked or it has a label or a request_id (issue 6).
+// caller: hold no lock that a completion, a PendingAcquire or a SessionSink
+// callback takes (they run after the core mutex is released).
 #ifndef LEASEKEEPER_SERVER_CORE_OWNER_H_
 #define LEASEKEEPER_SERVER_CORE_OWNER_H_
 
@@ -130,13 +57,15 @@ class CoreOwner {
   CoreOwner& operator=(const CoreOwner&) = delete;
   ~CoreOwner();
 
-  // A call's answer (see Answers above): called exactly once.
+  // A call's answer: called exactly once, once every record the answer may
+  // reflect is durable, after the call's effects; UNAVAILABLE (with the
+  // reason) if the log failed.
   template <typename T>
   using Completion = absl::AnyInvocable<void(T) &&>;
 
   // Applies an Acquire (REQUIRES: args validated by the gRPC layer).
   // `call` is completed (PendingAcquire::Complete) exactly once, as a
-  // completion (see Answers above): with the grant, the queued position or
+  // completion: with the grant, the queued position or
   // the error at once, or, when the call waits, with whatever settles its
   // wait later (a grant, a withdrawal, an abort, its timeout, CancelWait,
   // shutdown). Outcomes: see absl::StatusOr<AcquireAnswer>; a retry of a parked
@@ -259,9 +188,10 @@ class CoreOwner {
   // After OpenStorage, once the clock continues from the report's
   // resume_tick: withdraws every wait recovered from the log (its call died
   // with the previous process; the client retries), last in line first so
-  // that no withdrawal grants anything, puts the recovered sessions (in
-  // grace, see above) and retry-cache entries back, and waits until the
-  // withdrawals are durable. Outcomes: OK, or the store's error.
+  // that no withdrawal grants anything, puts the recovered sessions and retry-cache entries back, and waits until the
+  // withdrawals are durable. A recovered session is in grace until the
+  // first tick + max(session grace, restart grace). Outcomes: OK, or the
+  // store's error.
   absl::Status SettleRecoveredState();
 
   // Calls `done` once everything applied so far is durable: OK, or
@@ -337,9 +267,11 @@ class CoreOwner {
   // The hub itself, for a watcher's Take and Unsubscribe and for stats.
   WatchHub& watch_hub() { return watch_hub_; }
 
-  // Checks the server's indexes against the core (invariants 1, 3, and
-  // that every label belongs to a lease or wait), the core's own
-  // invariants and the watch hub's. O(size); for tests.
+  // Checks the server's indexes against the core, the core's own
+  // invariants and the watch hub's: a parked call exists for (client, lock)
+  // iff it was answered nothing yet and the core has client queued on lock;
+  // every session is open or in grace; every label belongs to a lease or a
+  // wait. O(size); for tests.
   absl::Status CheckConsistency();
 
  private:
@@ -423,7 +355,7 @@ class CoreOwner {
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Durable server state (see above): server records go through
+  // Durable server state: server records go through
   // machine_.Log. The sessions and the answered retry-cache entries, as plain data.
   // O(sessions + retry entries).
   storage::ServerState ServerStateLocked() const
