@@ -5,7 +5,6 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/errors.h"
 #include "server/retry_entry_codec.h"
@@ -67,6 +66,12 @@ void SetAnswer(T result, CoreOwner::Completion<T> done,
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
+      sessions_(
+          SessionLifecycle::Options{
+              .grace_ms = config_.session_grace_ms,
+              .restart_grace_ms = config_.durability.restart_grace_ms,
+              .max_sessions = config_.limits.max_sessions},
+          machine_),
       retries_(config_.retry_cache, machine_),
       watch_hub_(WatchHub::Options{
           .max_watchers = config_.limits.max_watchers,
@@ -123,14 +128,14 @@ Tick CoreOwner::NextDeadlineLocked() const {
   Tick next = machine_.table().NextExpiry().value_or(kMaxTick);
   next = std::min(next, parked_.NextDeadline());
   next = std::min(next, ForgetDeadlineLocked());
-  return std::min(next, sessions_.NextDeadline());
+  return std::min(next, sessions_.table().NextDeadline());
 }
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
   while (true) {
     const Tick lapse_at = machine_.table().NextExpiry().value_or(kMaxTick);
     const Tick wait_at = parked_.NextDeadline();
-    const Tick grace_at = sessions_.NextDeadline();
+    const Tick grace_at = sessions_.table().NextDeadline();
     const Tick forget_at = ForgetDeadlineLocked();
     const Tick next = std::min({lapse_at, wait_at, grace_at, forget_at});
     if (next > now || next >= kMaxTick) return;
@@ -161,15 +166,15 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       // period later).
       const std::string client(machine_.table().OldestIdleClient()->client);
       bool forgotten = false;
-      if (sessions_.SessionOf(client) == nullptr) {
+      if (sessions_.table().SessionOf(client) == nullptr) {
         absl::StatusOr<Reply> reply =
             ApplyLocked(Operation{next, op::Forget{client}});
         forgotten = reply.ok() && std::get<bool>(*reply);
       }
       if (!forgotten) machine_.RestartIdleClock(client, now);
     } else {
-      const std::string session_id = sessions_.NextDue(next)->second;
-      const std::string client = sessions_.Find(session_id)->client;
+      const std::string session_id = sessions_.table().NextDue(next)->second;
+      const std::string client = sessions_.table().Find(session_id)->client;
       const int released =
           EndSessionLocked(session_id, next, now, std::nullopt, fx);
       counters_.CountSessionLost();
@@ -221,12 +226,7 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
 
 storage::ServerState CoreOwner::ServerStateLocked() const {
   storage::ServerState state;
-  state.sessions.reserve(sessions_.size());
-  sessions_.ForEach(
-      [&](const std::string& id, const SessionTable::Session& session) {
-        state.sessions.push_back(storage::ServerState::Session{
-            .session_id = id, .client = session.client});
-      });
+  sessions_.SaveTo(state);
   retries_.SaveTo(state);
   return state;
 }
@@ -234,14 +234,7 @@ storage::ServerState CoreOwner::ServerStateLocked() const {
 size_t CoreOwner::RestoreServerStateLocked(Tick now) {
   storage::ServerState recovered = std::move(recovered_server_);
   recovered_server_ = storage::ServerState{};
-  // See the header: no stream could reach the restored sessions while the
-  // server was down.
-  const Tick deadline =
-      now + std::max(config_.session_grace_ms,
-                     config_.durability.restart_grace_ms);
-  for (storage::ServerState::Session& s : recovered.sessions) {
-    sessions_.Restore(s.session_id, s.client, deadline);
-  }
+  sessions_.Restore(recovered.sessions, now);
   return retries_.Restore(std::move(recovered.retries));
 }
 
@@ -467,7 +460,7 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key,
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
                              Effects& fx) {
-  std::shared_ptr<SessionSink> sink = sessions_.SinkOf(client);
+  std::shared_ptr<SessionSink> sink = sessions_.table().SinkOf(client);
   if (sink != nullptr) fx.notices.emplace_back(std::move(sink), std::move(notice));
 }
 
@@ -491,19 +484,6 @@ HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
   return HolderInfo{.view = view,
                     .expires_in_ms = SureLeftLocked(view.expires_at, now),
                     .label = LabelLocked(view.client, view.lock)};
-}
-
-absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
-                                           const std::string& client) const {
-  if (session_id.empty()) return absl::OkStatus();
-  const SessionTable::Session* session = sessions_.Find(session_id);
-  // An id this server never issued is treated like an ended one: a late
-  // request of a session that ended must not take a lock.
-  if (session == nullptr) return SessionEnded();
-  if (session->client != client) {
-    return InvalidField(ErrorCode::kInvalidArguments, "session_id");
-  }
-  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -535,7 +515,7 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
   if (shutting_down_ && args.wait_timeout_ms > 0) {
     return AcquireCallAnswer{ShuttingDown()};
   }
-  if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+  if (absl::Status s = sessions_.Check(args.session_id, args.client);
       !s.ok()) {
     return AcquireCallAnswer{std::move(s)};
   }
@@ -782,7 +762,7 @@ void CoreOwner::RetriableCall(const Args& args, Fingerprint fingerprint,
   Run<absl::StatusOr<Answer>>(
       [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
           mu_) -> absl::StatusOr<Answer> {
-        if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+        if (absl::Status s = sessions_.Check(args.session_id, args.client);
             !s.ok()) {
           return s;
         }
@@ -957,7 +937,7 @@ void CoreOwner::Status(const std::string& client, const std::string& after,
             for (const HolderView& hold : page.holds) {
               answer.holds.push_back(HolderInfoLocked(hold, now));
             }
-            answer.session = sessions_.StateOf(client);
+            answer.session = sessions_.table().StateOf(client);
             answer.next_after = std::move(page.next_after);
             return answer;
           },
@@ -1053,71 +1033,57 @@ void CoreOwner::OpenSession(
     std::shared_ptr<SessionSink> sink,
     Completion<absl::StatusOr<SessionOpenedAnswer>> done) {
   Run<absl::StatusOr<SessionOpenedAnswer>>(
-      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        absl::StatusOr<SessionOpenedAnswer> result;
-        if (shutting_down_) {
-          result = ShuttingDown();
-        } else if (!resume_id.empty()) {
-          const SessionTable::Session* session = sessions_.Find(resume_id);
-          if (session == nullptr) {
-            result = SessionEnded();
-          } else if (session->client != client) {
-            result = InvalidField(ErrorCode::kInvalidArguments,
-                                  "open.resume_session_id");
-          } else {
-            if (std::shared_ptr<SessionSink> old =
-                    sessions_.Attach(resume_id, std::move(sink))) {
-              // The old stream is still attached (its death not yet noticed).
-              fx.stream_ends.emplace_back(std::move(old), SessionEnded());
-            }
-            if (ShouldLog(LogEvent::kSessionResumed)) {
-              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
-                                          .client = client,
-                                          .session = resume_id});
-            }
-            result = SessionOpenedAnswer{.session_id = resume_id,
-                                         .grace_ms = config_.session_grace_ms,
-                                         .resumed = true};
-          }
-        } else {
-          if (const std::string* previous = sessions_.SessionOf(client)) {
-            const std::string previous_id = *previous;
-            const int released =
-                EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
-            if (ShouldLog(LogEvent::kSessionReplaced)) {
-              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
-                                          .client = client,
-                                          .session = previous_id,
-                                          .count = released});
-            }
-          }
-          if (sessions_.size() >= config_.limits.max_sessions) {
-            result = LimitExceeded(
-                "max-sessions",
-                static_cast<int64_t>(config_.limits.max_sessions));
-          } else {
-            std::string id;
-            do {
-              id = absl::StrFormat("s-%016x%016x",
-                                   absl::Uniform<uint64_t>(session_ids_),
-                                   absl::Uniform<uint64_t>(session_ids_));
-            } while (sessions_.contains(id));
-            sessions_.Open(id, client, std::move(sink));
-            machine_.Log(storage::ServerRecord{
-                now, storage::srec::SessionOpened{id, client}});
-            if (ShouldLog(LogEvent::kSessionOpened)) {
-              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
-                                          .client = client,
-                                          .session = id});
-            }
-            result = SessionOpenedAnswer{.session_id = id,
-                                         .grace_ms = config_.session_grace_ms,
-                                         .resumed = false};
-          }
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<SessionOpenedAnswer> {
+        if (shutting_down_) return ShuttingDown();
+        if (!resume_id.empty()) {
+          return ResumeSessionLocked(client, resume_id, std::move(sink), fx);
         }
-        return result;
+        return OpenNewSessionLocked(client, std::move(sink), now, fx);
       },
       std::move(done));
+}
+
+absl::StatusOr<SessionOpenedAnswer> CoreOwner::ResumeSessionLocked(
+    const std::string& client, const std::string& resume_id,
+    std::shared_ptr<SessionSink> sink, Effects& fx) {
+  absl::StatusOr<SessionLifecycle::Resumed> resumed =
+      sessions_.Resume(client, resume_id, std::move(sink));
+  if (!resumed.ok()) return resumed.status();
+  if (resumed->replaced != nullptr) {
+    // The old stream is still attached (its death not yet noticed).
+    fx.stream_ends.emplace_back(std::move(resumed->replaced), SessionEnded());
+  }
+  if (ShouldLog(LogEvent::kSessionResumed)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
+                                .client = client,
+                                .session = resume_id});
+  }
+  return std::move(resumed->answer);
+}
+
+absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenNewSessionLocked(
+    const std::string& client, std::shared_ptr<SessionSink> sink, Tick now,
+    Effects& fx) {
+  if (const std::string* previous = sessions_.table().SessionOf(client)) {
+    const std::string previous_id = *previous;
+    const int released =
+        EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
+    if (ShouldLog(LogEvent::kSessionReplaced)) {
+      fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
+                                  .client = client,
+                                  .session = previous_id,
+                                  .count = released});
+    }
+  }
+  absl::StatusOr<SessionOpenedAnswer> opened =
+      sessions_.Open(client, std::move(sink), now);
+  if (opened.ok() && ShouldLog(LogEvent::kSessionOpened)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
+                                .client = client,
+                                .session = opened->session_id});
+  }
+  return opened;
 }
 
 void CoreOwner::Keepalive(const std::string& session_id,
@@ -1126,9 +1092,12 @@ void CoreOwner::Keepalive(const std::string& session_id,
   Run<absl::StatusOr<int>>(
       [&](Tick now, Effects& fx)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<int> {
-            if (!sessions_.IsCarriedBy(session_id, sink)) return SessionEnded();
+            if (!sessions_.table().IsCarriedBy(session_id, sink)) {
+              return SessionEnded();
+            }
             absl::StatusOr<Reply> renewed = ApplyLocked(Operation{
-                now, op::RenewAll{sessions_.Find(session_id)->client}});
+                now,
+                op::RenewAll{sessions_.table().Find(session_id)->client}});
             DigestEventsLocked(now, NoVictims(), fx);
             return renewed.ok() ? std::get<int>(*renewed) : 0;
           },
@@ -1142,8 +1111,10 @@ void CoreOwner::CloseSession(const std::string& session_id,
       [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         // Advancing may have ended the session already (its grace ran
         // out), so the check comes after it.
-        if (!sessions_.IsCarriedBy(session_id, sink)) return absl::OkStatus();
-        const std::string client = sessions_.Find(session_id)->client;
+        if (!sessions_.table().IsCarriedBy(session_id, sink)) {
+          return absl::OkStatus();
+        }
+        const std::string client = sessions_.table().Find(session_id)->client;
         const int released =
             EndSessionLocked(session_id, now, now, std::nullopt, fx);
         if (ShouldLog(LogEvent::kSessionClosed)) {
@@ -1162,12 +1133,12 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    if (!sessions_.IsCarriedBy(session_id, sink)) return;
+    if (!sessions_.table().IsCarriedBy(session_id, sink)) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     // An attached session has no grace to run out, so advancing left it.
-    const std::string client = sessions_.Find(session_id)->client;
-    if (config_.session_grace_ms <= 0) {
+    const std::string client = sessions_.table().Find(session_id)->client;
+    if (!sessions_.StreamLost(session_id, now)) {
       const int released =
           EndSessionLocked(session_id, now, now, std::nullopt, fx);
       if (ShouldLog(LogEvent::kReleasedBySessionLoss)) {
@@ -1177,7 +1148,6 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
                                     .count = released});
       }
     } else {
-      sessions_.StartGrace(session_id, now + config_.session_grace_ms);
       if (ShouldLog(LogEvent::kSessionStreamLost)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kSessionStreamLost,
                                     .client = client,
@@ -1193,10 +1163,9 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
                                 Tick now,
                                 std::optional<absl::Status> stream_status,
                                 Effects& fx) {
-  std::optional<SessionTable::Session> ended = sessions_.End(session_id);
+  std::optional<SessionTable::Session> ended = sessions_.End(session_id, at);
   if (!ended.has_value()) return 0;
   SessionTable::Session& session = *ended;
-  machine_.Log(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
   // Idle from the end of its session on, not from its last lease.
@@ -1249,7 +1218,7 @@ CoreOwner::Stats CoreOwner::GetStats() {
   return Stats{.held_leases = machine_.table().held_lease_count(),
                .waiters = machine_.table().waiter_count(),
                .parked_calls = parked_.size(),
-               .sessions = sessions_.size(),
+               .sessions = sessions_.table().size(),
                .retry_entries = retries_.size(),
                .labels = labels_.size(),
                .registered_clients = machine_.table().registered_client_count()};
@@ -1280,7 +1249,7 @@ absl::Status CoreOwner::CheckConsistency() {
   }
   if (absl::Status s = parked_.CheckInvariants(); !s.ok()) return s;
   if (absl::Status s = watch_hub_.CheckInvariants(); !s.ok()) return s;
-  return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
+  return sessions_.table().CheckInvariants(/*detached_all=*/shutting_down_);
 }
 
 // ---------------------------------------------------------------------------

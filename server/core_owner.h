@@ -22,7 +22,6 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
-#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -36,6 +35,7 @@
 #include "server/parked_calls.h"
 #include "server/retry_cache.h"
 #include "server/retry_gate.h"
+#include "server/session_lifecycle.h"
 #include "server/session_table.h"
 #include "server/server_config.h"
 #include "server/watch_hub.h"
@@ -335,15 +335,20 @@ class CoreOwner {
                           absl::StatusOr<AcquireAnswer> result, bool cache,
                           Tick now, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckSessionLocked(const std::string& session_id,
-                                  const std::string& client) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a session at `at`: releases the client's leases, withdraws its
   // wait, forgets the session. `stream_status`: end its attached stream with
   // this status (if any).
   int EndSessionLocked(const std::string& session_id, Tick at, Tick now,
                        std::optional<absl::Status> stream_status, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OpenSession's two cases.
+  absl::StatusOr<SessionOpenedAnswer> ResumeSessionLocked(
+      const std::string& client, const std::string& resume_id,
+      std::shared_ptr<SessionSink> sink, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<SessionOpenedAnswer> OpenNewSessionLocked(
+      const std::string& client, std::shared_ptr<SessionSink> sink, Tick now,
+      Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyLocked(const std::string& client, SessionNotice notice,
                     Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   HolderInfo HolderInfoLocked(const HolderView& view, Tick now) const
@@ -394,8 +399,8 @@ class CoreOwner {
   // holder_label per (client, lock) held or awaited; only non-empty labels.
   absl::flat_hash_map<WaiterKey, std::string> labels_ ABSL_GUARDED_BY(mu_);
 
-  SessionTable sessions_ ABSL_GUARDED_BY(mu_);
-  absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
+  // Logs through machine_, under mu_.
+  SessionLifecycle sessions_ ABSL_GUARDED_BY(mu_);
 
   // Logs through machine_, under mu_.
   RetryGate retries_ ABSL_GUARDED_BY(mu_);
