@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/errors.h"
-#include "server/retry_entry_codec.h"
+#include "server/limit_checks.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
 
@@ -69,9 +69,8 @@ CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
       sessions_(
           SessionLifecycle::Options{
               .grace_ms = config_.session_grace_ms,
-              .restart_grace_ms = config_.durability.restart_grace_ms,
-              .max_sessions = config_.limits.max_sessions},
-          machine_),
+              .restart_grace_ms = config_.durability.restart_grace_ms},
+          config_.limits, machine_),
       retries_(config_.retry_cache, machine_),
       watch_hub_(WatchHub::Options{
           .max_watchers = config_.limits.max_watchers,
@@ -540,17 +539,10 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
     }
   }
 
-  // The waiter limit, checked before anything changes. The ttl is checked
+  // The limits, checked before anything changes. The ttl is checked
   // first (as the core would) so that its error keeps precedence.
   if (args.ttl_ms >= 1 && args.ttl_ms <= kMaxTtlMs) {
-    // The core's queue is the count: a second count here would cost a map
-    // entry per waiter.
-    if (static_cast<int64_t>(machine_.table().QueueLength(args.lock)) >=
-        config_.limits.max_waiters_per_lock) {
-      return AcquireCallAnswer{LimitExceeded(
-          "max-waiters-per-lock", config_.limits.max_waiters_per_lock)};
-    }
-    if (absl::Status s = CheckLocksPerClientLocked(args.client, now); !s.ok()) {
+    if (absl::Status s = AcquireLimitsLocked(args, now); !s.ok()) {
       return AcquireCallAnswer{std::move(s)};
     }
   }
@@ -565,6 +557,21 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
   const bool tracked =
       retriable && retries_.Answer(args.client, args.request_id, *result, now);
   return AcquireCallAnswer{*std::move(result), tracked};
+}
+
+absl::Status CoreOwner::AcquireLimitsLocked(const AcquireArgs& args,
+                                            Tick now) {
+  const LimitChecks checks(config_.limits);
+  // The core's queue is the count: a second count here would cost a map
+  // entry per waiter.
+  if (absl::Status s = checks.Waiters(machine_.table().QueueLength(args.lock));
+      !s.ok()) {
+    return s;
+  }
+  // The caller advanced to `now` already: nothing lapses here. (An empty
+  // client, refused by validation, holds nothing.)
+  const absl::StatusOr<ClientView> view = machine_.Status(now, args.client);
+  return view.ok() ? checks.LocksHeld(view->holds.size()) : absl::OkStatus();
 }
 
 std::optional<AcquireCallAnswer> CoreOwner::TakeOverWaitLocked(
@@ -844,7 +851,9 @@ absl::StatusOr<ReleaseAnswer> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
 void CoreOwner::Write(const WriteArgs& args, Completion<absl::Status> done) {
   Run<absl::Status>(
       [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        absl::Status result = CheckStoreLimitsLocked(args);
+        absl::Status result = LimitChecks(config_.limits)
+                                  .StoreWrite(machine_.store(), args.lock,
+                                              args.key, args.value);
         if (result.ok()) {
           // Every daemon write refuses tokens never issued for the lock;
           // the holder check only when asked. The replay leaves both off

@@ -407,16 +407,9 @@ class CoreOwner {
   // What OpenStorage recovered, until SettleRecoveredState puts it back.
   storage::ServerState recovered_server_ ABSL_GUARDED_BY(mu_);
 
-  // Limits kept next to the core (server/core_owner_admin.cc).
-  // OK, or LimitExceeded("max-locks-per-client") if `client` already holds
-  // that many leases. Cost: O(leases of the client).
-  absl::Status CheckLocksPerClientLocked(const std::string& client, Tick now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OK, or LimitExceeded("max-keys-per-lock") if the write adds a key to a
-  // lock that has that many, or LimitExceeded("max-store-bytes") if it
-  // grows the store past that size. Checked before the core's own checks,
-  // so a refused write is never logged. O(1).
-  absl::Status CheckStoreLimitsLocked(const WriteArgs& args)
+  // OK, or the limit an Acquire would exceed (LimitChecks: waiters on the
+  // lock, leases of the client). Cost: O(leases of the client).
+  absl::Status AcquireLimitsLocked(const AcquireArgs& args, Tick now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   OwnerCounters counters_ ABSL_GUARDED_BY(mu_);
 

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "server/convert.h"
 #include "server/grpc_status.h"
+#include "server/limit_checks.h"
 #include "server/server_errors.h"
 #include "server/session_reactor.h"
 #include "server/watch_stream.h"
@@ -127,19 +128,10 @@ absl::Status ValidateForceRelease(const pb::ForceReleaseRequest& request,
   if (request.lock().empty()) {
     return InvalidField(ErrorCode::kInvalidArguments, "lock");
   }
-  if (request.lock().size() > limits.max_lock_name_bytes) {
-    return LimitExceeded("max-lock-name-bytes",
-                         static_cast<int64_t>(limits.max_lock_name_bytes));
-  }
-  if (request.client_id().size() > limits.max_client_id_bytes) {
-    return LimitExceeded("max-client-id-bytes",
-                         static_cast<int64_t>(limits.max_client_id_bytes));
-  }
-  if (request.reason().size() > limits.max_label_bytes) {
-    return LimitExceeded("max-label-bytes",
-                         static_cast<int64_t>(limits.max_label_bytes));
-  }
-  return absl::OkStatus();
+  const LimitChecks checks(limits);
+  if (absl::Status s = checks.LockName(request.lock()); !s.ok()) return s;
+  if (absl::Status s = checks.ClientId(request.client_id()); !s.ok()) return s;
+  return checks.Label(request.reason());
 }
 
 // A value for a logfmt line: quoted, with quotes and control bytes escaped.

@@ -9,8 +9,9 @@
 
 namespace leasekeeper::server {
 
-SessionLifecycle::SessionLifecycle(Options options, DurableStateMachine& log)
-    : options_(options), log_(log) {}
+SessionLifecycle::SessionLifecycle(Options options, const Limits& limits,
+                                   DurableStateMachine& log)
+    : options_(options), limits_(limits), log_(log) {}
 
 absl::Status SessionLifecycle::Check(const std::string& session_id,
                                      const std::string& client) const {
@@ -40,9 +41,8 @@ absl::StatusOr<SessionLifecycle::Resumed> SessionLifecycle::Resume(
 
 absl::StatusOr<SessionOpenedAnswer> SessionLifecycle::Open(
     const std::string& client, std::shared_ptr<SessionSink> sink, Tick now) {
-  if (table_.size() >= options_.max_sessions) {
-    return LimitExceeded("max-sessions",
-                         static_cast<int64_t>(options_.max_sessions));
+  if (absl::Status refused = limits_.Sessions(table_.size()); !refused.ok()) {
+    return refused;
   }
   std::string id;
   do {

@@ -20,6 +20,7 @@
 #include "core/types.h"
 #include "server/answers.h"
 #include "server/durable_state_machine.h"
+#include "server/limit_checks.h"
 #include "server/session_table.h"
 #include "storage/server_records.h"
 
@@ -30,10 +31,11 @@ class SessionLifecycle {
   struct Options {
     int64_t grace_ms = 0;          // --session-grace
     int64_t restart_grace_ms = 0;  // --restart-grace
-    size_t max_sessions = 0;       // --max-sessions
   };
-  // `log` receives the session records; it outlives the lifecycle's use.
-  SessionLifecycle(Options options, DurableStateMachine& log);
+  // `log` receives the session records; it and `limits` outlive the
+  // lifecycle's use.
+  SessionLifecycle(Options options, const Limits& limits,
+                   DurableStateMachine& log);
   SessionLifecycle(const SessionLifecycle&) = delete;
   SessionLifecycle& operator=(const SessionLifecycle&) = delete;
 
@@ -91,6 +93,7 @@ class SessionLifecycle {
 
  private:
   const Options options_;
+  const LimitChecks limits_;
   SessionTable table_;
   absl::BitGen ids_;
   DurableStateMachine& log_;

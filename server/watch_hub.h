@@ -62,6 +62,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "server/server_config.h"
 #include "storage/operation_log.h"
 
 namespace leasekeeper::server {
@@ -223,6 +224,8 @@ class WatchHub {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
+  // The watcher limits of options_, for LimitChecks.
+  const Limits limits_;
 
   absl::Mutex mu_;
   WatcherId next_id_ ABSL_GUARDED_BY(mu_) = 1;

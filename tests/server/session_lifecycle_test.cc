@@ -28,9 +28,8 @@ class SessionLifecycleTest : public ::testing::Test {
   explicit SessionLifecycleTest(int64_t grace_ms = 2'000)
       : machine_(CoreConfig{}, [] { return storage::ServerState{}; }),
         sessions_(SessionLifecycle::Options{.grace_ms = grace_ms,
-                                            .restart_grace_ms = 5'000,
-                                            .max_sessions = 2},
-                  machine_) {
+                                            .restart_grace_ms = 5'000},
+                  limits_, machine_) {
     auto log = std::make_unique<FakeOperationLog>();
     log_ = log.get();
     EXPECT_TRUE(machine_.UseLog(std::move(log)).ok());
@@ -56,6 +55,7 @@ class SessionLifecycleTest : public ::testing::Test {
     return opened.ok() ? opened->session_id : "";
   }
 
+  const Limits limits_{.max_sessions = 2};
   DurableStateMachine machine_;
   SessionLifecycle sessions_;
   FakeOperationLog* log_ = nullptr;
