@@ -350,9 +350,11 @@ void CoreOwner::DigestEventsLocked(Tick now,
                                    Effects& fx) {
   for (Event& e : machine_.TakeEvents()) {
     counters_.CountEvent(e);
+    const WaiterKey key(e.client, e.lock);
+    // Whatever ended, its label goes with it (a grant keeps the wait's).
+    if (e.kind != Event::Kind::kGrantedFromQueue) labels_.erase(key);
     switch (e.kind) {
-      case Event::Kind::kLapsed: {
-        labels_.erase(WaiterKey(e.client, e.lock));
+      case Event::Kind::kLapsed:
         if (ShouldLog(LogEvent::kLapsed)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kLapsed,
                                       .client = e.client,
@@ -365,41 +367,10 @@ void CoreOwner::DigestEventsLocked(Tick now,
                                    .token = e.token},
                      fx);
         break;
-      }
-      case Event::Kind::kGrantedFromQueue: {
-        const int64_t ttl_left = SureLeftLocked(e.expires_at, now);
-        const WaiterKey key(e.client, e.lock);
-        int64_t waited = 0;
-        if (const ParkedCalls::Call* parked = parked_.Find(key)) {
-          waited = std::max<int64_t>(0, e.at - parked->queued_at);
-          counters_.CountAcquireWait(waited);
-          AcquireAnswer answer;
-          answer.kind = AcquireAnswer::Kind::kGranted;
-          answer.token = e.token;
-          answer.ttl_ms = ttl_left;
-          answer.waited_ms = waited;
-          FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
-        }
-        if (ShouldLog(LogEvent::kGrantedFromQueue)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kGrantedFromQueue,
-                                      .client = e.client,
-                                      .lock = e.lock,
-                                      .token = e.token,
-                                      .lease_ms = e.expires_at - e.at,
-                                      .waited_ms = waited});
-        }
-        NotifyLocked(
-            e.client,
-            SessionNotice{.kind = SessionNotice::Kind::kGrantedFromQueue,
-                          .lock = e.lock,
-                          .token = e.token,
-                          .ttl_ms = ttl_left},
-            fx);
+      case Event::Kind::kGrantedFromQueue:
+        OnGrantedFromQueueLocked(e, now, fx);
         break;
-      }
-      case Event::Kind::kAbortedWaiter: {
-        const WaiterKey key(e.client, e.lock);
-        labels_.erase(key);
+      case Event::Kind::kAbortedWaiter:
         if (parked_.contains(key)) {
           FinishParkedLocked(key, DeadlockVictim(victims), /*cache=*/true, now,
                              fx);
@@ -410,9 +381,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
                           .lock = e.lock},
             fx);
         break;
-      }
-      case Event::Kind::kAbortedHolder: {
-        labels_.erase(WaiterKey(e.client, e.lock));
+      case Event::Kind::kAbortedHolder:
         NotifyLocked(
             e.client,
             SessionNotice{.kind = SessionNotice::Kind::kAbortedDeadlockVictim,
@@ -420,13 +389,9 @@ void CoreOwner::DigestEventsLocked(Tick now,
                           .token = e.token},
             fx);
         break;
-      }
       case Event::Kind::kReleasedByOwner:
-        labels_.erase(WaiterKey(e.client, e.lock));
         break;
-      case Event::Kind::kWithdrawnByOwner: {
-        const WaiterKey key(e.client, e.lock);
-        labels_.erase(key);
+      case Event::Kind::kWithdrawnByOwner:
         if (parked_.contains(key)) {
           AcquireAnswer answer;
           answer.kind = AcquireAnswer::Kind::kWithdrawn;
@@ -434,9 +399,39 @@ void CoreOwner::DigestEventsLocked(Tick now,
           FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
         }
         break;
-      }
     }
   }
+}
+
+void CoreOwner::OnGrantedFromQueueLocked(const Event& e, Tick now,
+                                         Effects& fx) {
+  const int64_t ttl_left = SureLeftLocked(e.expires_at, now);
+  const WaiterKey key(e.client, e.lock);
+  int64_t waited = 0;
+  if (const ParkedCalls::Call* parked = parked_.Find(key)) {
+    waited = std::max<int64_t>(0, e.at - parked->queued_at);
+    counters_.CountAcquireWait(waited);
+    AcquireAnswer answer;
+    answer.kind = AcquireAnswer::Kind::kGranted;
+    answer.token = e.token;
+    answer.ttl_ms = ttl_left;
+    answer.waited_ms = waited;
+    FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
+  }
+  if (ShouldLog(LogEvent::kGrantedFromQueue)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kGrantedFromQueue,
+                                .client = e.client,
+                                .lock = e.lock,
+                                .token = e.token,
+                                .lease_ms = e.expires_at - e.at,
+                                .waited_ms = waited});
+  }
+  NotifyLocked(e.client,
+               SessionNotice{.kind = SessionNotice::Kind::kGrantedFromQueue,
+                             .lock = e.lock,
+                             .token = e.token,
+                             .ttl_ms = ttl_left},
+               fx);
 }
 
 void CoreOwner::FinishParkedLocked(const WaiterKey& key,

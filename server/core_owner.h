@@ -301,6 +301,9 @@ class CoreOwner {
   // produced; `victims` the abort list of the Acquire that caused them.
   void DigestEventsLocked(Tick now, const std::vector<std::string>& victims,
                           Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A waiter the core granted: answers its parked call, logs, notifies.
+  void OnGrantedFromQueueLocked(const Event& e, Tick now, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Acquire's steps; nullopt: the call is parked.
   std::optional<AcquireCallAnswer> AcquireLocked(const AcquireArgs& args,
                                                  PendingAcquire* call, Tick now,
