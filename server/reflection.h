@@ -39,8 +39,11 @@ class ReflectionV1Service final
                                grpc::reflection::v1::ServerReflectionRequest>*
           stream) override;
 
-  // The answer to one request (guarantees 1 to 4). Cost: the size of the
-  // files answered, or of the service list.
+  // The answer to one request: the service list, or the file asked for and
+  // every file it depends on, transitively, each once, depth-first; an
+  // error_response NOT_FOUND naming an unknown name, UNIMPLEMENTED for a
+  // request that sets no known field. It echoes the request and its host.
+  // Cost: the size of the files answered, or of the service list.
   grpc::reflection::v1::ServerReflectionResponse Answer(
       const grpc::reflection::v1::ServerReflectionRequest& request) const;
 
@@ -48,6 +51,16 @@ class ReflectionV1Service final
   // Appends `file` and, transitively, every file it imports.
   void AddFileAndDependencies(
       const google::protobuf::FileDescriptor* file,
+      grpc::reflection::v1::ServerReflectionResponse& response) const;
+
+  // Answer's extension queries: the file of one extension, and the
+  // extension numbers of a type. Outcomes: OK (the answer is set);
+  // NOT_FOUND naming the unknown type or extension.
+  grpc::Status AnswerExtension(
+      const grpc::reflection::v1::ExtensionRequest& extension,
+      grpc::reflection::v1::ServerReflectionResponse& response) const;
+  grpc::Status AnswerExtensionNumbers(
+      const std::string& type_name,
       grpc::reflection::v1::ServerReflectionResponse& response) const;
 
   const google::protobuf::DescriptorPool* const pool_;

@@ -147,6 +147,9 @@ class LeasekeeperServer {
       const;
   // Adds the health-only port and the metrics interceptor.
   void ConfigureOperatorFeatures(grpc::ServerBuilder& builder);
+  // Registers LockService (and, in cluster mode, the peer service) and
+  // sets the message size and transport options.
+  void RegisterServices(grpc::ServerBuilder& builder);
   absl::Status RecoverStorage();
   // Cluster mode: starts the node (server.cc), and its hooks.
   absl::Status StartCluster();
