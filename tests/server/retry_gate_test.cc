@@ -44,15 +44,8 @@ class RetryGateTest : public ::testing::Test {
     EXPECT_TRUE(machine_.UseLog(std::move(log)).ok());
   }
 
-  // The server records in the log, in order.
   std::vector<storage::ServerRecord> Records() const {
-    std::vector<storage::ServerRecord> records;
-    for (const storage::LogEntry& entry : log_->entries()) {
-      if (const auto* r = std::get_if<storage::ServerRecord>(&entry)) {
-        records.push_back(*r);
-      }
-    }
-    return records;
+    return log_->server_records();
   }
 
   // Applies a granted Acquire "r" of client "c" at tick 10, as the owner

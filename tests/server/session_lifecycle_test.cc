@@ -39,13 +39,7 @@ class SessionLifecycleTest : public ::testing::Test {
   }
 
   std::vector<storage::ServerRecord> Records() const {
-    std::vector<storage::ServerRecord> records;
-    for (const storage::LogEntry& entry : log_->entries()) {
-      if (const auto* r = std::get_if<storage::ServerRecord>(&entry)) {
-        records.push_back(*r);
-      }
-    }
-    return records;
+    return log_->server_records();
   }
 
   std::string OpenFor(const std::string& client, Tick now = 10) {

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "server/clock.h"
+#include "tests/server/watch_events.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -40,12 +41,7 @@ class WatchPublisherTest : public ::testing::Test {
   }
 
   std::vector<WatchEvent> Drain(WatchHub::WatcherId id) {
-    std::vector<WatchEvent> events;
-    while (true) {
-      WatchHub::Next next = hub_.Take(id);
-      if (!next.event.has_value()) return events;
-      events.push_back(*next.event);
-    }
+    return testing::DrainWatcher(hub_, id);
   }
 
   StateMachine core_;
