@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/errors.h"
+#include "server/limit_checks.h"
 #include "server/server_errors.h"
 
 namespace leasekeeper::server {
@@ -37,28 +38,23 @@ class Checker {
     }
     return *this;
   }
-  Checker& Size(absl::string_view value, size_t max, absl::string_view limit) {
-    if (status_.ok() && value.size() > max) {
-      status_ = LimitExceeded(limit, static_cast<int64_t>(max));
-    }
+  // A limit's refusal (LimitChecks), if any.
+  Checker& Within(absl::Status refusal) {
+    if (status_.ok() && !refusal.ok()) status_ = std::move(refusal);
     return *this;
   }
   // Acquire, Renew, Release: the lengths of the caller's client id and the
   // lock's name ...
   template <typename Request>
   Checker& CallerAndLockSizes(const Request& request, const Limits& limits) {
-    return Size(request.client_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
-        .Size(request.lock(), limits.max_lock_name_bytes,
-              "max-lock-name-bytes");
+    return Within(LimitChecks(limits).ClientId(request.client_id()))
+        .Within(LimitChecks(limits).LockName(request.lock()));
   }
   // ... and of its request and session ids.
   template <typename Request>
   Checker& IdSizes(const Request& request, const Limits& limits) {
-    return Size(request.request_id(), limits.max_request_id_bytes,
-                "max-request-id-bytes")
-        .Size(request.session_id(), limits.max_client_id_bytes,
-              "max-client-id-bytes");
+    return Within(LimitChecks(limits).RequestId(request.request_id()))
+        .Within(LimitChecks(limits).ClientId(request.session_id()));
   }
   absl::Status status() const { return status_; }
 
@@ -129,8 +125,7 @@ absl::StatusOr<AcquireArgs> ParseAcquire(const pb::AcquireRequest& request,
                     "wait_timeout_ms")
           .Ttl(request.ttl_ms(), "ttl_ms")
           .CallerAndLockSizes(request, limits)
-          .Size(request.holder_label(), limits.max_label_bytes,
-                "max-label-bytes")
+          .Within(LimitChecks(limits).Label(request.holder_label()))
           .IdSizes(request, limits)
           .status();
   if (!status.ok()) return status;
@@ -192,8 +187,8 @@ absl::StatusOr<WriteArgs> ParseWrite(const pb::WriteRequest& request,
           .Argument(!request.require_held() || !request.client_id().empty(),
                     "client_id")
           .CallerAndLockSizes(request, limits)
-          .Size(request.key(), limits.max_key_bytes, "max-key-bytes")
-          .Size(request.value(), limits.max_value_bytes, "max-value-bytes")
+          .Within(LimitChecks(limits).Key(request.key()))
+          .Within(LimitChecks(limits).Value(request.value()))
           .status();
   if (!status.ok()) return status;
   return WriteArgs{.lock = request.lock(),
@@ -210,9 +205,8 @@ absl::StatusOr<ReadArgs> ParseRead(const pb::ReadRequest& request,
       Checker()
           .Required(request.lock(), "lock")
           .Required(request.key(), "key")
-          .Size(request.lock(), limits.max_lock_name_bytes,
-                "max-lock-name-bytes")
-          .Size(request.key(), limits.max_key_bytes, "max-key-bytes")
+          .Within(LimitChecks(limits).LockName(request.lock()))
+          .Within(LimitChecks(limits).Key(request.key()))
           .status();
   if (!status.ok()) return status;
   return ReadArgs{
@@ -261,8 +255,7 @@ absl::StatusOr<InspectQuery> ParseInspect(const pb::InspectRequest& request,
           .Required(request.lock(), "lock")
           .Argument(request.page_size() >= 0, "page_size")
           .Argument(token_ok, "page_token")
-          .Size(request.lock(), limits.max_lock_name_bytes,
-                "max-lock-name-bytes")
+          .Within(LimitChecks(limits).LockName(request.lock()))
           .status();
   if (!status.ok()) return status;
   query.limit = PageLimit(request.page_size(), limits.default_detail_page_size,
@@ -283,8 +276,7 @@ absl::StatusOr<StatusQuery> ParseStatus(const pb::StatusRequest& request,
           .Required(request.client_id(), "client_id")
           .Argument(request.page_size() >= 0, "page_size")
           .Argument(token_ok, "page_token")
-          .Size(request.client_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
+          .Within(LimitChecks(limits).ClientId(request.client_id()))
           .status();
   if (!status.ok()) return status;
   query.limit = PageLimit(request.page_size(), limits.default_detail_page_size,
@@ -305,8 +297,7 @@ absl::StatusOr<ListLocksQuery> ParseListLocks(
   absl::Status status = Checker()
                             .Argument(request.page_size() >= 0, "page_size")
                             .Argument(token_ok, "page_token")
-                            .Size(request.prefix(), limits.max_lock_name_bytes,
-                                  "max-lock-name-bytes")
+                            .Within(LimitChecks(limits).LockName(request.prefix()))
                             .status();
   if (!status.ok()) return status;
   query.limit = PageLimit(request.page_size(), limits.default_page_size,
@@ -319,10 +310,8 @@ absl::StatusOr<OpenArgs> ParseOpen(const pb::OpenSession& open,
   absl::Status status =
       Checker()
           .Required(open.client_id(), "open.client_id")
-          .Size(open.client_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
-          .Size(open.resume_session_id(), limits.max_client_id_bytes,
-                "max-client-id-bytes")
+          .Within(LimitChecks(limits).ClientId(open.client_id()))
+          .Within(LimitChecks(limits).ClientId(open.resume_session_id()))
           .status();
   if (!status.ok()) return status;
   return OpenArgs{.client = open.client_id(),
@@ -458,9 +447,8 @@ absl::StatusOr<WatchTarget> ParseWatch(const pb::WatchRequest& request,
     case pb::WatchRequest::TARGET_NOT_SET:
       return InvalidField(ErrorCode::kInvalidArguments, "target");
   }
-  if (target.name.size() > limits.max_lock_name_bytes) {
-    return LimitExceeded("max-lock-name-bytes",
-                         static_cast<int64_t>(limits.max_lock_name_bytes));
+  if (absl::Status s = LimitChecks(limits).LockName(target.name); !s.ok()) {
+    return s;
   }
   return target;
 }

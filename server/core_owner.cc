@@ -5,9 +5,9 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "core/errors.h"
-#include "server/retry_entry_codec.h"
+#include "server/limit_checks.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
 
@@ -19,15 +19,12 @@ const std::vector<std::string>& NoVictims() {
   return *kNone;
 }
 
-// The first answer of an admitted retry (kReplay), as the caller's answer
-// type; nullopt if the entry holds another type (then the id is reused).
-template <typename T>
-std::optional<T> ReplayedAnswer(const Admitted& admitted) {
-  if (admitted.kind != RetryAdmission::kReplay) return std::nullopt;
-  if (const T* answer = std::get_if<T>(&*admitted.entry->answer)) {
-    return *answer;
-  }
-  return std::nullopt;
+Fingerprint AcquireFingerprint(const AcquireArgs& args) {
+  return Fingerprint{.method = Fingerprint::Method::kAcquire,
+                     .lock = args.lock,
+                     .ttl_ms = args.ttl_ms,
+                     .mode = args.mode,
+                     .capacity = args.capacity};
 }
 
 }  // namespace
@@ -69,7 +66,12 @@ void SetAnswer(T result, CoreOwner::Completion<T> done,
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
-      retry_cache_(config_.retry_cache),
+      sessions_(
+          SessionLifecycle::Options{
+              .grace_ms = config_.session_grace_ms,
+              .restart_grace_ms = config_.durability.restart_grace_ms},
+          config_.limits, machine_),
+      retries_(config_.retry_cache, machine_),
       watch_hub_(WatchHub::Options{
           .max_watchers = config_.limits.max_watchers,
           .max_prefix_watchers = config_.limits.max_prefix_watchers,
@@ -125,14 +127,14 @@ Tick CoreOwner::NextDeadlineLocked() const {
   Tick next = machine_.table().NextExpiry().value_or(kMaxTick);
   next = std::min(next, parked_.NextDeadline());
   next = std::min(next, ForgetDeadlineLocked());
-  return std::min(next, sessions_.NextDeadline());
+  return std::min(next, sessions_.table().NextDeadline());
 }
 
 void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
   while (true) {
     const Tick lapse_at = machine_.table().NextExpiry().value_or(kMaxTick);
     const Tick wait_at = parked_.NextDeadline();
-    const Tick grace_at = sessions_.NextDeadline();
+    const Tick grace_at = sessions_.table().NextDeadline();
     const Tick forget_at = ForgetDeadlineLocked();
     const Tick next = std::min({lapse_at, wait_at, grace_at, forget_at});
     if (next > now || next >= kMaxTick) return;
@@ -163,18 +165,18 @@ void CoreOwner::AdvanceLocked(Tick now, Effects& fx) {
       // period later).
       const std::string client(machine_.table().OldestIdleClient()->client);
       bool forgotten = false;
-      if (sessions_.SessionOf(client) == nullptr) {
+      if (sessions_.table().SessionOf(client) == nullptr) {
         absl::StatusOr<Reply> reply =
             ApplyLocked(Operation{next, op::Forget{client}});
         forgotten = reply.ok() && std::get<bool>(*reply);
       }
       if (!forgotten) machine_.RestartIdleClock(client, now);
     } else {
-      const std::string session_id = sessions_.NextDue(next)->second;
-      const std::string client = sessions_.Find(session_id)->client;
+      const std::string session_id = sessions_.table().NextDue(next)->second;
+      const std::string client = sessions_.table().Find(session_id)->client;
       const int released =
           EndSessionLocked(session_id, next, now, std::nullopt, fx);
-      ++counters_.sessions_lost;
+      counters_.CountSessionLost();
       if (ShouldLog(LogEvent::kReleasedBySessionLoss)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kReleasedBySessionLoss,
                                     .client = client,
@@ -198,96 +200,41 @@ absl::StatusOr<Reply> CoreOwner::ApplyLocked(Operation op) {
   // A failed log refuses the operation before it reaches the core (a
   // refusal counts nothing); the passage of time still applies, and its
   // effects are never acknowledged (their completions get UNAVAILABLE).
-  const WatchScope watch = BeginWatchLocked(op);
+  const WatchPublisher::Scope watch =
+      watch_publisher_.Begin(op, machine_.table());
   const storage::LogPosition before = machine_.last_position();
-  absl::StatusOr<Reply> reply = CountLocked(op, machine_.Apply(op));
+  absl::StatusOr<Reply> reply = machine_.Apply(op);
+  counters_.CountApplied(op, reply);
   const storage::LogPosition after = machine_.last_position();
   // An accepted operation whose record the log could not take is never
   // told (the log has failed; Perform ends the watches).
   if (reply.ok() && machine_.persistent() && after == before) return reply;
   // Published at the position of its record (a refusal appended nothing:
   // its events are the passage of time's, as of the records before it).
-  PublishWatchLocked(watch, op, reply, after);
+  // Ticks are the server's monotonic clock; the wall-clock rendering is
+  // for humans, as Inspect's expires_at.
+  watch_publisher_.Publish(
+      watch, op, reply, machine_.table().pending_events(),
+      WatchPublisher::Moment{
+          .now = last_tick_,
+          .inside_tick = now_inside_tick_,
+          .wall = watch.watched ? absl::Now() : absl::Time()},
+      after);
   return reply;
 }
 
 storage::ServerState CoreOwner::ServerStateLocked() const {
   storage::ServerState state;
-  state.sessions.reserve(sessions_.size());
-  sessions_.ForEach(
-      [&](const std::string& id, const SessionTable::Session& session) {
-        state.sessions.push_back(storage::ServerState::Session{
-            .session_id = id, .client = session.client});
-      });
-  state.retries.reserve(retry_cache_.size());
-  retry_cache_.ForEachAnswered([&](const std::string& client,
-                                   const std::string& request_id,
-                                   const RetryEntry& entry) {
-    state.retries.push_back(storage::ServerState::Retry{
-        .client = client,
-        .request_id = request_id,
-        .entry = EncodeRetryEntry(entry.fingerprint, *entry.answer),
-        .answered_at = entry.answered_at});
-  });
+  sessions_.SaveTo(state);
+  retries_.SaveTo(state);
   return state;
 }
 
-RetryEntry* CoreOwner::RememberLocked(const std::string& client,
-                                      const std::string& request_id,
-                                      CachedAnswer answer, Tick now) {
-  RetryEntry* entry =
-      retry_cache_.Answer(client, request_id, std::move(answer), now);
-  if (entry != nullptr && machine_.persistent()) {
-    machine_.Log(storage::ServerRecord{
-        now, storage::srec::RetryAnswered{
-                 client, request_id,
-                 EncodeRetryEntry(entry->fingerprint, *entry->answer)}});
-  }
-  return entry;
-}
-
-void CoreOwner::ForgetLocked(const std::string& client,
-                             const std::string& request_id, Tick now) {
-  if (retry_cache_.Erase(client, request_id)) {
-    machine_.Log(storage::ServerRecord{
-        now, storage::srec::RetryForgotten{client, request_id}});
-  }
-}
-
-void CoreOwner::RestoreServerStateLocked(Tick now) {
+size_t CoreOwner::RestoreServerStateLocked(Tick now) {
   storage::ServerState recovered = std::move(recovered_server_);
   recovered_server_ = storage::ServerState{};
-  // See the header: no stream could reach the restored sessions while the
-  // server was down.
-  const Tick deadline =
-      now + std::max(config_.session_grace_ms,
-                     config_.durability.restart_grace_ms);
-  for (storage::ServerState::Session& s : recovered.sessions) {
-    sessions_.Restore(s.session_id, s.client, deadline);
-  }
-  size_t unreadable = 0;
-  for (storage::ServerState::Retry& r : recovered.retries) {
-    absl::StatusOr<DecodedRetryEntry> entry = DecodeRetryEntry(r.entry);
-    if (!entry.ok()) {
-      // A retry then runs afresh, as it would after the entry's ttl.
-      ++unreadable;
-      continue;
-    }
-    if (const auto* acquired =
-            std::get_if<absl::StatusOr<AcquireAnswer>>(&entry->answer);
-        acquired != nullptr && acquired->ok() &&
-        (*acquired)->kind == AcquireAnswer::Kind::kQueued) {
-      // "Queued" is no longer true: the restart withdrew every wait. A
-      // retry queues afresh.
-      continue;
-    }
-    retry_cache_.Restore(r.client, r.request_id,
-                         std::move(entry->fingerprint),
-                         std::move(entry->answer), r.answered_at);
-  }
-  if (unreadable > 0) {
-    spdlog::warn("event=retry_entries_unreadable count={}", unreadable);
-  }
+  sessions_.Restore(recovered.sessions, now);
+  return retries_.Restore(std::move(recovered.retries));
 }
 
 void CoreOwner::Perform(Effects& fx) {
@@ -347,6 +294,7 @@ absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
 
 absl::Status CoreOwner::SettleRecoveredState() {
   storage::LogPosition settled = 0;
+  size_t unreadable = 0;
   {
     absl::MutexLock lock(&mu_);
     if (!machine_.persistent()) return absl::OkStatus();
@@ -365,8 +313,11 @@ absl::Status CoreOwner::SettleRecoveredState() {
     (void)machine_.TakeEvents();
     // Before the timer thread starts (LeasekeeperServer::Start), so its
     // first RunDueTimers sees the restored sessions' grace deadlines.
-    RestoreServerStateLocked(NowLocked());
+    unreadable = RestoreServerStateLocked(NowLocked());
     settled = machine_.last_position();
+  }
+  if (unreadable > 0) {
+    spdlog::warn("event=retry_entries_unreadable count={}", unreadable);
   }
   return durability_.WaitDurable(settled);
 }
@@ -398,10 +349,12 @@ void CoreOwner::DigestEventsLocked(Tick now,
                                    const std::vector<std::string>& victims,
                                    Effects& fx) {
   for (Event& e : machine_.TakeEvents()) {
-    CountEventLocked(e);
+    counters_.CountEvent(e);
+    const WaiterKey key(e.client, e.lock);
+    // Whatever ended, its label goes with it (a grant keeps the wait's).
+    if (e.kind != Event::Kind::kGrantedFromQueue) labels_.erase(key);
     switch (e.kind) {
-      case Event::Kind::kLapsed: {
-        labels_.erase(WaiterKey(e.client, e.lock));
+      case Event::Kind::kLapsed:
         if (ShouldLog(LogEvent::kLapsed)) {
           fx.logs.push_back(LogRecord{.event = LogEvent::kLapsed,
                                       .client = e.client,
@@ -414,41 +367,10 @@ void CoreOwner::DigestEventsLocked(Tick now,
                                    .token = e.token},
                      fx);
         break;
-      }
-      case Event::Kind::kGrantedFromQueue: {
-        const int64_t ttl_left = SureLeftLocked(e.expires_at, now);
-        const WaiterKey key(e.client, e.lock);
-        int64_t waited = 0;
-        if (const ParkedCalls::Call* parked = parked_.Find(key)) {
-          waited = std::max<int64_t>(0, e.at - parked->queued_at);
-          CountAcquireWaitLocked(waited);
-          AcquireAnswer answer;
-          answer.kind = AcquireAnswer::Kind::kGranted;
-          answer.token = e.token;
-          answer.ttl_ms = ttl_left;
-          answer.waited_ms = waited;
-          FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
-        }
-        if (ShouldLog(LogEvent::kGrantedFromQueue)) {
-          fx.logs.push_back(LogRecord{.event = LogEvent::kGrantedFromQueue,
-                                      .client = e.client,
-                                      .lock = e.lock,
-                                      .token = e.token,
-                                      .lease_ms = e.expires_at - e.at,
-                                      .waited_ms = waited});
-        }
-        NotifyLocked(
-            e.client,
-            SessionNotice{.kind = SessionNotice::Kind::kGrantedFromQueue,
-                          .lock = e.lock,
-                          .token = e.token,
-                          .ttl_ms = ttl_left},
-            fx);
+      case Event::Kind::kGrantedFromQueue:
+        OnGrantedFromQueueLocked(e, now, fx);
         break;
-      }
-      case Event::Kind::kAbortedWaiter: {
-        const WaiterKey key(e.client, e.lock);
-        labels_.erase(key);
+      case Event::Kind::kAbortedWaiter:
         if (parked_.contains(key)) {
           FinishParkedLocked(key, DeadlockVictim(victims), /*cache=*/true, now,
                              fx);
@@ -459,9 +381,7 @@ void CoreOwner::DigestEventsLocked(Tick now,
                           .lock = e.lock},
             fx);
         break;
-      }
-      case Event::Kind::kAbortedHolder: {
-        labels_.erase(WaiterKey(e.client, e.lock));
+      case Event::Kind::kAbortedHolder:
         NotifyLocked(
             e.client,
             SessionNotice{.kind = SessionNotice::Kind::kAbortedDeadlockVictim,
@@ -469,13 +389,9 @@ void CoreOwner::DigestEventsLocked(Tick now,
                           .token = e.token},
             fx);
         break;
-      }
       case Event::Kind::kReleasedByOwner:
-        labels_.erase(WaiterKey(e.client, e.lock));
         break;
-      case Event::Kind::kWithdrawnByOwner: {
-        const WaiterKey key(e.client, e.lock);
-        labels_.erase(key);
+      case Event::Kind::kWithdrawnByOwner:
         if (parked_.contains(key)) {
           AcquireAnswer answer;
           answer.kind = AcquireAnswer::Kind::kWithdrawn;
@@ -483,9 +399,39 @@ void CoreOwner::DigestEventsLocked(Tick now,
           FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
         }
         break;
-      }
     }
   }
+}
+
+void CoreOwner::OnGrantedFromQueueLocked(const Event& e, Tick now,
+                                         Effects& fx) {
+  const int64_t ttl_left = SureLeftLocked(e.expires_at, now);
+  const WaiterKey key(e.client, e.lock);
+  int64_t waited = 0;
+  if (const ParkedCalls::Call* parked = parked_.Find(key)) {
+    waited = std::max<int64_t>(0, e.at - parked->queued_at);
+    counters_.CountAcquireWait(waited);
+    AcquireAnswer answer;
+    answer.kind = AcquireAnswer::Kind::kGranted;
+    answer.token = e.token;
+    answer.ttl_ms = ttl_left;
+    answer.waited_ms = waited;
+    FinishParkedLocked(key, std::move(answer), /*cache=*/true, now, fx);
+  }
+  if (ShouldLog(LogEvent::kGrantedFromQueue)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kGrantedFromQueue,
+                                .client = e.client,
+                                .lock = e.lock,
+                                .token = e.token,
+                                .lease_ms = e.expires_at - e.at,
+                                .waited_ms = waited});
+  }
+  NotifyLocked(e.client,
+               SessionNotice{.kind = SessionNotice::Kind::kGrantedFromQueue,
+                             .lock = e.lock,
+                             .token = e.token,
+                             .ttl_ms = ttl_left},
+               fx);
 }
 
 void CoreOwner::FinishParkedLocked(const WaiterKey& key,
@@ -497,13 +443,9 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key,
   bool tracked = false;
   if (!parked.request_id.empty()) {
     if (cache) {
-      if (RetryEntry* entry =
-              RememberLocked(key.first, parked.request_id, result, now)) {
-        ++entry->deliveries_in_flight;
-        tracked = true;
-      }
+      tracked = retries_.Answer(key.first, parked.request_id, result, now);
     } else {
-      ForgetLocked(key.first, parked.request_id, now);
+      retries_.Forget(key.first, parked.request_id, now);
     }
   }
   fx.completions.emplace_back(parked.call,
@@ -512,7 +454,7 @@ void CoreOwner::FinishParkedLocked(const WaiterKey& key,
 
 void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
                              Effects& fx) {
-  std::shared_ptr<SessionSink> sink = sessions_.SinkOf(client);
+  std::shared_ptr<SessionSink> sink = sessions_.table().SinkOf(client);
   if (sink != nullptr) fx.notices.emplace_back(std::move(sink), std::move(notice));
 }
 
@@ -536,19 +478,6 @@ HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
   return HolderInfo{.view = view,
                     .expires_in_ms = SureLeftLocked(view.expires_at, now),
                     .label = LabelLocked(view.client, view.lock)};
-}
-
-absl::Status CoreOwner::CheckSessionLocked(const std::string& session_id,
-                                           const std::string& client) const {
-  if (session_id.empty()) return absl::OkStatus();
-  const SessionTable::Session* session = sessions_.Find(session_id);
-  // An id this server never issued is treated like an ended one: a late
-  // request of a session that ended must not take a lock.
-  if (session == nullptr) return SessionEnded();
-  if (session->client != client) {
-    return InvalidField(ErrorCode::kInvalidArguments, "session_id");
-  }
-  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------
@@ -580,147 +509,136 @@ std::optional<AcquireCallAnswer> CoreOwner::AcquireLocked(
   if (shutting_down_ && args.wait_timeout_ms > 0) {
     return AcquireCallAnswer{ShuttingDown()};
   }
-  if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+  if (absl::Status s = sessions_.Check(args.session_id, args.client);
       !s.ok()) {
     return AcquireCallAnswer{std::move(s)};
   }
-  const WaiterKey key(args.client, args.lock);
-
-  if (!args.request_id.empty()) {
-    const Fingerprint fingerprint{.method = Fingerprint::Method::kAcquire,
-                                  .lock = args.lock,
-                                  .ttl_ms = args.ttl_ms,
-                                  .mode = args.mode,
-                                  .capacity = args.capacity};
-    const ParkedCalls::Call* parked = parked_.Find(key);
-    const Admitted admitted = retry_cache_.Admit(
-        args.client, args.request_id, fingerprint, now,
-        /*first_call_waits=*/parked != nullptr &&
-            parked->request_id == args.request_id);
-    if (admitted.kind == RetryAdmission::kReused) {
-      return AcquireCallAnswer{RequestIdReused("request_id")};
-    }
-    if (admitted.kind == RetryAdmission::kReplay) {
-      std::optional<absl::StatusOr<AcquireAnswer>> first =
-          ReplayedAnswer<absl::StatusOr<AcquireAnswer>>(admitted);
-      if (!first.has_value())
+  const bool retriable = !args.request_id.empty();
+  if (retriable) {
+    const ParkedCalls::Call* parked =
+        parked_.Find(WaiterKey(args.client, args.lock));
+    RetryGate::Admitted<absl::StatusOr<AcquireAnswer>> admitted =
+        retries_.Admit<absl::StatusOr<AcquireAnswer>>(
+            args.client, args.request_id, AcquireFingerprint(args), now,
+            /*first_call_waits=*/parked != nullptr &&
+                parked->request_id == args.request_id);
+    switch (admitted.kind) {
+      case RetryAdmission::kReused:
         return AcquireCallAnswer{RequestIdReused("request_id")};
-      ++admitted.entry->deliveries_in_flight;
-      return AcquireCallAnswer{*std::move(first), /*tracked=*/true};
-    }
-    if (admitted.kind == RetryAdmission::kInFlight) {
-      // The first call still waits (its client probably lost the
-      // connection): this retry takes its place.
-      if (args.wait_timeout_ms > 0) {
-        fx.completions.emplace_back(
-            parked_.Supersede(key, call, now + args.wait_timeout_ms),
-            AcquireCallAnswer{SupersededByRetry()});
-        return std::nullopt;
-      }
-      // A retry that no longer waits: the request stays queued and the
-      // retry learns its position.
-      fx.completions.emplace_back(parked_.Finish(key)->call,
-                                  AcquireCallAnswer{SupersededByRetry()});
-      AcquireAnswer answer;
-      answer.kind = AcquireAnswer::Kind::kQueued;
-      absl::StatusOr<LockView> view = machine_.Inspect(now, args.lock);
-      if (view.ok()) {
-        for (size_t i = 0; i < view->queue.size(); ++i) {
-          if (view->queue[i].client == args.client) {
-            answer.position = static_cast<int64_t>(i) + 1;
-          }
-        }
-      }
-      RetryEntry* answered =
-          RememberLocked(args.client, args.request_id, answer, now);
-      if (answered != nullptr) ++answered->deliveries_in_flight;
-      return AcquireCallAnswer{std::move(answer), answered != nullptr};
+      case RetryAdmission::kReplay:
+        return AcquireCallAnswer{*std::move(admitted.first), /*tracked=*/true};
+      case RetryAdmission::kInFlight:
+        return TakeOverWaitLocked(args, call, now, fx);
+      case RetryAdmission::kNew:
+        break;
     }
   }
 
-  // The waiter limit, checked before anything changes. The ttl is checked
+  // The limits, checked before anything changes. The ttl is checked
   // first (as the core would) so that its error keeps precedence.
   if (args.ttl_ms >= 1 && args.ttl_ms <= kMaxTtlMs) {
-    // The core's queue is the count: a second count here would cost a map
-    // entry per waiter (memory per waiter, issue 6).
-    if (static_cast<int64_t>(machine_.table().QueueLength(args.lock)) >=
-        config_.limits.max_waiters_per_lock) {
-      return AcquireCallAnswer{LimitExceeded(
-          "max-waiters-per-lock", config_.limits.max_waiters_per_lock)};
-    }
-    if (absl::Status s = CheckLocksPerClientLocked(args.client, now); !s.ok()) {
+    if (absl::Status s = AcquireLimitsLocked(args, now); !s.ok()) {
       return AcquireCallAnswer{std::move(s)};
     }
   }
 
-  if (!args.request_id.empty()) {
-    retry_cache_.Insert(args.client, args.request_id,
-                        Fingerprint{.method = Fingerprint::Method::kAcquire,
-                                    .lock = args.lock,
-                                    .ttl_ms = args.ttl_ms,
-                                    .mode = args.mode,
-                                    .capacity = args.capacity});
+  if (retriable) {
+    retries_.Begin(args.client, args.request_id, AcquireFingerprint(args));
   }
+  std::optional<absl::StatusOr<AcquireAnswer>> result =
+      ApplyAcquireLocked(args, call, now, fx);
+  // Parked: the retry-cache entry stays pending until the call completes.
+  if (!result.has_value()) return std::nullopt;
+  const bool tracked =
+      retriable && retries_.Answer(args.client, args.request_id, *result, now);
+  return AcquireCallAnswer{*std::move(result), tracked};
+}
 
+absl::Status CoreOwner::AcquireLimitsLocked(const AcquireArgs& args,
+                                            Tick now) {
+  const LimitChecks checks(config_.limits);
+  // The core's queue is the count: a second count here would cost a map
+  // entry per waiter.
+  if (absl::Status s = checks.Waiters(machine_.table().QueueLength(args.lock));
+      !s.ok()) {
+    return s;
+  }
+  // The caller advanced to `now` already: nothing lapses here. (An empty
+  // client, refused by validation, holds nothing.)
+  const absl::StatusOr<ClientView> view = machine_.Status(now, args.client);
+  return view.ok() ? checks.LocksHeld(view->holds.size()) : absl::OkStatus();
+}
+
+std::optional<AcquireCallAnswer> CoreOwner::TakeOverWaitLocked(
+    const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx) {
+  const WaiterKey key(args.client, args.lock);
+  // The first call still waits (its client probably lost the connection).
+  if (args.wait_timeout_ms > 0) {
+    fx.completions.emplace_back(
+        parked_.Supersede(key, call, now + args.wait_timeout_ms),
+        AcquireCallAnswer{SupersededByRetry()});
+    return std::nullopt;
+  }
+  // A retry that no longer waits: the request stays queued and the retry
+  // learns its position.
+  fx.completions.emplace_back(parked_.Finish(key)->call,
+                              AcquireCallAnswer{SupersededByRetry()});
+  AcquireAnswer answer;
+  answer.kind = AcquireAnswer::Kind::kQueued;
+  absl::StatusOr<LockView> view = machine_.Inspect(now, args.lock);
+  if (view.ok()) {
+    for (size_t i = 0; i < view->queue.size(); ++i) {
+      if (view->queue[i].client == args.client) {
+        answer.position = static_cast<int64_t>(i) + 1;
+      }
+    }
+  }
+  const bool tracked =
+      retries_.Answer(args.client, args.request_id, answer, now);
+  return AcquireCallAnswer{std::move(answer), tracked};
+}
+
+std::optional<absl::StatusOr<AcquireAnswer>> CoreOwner::ApplyAcquireLocked(
+    const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx) {
   absl::StatusOr<Reply> applied = ApplyLocked(
       Operation{now, op::Acquire{args.client, args.lock,
                                  CoreTtlLocked(args.ttl_ms), args.mode,
                                  args.capacity}});
-  absl::StatusOr<AcquireAnswer> result =
-      absl::InternalError("acquire: no outcome");
-  if (!applied.ok()) result = applied.status();
-  if (applied.ok()) {
-    AcquireOutcome& outcome = std::get<AcquireOutcome>(*applied);
-    DigestEventsLocked(now, outcome.aborted, fx);
-    if (!outcome.aborted.empty() && ShouldLog(LogEvent::kDeadlockVictims)) {
-      fx.logs.push_back(LogRecord{.event = LogEvent::kDeadlockVictims,
-                                  .client = args.client,
-                                  .lock = args.lock,
-                                  .victims = outcome.aborted});
-    }
-    switch (outcome.kind) {
-      case AcquireOutcome::Kind::kGranted: {
-        SetLabelLocked(args.client, args.lock, args.label);
-        AcquireAnswer answer;
-        answer.kind = AcquireAnswer::Kind::kGranted;
-        answer.token = outcome.token;
-        answer.ttl_ms = SureLeftLocked(outcome.expires_at, now);
-        answer.aborted = std::move(outcome.aborted);
-        result = std::move(answer);
-        break;
-      }
-      case AcquireOutcome::Kind::kQueued: {
-        SetLabelLocked(args.client, args.lock, args.label);
-        if (args.wait_timeout_ms > 0) {
-          parked_.Park(key, call, args.request_id, now,
-                       now + args.wait_timeout_ms);
-          // The retry-cache entry stays pending until the call completes.
-          return std::nullopt;
-        }
-        AcquireAnswer answer;
-        answer.kind = AcquireAnswer::Kind::kQueued;
-        answer.position = outcome.position;
-        answer.aborted = std::move(outcome.aborted);
-        result = std::move(answer);
-        break;
-      }
-      case AcquireOutcome::Kind::kDeadlock:
-        result = DeadlockVictim(std::move(outcome.aborted));
-        break;
-    }
-  } else {
+  if (!applied.ok()) {
     DigestEventsLocked(now, NoVictims(), fx);
+    return applied.status();
   }
-
-  bool tracked = false;
-  if (!args.request_id.empty()) {
-    if (RetryEntry* entry =
-            RememberLocked(args.client, args.request_id, result, now)) {
-      ++entry->deliveries_in_flight;
-      tracked = true;
-    }
+  AcquireOutcome& outcome = std::get<AcquireOutcome>(*applied);
+  DigestEventsLocked(now, outcome.aborted, fx);
+  if (!outcome.aborted.empty() && ShouldLog(LogEvent::kDeadlockVictims)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kDeadlockVictims,
+                                .client = args.client,
+                                .lock = args.lock,
+                                .victims = outcome.aborted});
   }
-  return AcquireCallAnswer{std::move(result), tracked};
+  AcquireAnswer answer;
+  switch (outcome.kind) {
+    case AcquireOutcome::Kind::kGranted:
+      SetLabelLocked(args.client, args.lock, args.label);
+      answer.kind = AcquireAnswer::Kind::kGranted;
+      answer.token = outcome.token;
+      answer.ttl_ms = SureLeftLocked(outcome.expires_at, now);
+      break;
+    case AcquireOutcome::Kind::kQueued:
+      SetLabelLocked(args.client, args.lock, args.label);
+      if (args.wait_timeout_ms > 0) {
+        parked_.Park(WaiterKey(args.client, args.lock), call, args.request_id,
+                     now, now + args.wait_timeout_ms);
+        return std::nullopt;
+      }
+      answer.kind = AcquireAnswer::Kind::kQueued;
+      answer.position = outcome.position;
+      break;
+    case AcquireOutcome::Kind::kDeadlock:
+      return DeadlockVictim(std::move(outcome.aborted));
+  }
+  answer.aborted = std::move(outcome.aborted);
+  return answer;
 }
 
 void CoreOwner::CancelWait(const std::string& client, const std::string& lock,
@@ -764,18 +682,10 @@ void CoreOwner::AcquireCallDone(const AcquireArgs& args,
     absl::MutexLock lock(&mu_);
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
-    bool undo = cancelled;
-    if (reply.tracked) {
-      RetryEntry* entry = retry_cache_.Find(args.client, args.request_id, now);
-      if (entry != nullptr) {
-        entry->deliveries_in_flight =
-            std::max(0, entry->deliveries_in_flight - 1);
-        if (!cancelled) entry->delivered = true;
-        undo =
-            cancelled && entry->deliveries_in_flight == 0 && !entry->delivered;
-        if (undo) ForgetLocked(args.client, args.request_id, now);
-      }
-    }
+    const bool undo =
+        reply.tracked
+            ? retries_.CallFinished(args.client, args.request_id, cancelled, now)
+            : cancelled;
     if (undo && reply.result.ok()) {
       const AcquireAnswer& answer = *reply.result;
       if (answer.kind == AcquireAnswer::Kind::kGranted) {
@@ -854,22 +764,23 @@ void CoreOwner::RetriableCall(const Args& args, Fingerprint fingerprint,
   Run<absl::StatusOr<Answer>>(
       [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
           mu_) -> absl::StatusOr<Answer> {
-        if (absl::Status s = CheckSessionLocked(args.session_id, args.client);
+        if (absl::Status s = sessions_.Check(args.session_id, args.client);
             !s.ok()) {
           return s;
         }
         if (args.request_id.empty()) return apply(now, fx);
         // Renew and Release answer at once, so they are never in flight.
-        const Admitted admitted =
-            retry_cache_.Admit(args.client, args.request_id, fingerprint, now,
-                               /*first_call_waits=*/false);
+        RetryGate::Admitted<absl::StatusOr<Answer>> admitted =
+            retries_.Admit<absl::StatusOr<Answer>>(
+                args.client, args.request_id, fingerprint, now,
+                /*first_call_waits=*/false);
         if (admitted.kind != RetryAdmission::kNew) {
-          return ReplayedAnswer<absl::StatusOr<Answer>>(admitted).value_or(
-              RequestIdReused("request_id"));
+          return std::move(admitted.first)
+              .value_or(RequestIdReused("request_id"));
         }
-        retry_cache_.Insert(args.client, args.request_id, fingerprint);
+        retries_.Begin(args.client, args.request_id, fingerprint);
         absl::StatusOr<Answer> result = apply(now, fx);
-        RememberLocked(args.client, args.request_id, result, now);
+        retries_.Answer(args.client, args.request_id, result, now);
         return result;
       },
       std::move(done));
@@ -935,7 +846,9 @@ absl::StatusOr<ReleaseAnswer> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
 void CoreOwner::Write(const WriteArgs& args, Completion<absl::Status> done) {
   Run<absl::Status>(
       [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        absl::Status result = CheckStoreLimitsLocked(args);
+        absl::Status result = LimitChecks(config_.limits)
+                                  .StoreWrite(machine_.store(), args.lock,
+                                              args.key, args.value);
         if (result.ok()) {
           // Every daemon write refuses tokens never issued for the lock;
           // the holder check only when asked. The replay leaves both off
@@ -1028,7 +941,7 @@ void CoreOwner::Status(const std::string& client, const std::string& after,
             for (const HolderView& hold : page.holds) {
               answer.holds.push_back(HolderInfoLocked(hold, now));
             }
-            answer.session = sessions_.StateOf(client);
+            answer.session = sessions_.table().StateOf(client);
             answer.next_after = std::move(page.next_after);
             return answer;
           },
@@ -1124,71 +1037,57 @@ void CoreOwner::OpenSession(
     std::shared_ptr<SessionSink> sink,
     Completion<absl::StatusOr<SessionOpenedAnswer>> done) {
   Run<absl::StatusOr<SessionOpenedAnswer>>(
-      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        absl::StatusOr<SessionOpenedAnswer> result;
-        if (shutting_down_) {
-          result = ShuttingDown();
-        } else if (!resume_id.empty()) {
-          const SessionTable::Session* session = sessions_.Find(resume_id);
-          if (session == nullptr) {
-            result = SessionEnded();
-          } else if (session->client != client) {
-            result = InvalidField(ErrorCode::kInvalidArguments,
-                                  "open.resume_session_id");
-          } else {
-            if (std::shared_ptr<SessionSink> old =
-                    sessions_.Attach(resume_id, std::move(sink))) {
-              // The old stream is still attached (its death not yet noticed).
-              fx.stream_ends.emplace_back(std::move(old), SessionEnded());
-            }
-            if (ShouldLog(LogEvent::kSessionResumed)) {
-              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
-                                          .client = client,
-                                          .session = resume_id});
-            }
-            result = SessionOpenedAnswer{.session_id = resume_id,
-                                         .grace_ms = config_.session_grace_ms,
-                                         .resumed = true};
-          }
-        } else {
-          if (const std::string* previous = sessions_.SessionOf(client)) {
-            const std::string previous_id = *previous;
-            const int released =
-                EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
-            if (ShouldLog(LogEvent::kSessionReplaced)) {
-              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
-                                          .client = client,
-                                          .session = previous_id,
-                                          .count = released});
-            }
-          }
-          if (sessions_.size() >= config_.limits.max_sessions) {
-            result = LimitExceeded(
-                "max-sessions",
-                static_cast<int64_t>(config_.limits.max_sessions));
-          } else {
-            std::string id;
-            do {
-              id = absl::StrFormat("s-%016x%016x",
-                                   absl::Uniform<uint64_t>(session_ids_),
-                                   absl::Uniform<uint64_t>(session_ids_));
-            } while (sessions_.contains(id));
-            sessions_.Open(id, client, std::move(sink));
-            machine_.Log(storage::ServerRecord{
-                now, storage::srec::SessionOpened{id, client}});
-            if (ShouldLog(LogEvent::kSessionOpened)) {
-              fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
-                                          .client = client,
-                                          .session = id});
-            }
-            result = SessionOpenedAnswer{.session_id = id,
-                                         .grace_ms = config_.session_grace_ms,
-                                         .resumed = false};
-          }
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<SessionOpenedAnswer> {
+        if (shutting_down_) return ShuttingDown();
+        if (!resume_id.empty()) {
+          return ResumeSessionLocked(client, resume_id, std::move(sink), fx);
         }
-        return result;
+        return OpenNewSessionLocked(client, std::move(sink), now, fx);
       },
       std::move(done));
+}
+
+absl::StatusOr<SessionOpenedAnswer> CoreOwner::ResumeSessionLocked(
+    const std::string& client, const std::string& resume_id,
+    std::shared_ptr<SessionSink> sink, Effects& fx) {
+  absl::StatusOr<SessionLifecycle::Resumed> resumed =
+      sessions_.Resume(client, resume_id, std::move(sink));
+  if (!resumed.ok()) return resumed.status();
+  if (resumed->replaced != nullptr) {
+    // The old stream is still attached (its death not yet noticed).
+    fx.stream_ends.emplace_back(std::move(resumed->replaced), SessionEnded());
+  }
+  if (ShouldLog(LogEvent::kSessionResumed)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kSessionResumed,
+                                .client = client,
+                                .session = resume_id});
+  }
+  return std::move(resumed->answer);
+}
+
+absl::StatusOr<SessionOpenedAnswer> CoreOwner::OpenNewSessionLocked(
+    const std::string& client, std::shared_ptr<SessionSink> sink, Tick now,
+    Effects& fx) {
+  if (const std::string* previous = sessions_.table().SessionOf(client)) {
+    const std::string previous_id = *previous;
+    const int released =
+        EndSessionLocked(previous_id, now, now, SessionEnded(), fx);
+    if (ShouldLog(LogEvent::kSessionReplaced)) {
+      fx.logs.push_back(LogRecord{.event = LogEvent::kSessionReplaced,
+                                  .client = client,
+                                  .session = previous_id,
+                                  .count = released});
+    }
+  }
+  absl::StatusOr<SessionOpenedAnswer> opened =
+      sessions_.Open(client, std::move(sink), now);
+  if (opened.ok() && ShouldLog(LogEvent::kSessionOpened)) {
+    fx.logs.push_back(LogRecord{.event = LogEvent::kSessionOpened,
+                                .client = client,
+                                .session = opened->session_id});
+  }
+  return opened;
 }
 
 void CoreOwner::Keepalive(const std::string& session_id,
@@ -1197,9 +1096,12 @@ void CoreOwner::Keepalive(const std::string& session_id,
   Run<absl::StatusOr<int>>(
       [&](Tick now, Effects& fx)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<int> {
-            if (!sessions_.IsCarriedBy(session_id, sink)) return SessionEnded();
+            if (!sessions_.table().IsCarriedBy(session_id, sink)) {
+              return SessionEnded();
+            }
             absl::StatusOr<Reply> renewed = ApplyLocked(Operation{
-                now, op::RenewAll{sessions_.Find(session_id)->client}});
+                now,
+                op::RenewAll{sessions_.table().Find(session_id)->client}});
             DigestEventsLocked(now, NoVictims(), fx);
             return renewed.ok() ? std::get<int>(*renewed) : 0;
           },
@@ -1213,8 +1115,10 @@ void CoreOwner::CloseSession(const std::string& session_id,
       [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         // Advancing may have ended the session already (its grace ran
         // out), so the check comes after it.
-        if (!sessions_.IsCarriedBy(session_id, sink)) return absl::OkStatus();
-        const std::string client = sessions_.Find(session_id)->client;
+        if (!sessions_.table().IsCarriedBy(session_id, sink)) {
+          return absl::OkStatus();
+        }
+        const std::string client = sessions_.table().Find(session_id)->client;
         const int released =
             EndSessionLocked(session_id, now, now, std::nullopt, fx);
         if (ShouldLog(LogEvent::kSessionClosed)) {
@@ -1233,12 +1137,12 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
   Effects fx;
   {
     absl::MutexLock lock(&mu_);
-    if (!sessions_.IsCarriedBy(session_id, sink)) return;
+    if (!sessions_.table().IsCarriedBy(session_id, sink)) return;
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     // An attached session has no grace to run out, so advancing left it.
-    const std::string client = sessions_.Find(session_id)->client;
-    if (config_.session_grace_ms <= 0) {
+    const std::string client = sessions_.table().Find(session_id)->client;
+    if (!sessions_.StreamLost(session_id, now)) {
       const int released =
           EndSessionLocked(session_id, now, now, std::nullopt, fx);
       if (ShouldLog(LogEvent::kReleasedBySessionLoss)) {
@@ -1248,7 +1152,6 @@ void CoreOwner::SessionStreamEnded(const std::string& session_id,
                                     .count = released});
       }
     } else {
-      sessions_.StartGrace(session_id, now + config_.session_grace_ms);
       if (ShouldLog(LogEvent::kSessionStreamLost)) {
         fx.logs.push_back(LogRecord{.event = LogEvent::kSessionStreamLost,
                                     .client = client,
@@ -1264,10 +1167,9 @@ int CoreOwner::EndSessionLocked(const std::string& session_id, Tick at,
                                 Tick now,
                                 std::optional<absl::Status> stream_status,
                                 Effects& fx) {
-  std::optional<SessionTable::Session> ended = sessions_.End(session_id);
+  std::optional<SessionTable::Session> ended = sessions_.End(session_id, at);
   if (!ended.has_value()) return 0;
   SessionTable::Session& session = *ended;
-  machine_.Log(storage::ServerRecord{at, storage::srec::SessionEnded{session_id}});
   absl::StatusOr<Reply> released =
       ApplyLocked(Operation{at, op::ReleaseAll{session.client}});
   // Idle from the end of its session on, not from its last lease.
@@ -1310,13 +1212,18 @@ void CoreOwner::BeginShutdown() {
   watch_hub_.EndAll(ShuttingDown());
 }
 
+CoreOwner::Counters CoreOwner::GetCounters() {
+  absl::MutexLock lock(&mu_);
+  return counters_.counts();
+}
+
 CoreOwner::Stats CoreOwner::GetStats() {
   absl::MutexLock lock(&mu_);
   return Stats{.held_leases = machine_.table().held_lease_count(),
                .waiters = machine_.table().waiter_count(),
                .parked_calls = parked_.size(),
-               .sessions = sessions_.size(),
-               .retry_entries = retry_cache_.size(),
+               .sessions = sessions_.table().size(),
+               .retry_entries = retries_.size(),
                .labels = labels_.size(),
                .registered_clients = machine_.table().registered_client_count()};
 }
@@ -1346,7 +1253,7 @@ absl::Status CoreOwner::CheckConsistency() {
   }
   if (absl::Status s = parked_.CheckInvariants(); !s.ok()) return s;
   if (absl::Status s = watch_hub_.CheckInvariants(); !s.ok()) return s;
-  return sessions_.CheckInvariants(/*detached_all=*/shutting_down_);
+  return sessions_.table().CheckInvariants(/*detached_all=*/shutting_down_);
 }
 
 // ---------------------------------------------------------------------------
@@ -1364,7 +1271,7 @@ void CoreOwner::ForceRelease(
           result = view.status();
         } else {
           std::vector<ForcedRelease> released;
-          release_event_ = WatchEvent::Kind::kForcedRelease;
+          watch_publisher_.set_forced_release(true);
           // The holders as they are now, lowest token first: a waiter granted
           // by one of these releases is not released in turn.
           for (const HolderView& holder : view->holders) {
@@ -1377,11 +1284,11 @@ void CoreOwner::ForceRelease(
                                                .mode = holder.mode});
             }
           }
-          release_event_ = WatchEvent::Kind::kReleased;
+          watch_publisher_.set_forced_release(false);
           if (released.empty()) {
             result = MakeError(ErrorCode::kNotHolder);
           } else {
-            counters_.forced_releases += released.size();
+            counters_.CountForcedReleases(released.size());
             result = std::move(released);
           }
         }

@@ -1,82 +1,9 @@
-// CoreOwner: the single owner of leasekeeper's core inside leasekeeperd.
-//
-// It holds the StateMachine behind one mutex and everything the server keeps
-// next to it, each in its own small piece: parked waiting Acquires and their
-// wait deadlines (ParkedCalls), sessions and their grace deadlines
-// (SessionTable), the retry cache and its admission (RetryCache), and
-// holder labels. Every state change goes through StateMachine::Apply as one
-// plain-data Operation, in tick order, and is logged in that order.
-//
-// Time: each public call reads the Clock once under the mutex and first
-// brings the state up to that tick, processing every due deadline in the
-// order it happened (lease lapses, which hand locks on at their exact
-// instant; wait timeouts; session grace ends; forgetting a client idle for
-// --forget-idle-clients-after), each applied at its own tick.
-// A lease lapse and a wait timeout at the same tick: the lapse goes first,
-// so a grant at the timeout instant wins. RunDueTimers does the same for the
-// timer thread (ExpiryTicker), which sleeps until NextDeadline; a call that
-// creates an earlier deadline interrupts the Clock's sleep.
-//
-// Effects: core Events become actions (answer a parked call, push a session
-// notice, end a session stream, write a log line). They are collected while
-// the mutex is held and performed after it is released, before the public
-// method returns. Nothing is logged, sent or called back under the mutex.
-//
-// Durability (when config.durability.data_dir is set, or a log is handed to
-// UseLog): the core and its log are one DurableStateMachine
-// (server/durable_state_machine.h): every operation the core accepts is
-// appended to the storage::OperationLog (the local WAL,
-// storage::DurableStore, unless a test hands in another) under the mutex,
-// so the log's order is the apply order. Nothing that depends on it is
-// told to anyone before it is durable.
-//
-// Answers: every call answers through one completion, called exactly once,
-// after every record appended up to the end of the call is durable (the
-// records of the call itself and every earlier one its answer may
-// reflect), together with the call's effects (waiters' grants, session
-// notices, stream ends, log lines), which are performed just before it.
-// The completion runs on the calling thread, before the method returns,
-// when that is so already (no data dir, --fsync never, nothing new to
-// wait for), else on the thread that makes the records durable (the WAL's
-// flusher; a test's FakeOperationLog::MakeDurable). If the store fails (a
-// write or fsync error, a full disk), every answer from then on is
-// UNAVAILABLE with the reason, and mutations are refused before they
-// reach the core. An operation the core refused is not logged: it changed
-// nothing but time, which the next logged operation carries.
-//
-// Durable sessions and retry cache (with a data dir): a session's opening
-// and its end, and every answer the retry cache keeps (and an answer it
-// drops again), are logged as ServerRecords (storage/server_records.h)
-// under the mutex where they happen, so they are durable before the answer
-// that depends on them is sent, and a snapshot holds them with the core.
-// After a restart (SettleRecoveredState) every recovered session is back,
-// without a stream: it is in grace, with the deadline
-//   first tick after the restart + max(session grace, restart grace),
-// because its client could not reconnect while the server was down and
-// gets at least the time a restored lease gets. A client that resumes it
-// within that grace keeps the session and, as long as its leases have not
-// lapsed, every lease with its token; requests naming it are accepted as
-// before. Recovered retry-cache entries answer retries with the first
-// answer; their delivery is unknown, so they count as delivered (a
-// cancelled retry never undoes them). An Acquire answered "queued" is not
-// restored: the restart withdrew that wait, so its retry queues afresh.
-//
+// CoreOwner: the single owner of leasekeeper's core inside leasekeeperd. It
+// holds the core mutex and the clock and sequences every call through the
+// rules kept beside the core (docs/design/sessions-and-retries.md).
 // Thread-safety: every public method is thread-safe. REQUIRES of every
-// caller: hold no lock that a completion, a PendingAcquire or a
-// SessionSink callback takes (they may run on the calling thread, after
-// the core mutex is released).
-//
-// Invariants (between calls):
-//  1. A parked call exists for (client, lock) iff it was answered nothing yet
-//     and the core still has client queued on lock.
-//  2. Every parked call is completed exactly once: granted, withdrawn,
-//     aborted, timed out, cancelled, superseded by a retry, or shut down.
-//  3. Every session is open (has a stream) or in grace (has a deadline).
-//  4. Every op applied has a tick >= the previous op's tick.
-//
-// Memory: nothing here mirrors the core's queues (the waiter limit reads the
-// core's queue length), so a waiting client costs the server nothing unless
-// its call is parked or it has a label or a request_id (issue 6).
+// caller: hold no lock that a completion, a PendingAcquire or a SessionSink
+// callback takes (they run after the core mutex is released).
 #ifndef LEASEKEEPER_SERVER_CORE_OWNER_H_
 #define LEASEKEEPER_SERVER_CORE_OWNER_H_
 
@@ -95,7 +22,6 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/any_invocable.h"
-#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -105,11 +31,15 @@
 #include "server/clock.h"
 #include "server/durable_state_machine.h"
 #include "server/event_log.h"
+#include "server/owner_counters.h"
 #include "server/parked_calls.h"
 #include "server/retry_cache.h"
+#include "server/retry_gate.h"
+#include "server/session_lifecycle.h"
 #include "server/session_table.h"
 #include "server/server_config.h"
 #include "server/watch_hub.h"
+#include "server/watch_publisher.h"
 #include "storage/durable_store.h"
 #include "storage/operation_log.h"
 #include "storage/server_records.h"
@@ -127,13 +57,15 @@ class CoreOwner {
   CoreOwner& operator=(const CoreOwner&) = delete;
   ~CoreOwner();
 
-  // A call's answer (see Answers above): called exactly once.
+  // A call's answer: called exactly once, once every record the answer may
+  // reflect is durable, after the call's effects; UNAVAILABLE (with the
+  // reason) if the log failed.
   template <typename T>
   using Completion = absl::AnyInvocable<void(T) &&>;
 
   // Applies an Acquire (REQUIRES: args validated by the gRPC layer).
   // `call` is completed (PendingAcquire::Complete) exactly once, as a
-  // completion (see Answers above): with the grant, the queued position or
+  // completion: with the grant, the queued position or
   // the error at once, or, when the call waits, with whatever settles its
   // wait later (a grant, a withdrawal, an abort, its timeout, CancelWait,
   // shutdown). Outcomes: see absl::StatusOr<AcquireAnswer>; a retry of a parked
@@ -256,9 +188,10 @@ class CoreOwner {
   // After OpenStorage, once the clock continues from the report's
   // resume_tick: withdraws every wait recovered from the log (its call died
   // with the previous process; the client retries), last in line first so
-  // that no withdrawal grants anything, puts the recovered sessions (in
-  // grace, see above) and retry-cache entries back, and waits until the
-  // withdrawals are durable. Outcomes: OK, or the store's error.
+  // that no withdrawal grants anything, puts the recovered sessions and retry-cache entries back, and waits until the
+  // withdrawals are durable. A recovered session is in grace until the
+  // first tick + max(session grace, restart grace). Outcomes: OK, or the
+  // store's error.
   absl::Status SettleRecoveredState();
 
   // Calls `done` once everything applied so far is durable: OK, or
@@ -303,36 +236,11 @@ class CoreOwner {
   Stats GetStats();
 
   // Cumulative counts since the process started, for metrics
-  // (server/server_metrics.h); kept under the core mutex by
-  // server/core_owner_admin.cc. Every operation the core applied is
-  // counted once: a retry answered from the retry cache is not.
-  struct Counters {
-    uint64_t acquired_at_once = 0;    // Acquire granted at once
-    uint64_t acquired_queued = 0;     // Acquire queued
-    uint64_t acquired_deadlock = 0;   // Acquire whose caller was the victim
-    uint64_t granted_from_queue = 0;  // waiters granted later
-    uint64_t lapses = 0;              // leases that reached their end
-    uint64_t renewals = 0;            // successful Renews (not keepalives)
-    uint64_t releases = 0;            // leases ended by Release (any cause)
-    uint64_t withdrawals = 0;         // waits withdrawn (any cause)
-    uint64_t deadlock_victims = 0;    // clients aborted to break cycles
-    uint64_t stale_writes_refused = 0;
-    uint64_t sessions_lost = 0;    // ended by their grace running out
-    uint64_t forced_releases = 0;  // leases ended by ForceRelease
-    // Granted Acquire calls by how long they waited: 0 for a grant at once,
-    // from queueing to grant for a call that waited parked (Parked's
-    // queued_at). Per-bucket counts: acquire_waits[i] counts waits <=
-    // kAcquireWaitBoundsMs[i] (and above the bound before it), the last
-    // entry waits above every bound.
-    static constexpr std::array<int64_t, 16> kAcquireWaitBoundsMs = {
-        1,     5,      10,     25,     50,      100,     250,    500,
-        1'000, 2'500,  5'000,  10'000, 30'000,  60'000,  300'000, 3'600'000};
-    std::array<uint64_t, kAcquireWaitBoundsMs.size() + 1> acquire_waits{};
-    uint64_t acquire_wait_ms_sum = 0;
-  };
+  // (server/server_metrics.h).
+  using Counters = OwnerCounters::Counts;
   Counters GetCounters();
 
-  // Watches (server/core_owner_watch.cc): registers `sink` with the watch
+  // Watches: registers `sink` with the watch
   // hub (server/watch_hub.h) for `target` and takes the snapshot of the
   // matching locks in the same hold of the mutex, so the watcher's first
   // event is the first change after it. Every change the core applies is
@@ -359,9 +267,11 @@ class CoreOwner {
   // The hub itself, for a watcher's Take and Unsubscribe and for stats.
   WatchHub& watch_hub() { return watch_hub_; }
 
-  // Checks the server's indexes against the core (invariants 1, 3, and
-  // that every label belongs to a lease or wait), the core's own
-  // invariants and the watch hub's. O(size); for tests.
+  // Checks the server's indexes against the core, the core's own
+  // invariants and the watch hub's: a parked call exists for (client, lock)
+  // iff it was answered nothing yet and the core has client queued on lock;
+  // every session is open or in grace; every label belongs to a lease or a
+  // wait. O(size); for tests.
   absl::Status CheckConsistency();
 
  private:
@@ -391,9 +301,22 @@ class CoreOwner {
   // produced; `victims` the abort list of the Acquire that caused them.
   void DigestEventsLocked(Tick now, const std::vector<std::string>& victims,
                           Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A waiter the core granted: answers its parked call, logs, notifies.
+  void OnGrantedFromQueueLocked(const Event& e, Tick now, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acquire's steps; nullopt: the call is parked.
   std::optional<AcquireCallAnswer> AcquireLocked(const AcquireArgs& args,
                                                  PendingAcquire* call, Tick now,
                                                  Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A retry whose first call still waits takes its place.
+  std::optional<AcquireCallAnswer> TakeOverWaitLocked(const AcquireArgs& args,
+                                                      PendingAcquire* call,
+                                                      Tick now, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the Acquire and turns the core's outcome into its answer.
+  std::optional<absl::StatusOr<AcquireAnswer>> ApplyAcquireLocked(
+      const AcquireArgs& args, PendingAcquire* call, Tick now, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Renew and Release: brings time up to now, checks the session, answers
   // a retry from the retry cache or else calls apply(now, fx) (under mu_)
@@ -415,15 +338,20 @@ class CoreOwner {
                           absl::StatusOr<AcquireAnswer> result, bool cache,
                           Tick now, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckSessionLocked(const std::string& session_id,
-                                  const std::string& client) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a session at `at`: releases the client's leases, withdraws its
   // wait, forgets the session. `stream_status`: end its attached stream with
   // this status (if any).
   int EndSessionLocked(const std::string& session_id, Tick at, Tick now,
                        std::optional<absl::Status> stream_status, Effects& fx)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OpenSession's two cases.
+  absl::StatusOr<SessionOpenedAnswer> ResumeSessionLocked(
+      const std::string& client, const std::string& resume_id,
+      std::shared_ptr<SessionSink> sink, Effects& fx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<SessionOpenedAnswer> OpenNewSessionLocked(
+      const std::string& client, std::shared_ptr<SessionSink> sink, Tick now,
+      Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyLocked(const std::string& client, SessionNotice notice,
                     Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   HolderInfo HolderInfoLocked(const HolderView& view, Tick now) const
@@ -435,22 +363,14 @@ class CoreOwner {
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Durable server state (see above): server records go through
+  // Durable server state: server records go through
   // machine_.Log. The sessions and the answered retry-cache entries, as plain data.
   // O(sessions + retry entries).
   storage::ServerState ServerStateLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores `answer` as the request's answer (if its entry still exists)
-  // and logs it.
-  RetryEntry* RememberLocked(const std::string& client,
-                             const std::string& request_id,
-                             CachedAnswer answer, Tick now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Drops the request's entry; logs that an answered one is gone.
-  void ForgetLocked(const std::string& client, const std::string& request_id,
-                    Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Puts back what OpenStorage recovered (SettleRecoveredState).
-  void RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts back what OpenStorage recovered (SettleRecoveredState); returns
+  // how many retry entries could not be read.
+  size_t RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Performs effects and then answers the call, once durable (see Answers
   // above). REQUIRES: mu_ not held.
@@ -482,61 +402,25 @@ class CoreOwner {
   // holder_label per (client, lock) held or awaited; only non-empty labels.
   absl::flat_hash_map<WaiterKey, std::string> labels_ ABSL_GUARDED_BY(mu_);
 
-  SessionTable sessions_ ABSL_GUARDED_BY(mu_);
-  absl::BitGen session_ids_ ABSL_GUARDED_BY(mu_);
+  // Logs through machine_, under mu_.
+  SessionLifecycle sessions_ ABSL_GUARDED_BY(mu_);
 
-  RetryCache retry_cache_ ABSL_GUARDED_BY(mu_);
+  // Logs through machine_, under mu_.
+  RetryGate retries_ ABSL_GUARDED_BY(mu_);
   // What OpenStorage recovered, until SettleRecoveredState puts it back.
   storage::ServerState recovered_server_ ABSL_GUARDED_BY(mu_);
 
-  // Metrics and limits kept next to the core (server/core_owner_admin.cc).
-  // Counts `op` and the core's `reply` to it; returns `reply`.
-  absl::StatusOr<Reply> CountLocked(const Operation& op,
-                                    absl::StatusOr<Reply> reply)
+  // OK, or the limit an Acquire would exceed (LimitChecks: waiters on the
+  // lock, leases of the client). Cost: O(leases of the client).
+  absl::Status AcquireLimitsLocked(const AcquireArgs& args, Tick now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CountEventLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts a granted Acquire call that waited `waited_ms` (>= 0).
-  void CountAcquireWaitLocked(int64_t waited_ms)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OK, or LimitExceeded("max-locks-per-client") if `client` already holds
-  // that many leases. Cost: O(leases of the client).
-  absl::Status CheckLocksPerClientLocked(const std::string& client, Tick now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OK, or LimitExceeded("max-keys-per-lock") if the write adds a key to a
-  // lock that has that many, or LimitExceeded("max-store-bytes") if it
-  // grows the store past that size. Checked before the core's own checks,
-  // so a refused write is never logged. O(1).
-  absl::Status CheckStoreLimitsLocked(const WriteArgs& args)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Counters counters_ ABSL_GUARDED_BY(mu_);
+  OwnerCounters counters_ ABSL_GUARDED_BY(mu_);
 
-  // Watches (server/core_owner_watch.cc). Where the core's pending events
-  // stood before an operation applies, whether anybody watches, and (only
-  // then) what it is about to end, looked up beforehand (a Release's lease,
-  // a withdrawn wait).
-  struct WatchScope {
-    size_t events_before = 0;
-    bool watched = false;
-    std::optional<HolderView> lease{};
-    std::optional<WaiterView> wait{};
-  };
-  WatchScope BeginWatchLocked(const Operation& op) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Publishes what `op` changed, in the order it happened: a Release's or
-  // Withdraw's own event, then the core's events, then an Acquire's own
-  // grant or queueing (its deadlock aborts come first). Without a watcher
-  // only counts them (WatchHub::PublishUnwatched).
-  void PublishWatchLocked(const WatchScope& scope, const Operation& op,
-                          const absl::StatusOr<Reply>& reply,
-                          storage::LogPosition position)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How a Release operation is reported: kForcedRelease while ForceRelease
-  // applies its releases, kReleased otherwise.
-  WatchEvent::Kind release_event_ ABSL_GUARDED_BY(mu_) =
-      WatchEvent::Kind::kReleased;
   // Its own mutex (a leaf under mu_). Outlives machine_, whose log's
   // pending answers may still wake watchers.
   WatchHub watch_hub_;
+  // Fed by ApplyLocked with every operation applied.
+  WatchPublisher watch_publisher_ ABSL_GUARDED_BY(mu_){watch_hub_};
 
   // The core and its durable path: apply, append, snapshot. Its log is
   // opened once (OpenStorage or UseLog) before any other call. Last but

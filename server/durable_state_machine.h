@@ -1,40 +1,9 @@
-// DurableStateMachine: the core's StateMachine together with its durable
-// path, the one place where an operation is applied, appended to the
-// operation log, covered by snapshots, and known to be durable.
-//
-// What it guarantees:
-//  - Apply applies one Operation and, when a log is in use, appends it in
-//    the same step, so the log's order is the apply order. An operation the
-//    core refuses is not appended: it changed nothing but time, which the
-//    next appended operation carries.
-//  - A failed log (health() not OK) refuses every operation but the passage
-//    of time (op::Advance) before it reaches the core, so nothing is applied
-//    that could never become durable; Advance still applies (a lapse loop
-//    must make progress) and is appended no more.
-//  - Log appends the server's own records (sessions, retry cache:
-//    storage/server_records.h) into the same stream.
-//  - When the log says a snapshot is due, one is submitted at once, of
-//    exactly the records appended so far: the core's state and the
-//    server's (from the ServerStateSource given at construction).
-//  - Durability() answers "when is everything up to position p durable"
-//    through one callback per question (WhenDurable), run once.
-// Without a log (no data dir, in-process tests) every position is 0 and
-// durable at once.
-//
-// Thread-safety: two halves. The machine itself has no lock; its owner
-// (CoreOwner) makes every call under its core mutex, in tick order, so
-// clang's -Wthread-safety checks it as a guarded member. Durability() is
-// thread-safe: it is used after the owner released its mutex, from any
-// thread, and its callbacks run on the thread that finds the position
-// durable (inline, or the log's own: the WAL's flusher).
-//
-// Invariants:
-//  1. Every operation appended was applied first, and in append order.
-//  2. last_position() after a call covers every record that call appended.
-//  3. A snapshot submitted at position p holds exactly the effect of
-//     records 1..p.
-//  4. A WhenDurable callback reports OK only if its position is durable;
-//     the first failure is reported once to the failure observer.
+// DurableStateMachine: the core's StateMachine with its durable path, the
+// one place where an operation is applied, appended to the operation log in
+// apply order, covered by snapshots and known to be durable
+// (docs/design/server.md). Owned by CoreOwner.
+// Thread-safety: the machine has no lock (its owner calls it under the
+// core mutex); its Durability half is thread-safe.
 #ifndef LEASEKEEPER_SERVER_DURABLE_STATE_MACHINE_H_
 #define LEASEKEEPER_SERVER_DURABLE_STATE_MACHINE_H_
 

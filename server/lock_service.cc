@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "server/convert.h"
 #include "server/grpc_status.h"
+#include "server/limit_checks.h"
 #include "server/server_errors.h"
 #include "server/session_reactor.h"
 #include "server/watch_stream.h"
@@ -68,23 +69,45 @@ CoreOwner::Completion<Answer> FinishWith(grpc::CallbackServerContext* context,
   };
 }
 
+// The opening every unary call shares, in this order: the node's `role`,
+// the caller's authorisation (`authorize()`), the request's parse
+// (`parse()`, a StatusOr); the first refusal finishes the call at once.
+// Otherwise `start(parsed)` hands the call on and returns its reactor.
+template <typename Authorize, typename Parse, typename Start>
+grpc::ServerUnaryReactor* OpenUnary(grpc::CallbackServerContext* context,
+                                    const absl::Status& role,
+                                    Authorize authorize, Parse parse,
+                                    Start start) {
+  if (!role.ok()) return FinishNow(context, role);
+  if (absl::Status denied = authorize(); !denied.ok()) {
+    return FinishNow(context, denied);
+  }
+  auto parsed = parse();
+  if (!parsed.ok()) return FinishNow(context, parsed.status());
+  return start(*std::move(parsed));
+}
+
+// A start for OpenUnary: `ask(done)` asks the owner, whose answer finishes
+// the call (FinishWith, `fill`).
+template <typename Answer, typename Ask, typename Fill>
+grpc::ServerUnaryReactor* AskOwner(grpc::CallbackServerContext* context,
+                                   Ask ask, Fill fill) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  ask(FinishWith<Answer>(context, reactor, std::move(fill)));
+  return reactor;
+}
+
 // One Acquire call. Lives until OnDone; CoreOwner may hold it (parked) and
 // complete it from any thread.
 class AcquireReactor final : public grpc::ServerUnaryReactor,
                              public PendingAcquire {
  public:
-  AcquireReactor(CoreOwner& owner, const Limits& limits,
-                 grpc::CallbackServerContext* context,
-                 const pb::AcquireRequest* request,
-                 pb::AcquireResponse* response)
-      : owner_(owner), context_(context), response_(response) {
-    absl::StatusOr<AcquireArgs> args = ParseAcquire(*request, limits);
-    if (!args.ok()) {
-      FinishWith(AcquireCallAnswer{args.status()});
-      return;
-    }
-    args_ = *std::move(args);
-    parsed_ = true;
+  AcquireReactor(CoreOwner& owner, grpc::CallbackServerContext* context,
+                 AcquireArgs args, pb::AcquireResponse* response)
+      : owner_(owner),
+        context_(context),
+        response_(response),
+        args_(std::move(args)) {
     // Completes us exactly once, possibly before it returns or on another
     // thread: touch nothing after it.
     owner_.Acquire(args_, this);
@@ -94,12 +117,10 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
     FinishWith(std::move(reply));
   }
 
-  void OnCancel() override {
-    if (parsed_) owner_.CancelWait(args_.client, args_.lock, this);
-  }
+  void OnCancel() override { owner_.CancelWait(args_.client, args_.lock, this); }
 
   void OnDone() override {
-    if (parsed_) owner_.AcquireCallDone(args_, reply_, context_->IsCancelled());
+    owner_.AcquireCallDone(args_, reply_, context_->IsCancelled());
     delete this;
   }
 
@@ -117,8 +138,7 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
   CoreOwner& owner_;
   grpc::CallbackServerContext* const context_;
   pb::AcquireResponse* const response_;
-  AcquireArgs args_;
-  bool parsed_ = false;
+  const AcquireArgs args_;
   AcquireCallAnswer reply_{absl::UnknownError("not answered")};
 };
 
@@ -127,19 +147,10 @@ absl::Status ValidateForceRelease(const pb::ForceReleaseRequest& request,
   if (request.lock().empty()) {
     return InvalidField(ErrorCode::kInvalidArguments, "lock");
   }
-  if (request.lock().size() > limits.max_lock_name_bytes) {
-    return LimitExceeded("max-lock-name-bytes",
-                         static_cast<int64_t>(limits.max_lock_name_bytes));
-  }
-  if (request.client_id().size() > limits.max_client_id_bytes) {
-    return LimitExceeded("max-client-id-bytes",
-                         static_cast<int64_t>(limits.max_client_id_bytes));
-  }
-  if (request.reason().size() > limits.max_label_bytes) {
-    return LimitExceeded("max-label-bytes",
-                         static_cast<int64_t>(limits.max_label_bytes));
-  }
-  return absl::OkStatus();
+  const LimitChecks checks(limits);
+  if (absl::Status s = checks.LockName(request.lock()); !s.ok()) return s;
+  if (absl::Status s = checks.ClientId(request.client_id()); !s.ok()) return s;
+  return checks.Label(request.reason());
 }
 
 // A value for a logfmt line: quoted, with quotes and control bytes escaped.
@@ -180,189 +191,174 @@ LockServiceImpl::LockServiceImpl(CoreOwner& owner, const Limits& limits,
 grpc::ServerUnaryReactor* LockServiceImpl::Acquire(
     grpc::CallbackServerContext* context, const pb::AcquireRequest* request,
     pb::AcquireResponse* response) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  if (absl::Status denied = AuthorizeLockCall(
-          authorizer_, context, request->client_id(), request->lock());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  return new AcquireReactor(owner_, limits_, context, request, response);
+  return OpenUnary(
+      context, CheckRole(),
+      [&] {
+        return AuthorizeLockCall(authorizer_, context, request->client_id(),
+                                 request->lock());
+      },
+      [&] { return ParseAcquire(*request, limits_); },
+      [&](AcquireArgs args) {
+        return new AcquireReactor(owner_, context, std::move(args), response);
+      });
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Renew(
     grpc::CallbackServerContext* context, const pb::RenewRequest* request,
     pb::RenewResponse* response) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  if (absl::Status denied = AuthorizeLockCall(
-          authorizer_, context, request->client_id(), request->lock());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  absl::StatusOr<RenewArgs> args = ParseRenew(*request, limits_);
-  if (!args.ok()) return FinishNow(context, args.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.Renew(*args,
-               FinishWith<absl::StatusOr<RenewAnswer>>(
-                   context, reactor,
-                   [response](const absl::StatusOr<RenewAnswer>& answer) {
-                     ToProto(*answer, response);
-                   }));
-  return reactor;
+  return OpenUnary(
+      context, CheckRole(),
+      [&] {
+        return AuthorizeLockCall(authorizer_, context, request->client_id(),
+                                 request->lock());
+      },
+      [&] { return ParseRenew(*request, limits_); },
+      [&](const RenewArgs& args) {
+        return AskOwner<absl::StatusOr<RenewAnswer>>(
+            context, [&](auto done) { owner_.Renew(args, std::move(done)); },
+            [response](const absl::StatusOr<RenewAnswer>& answer) {
+              ToProto(*answer, response);
+            });
+      });
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Release(
     grpc::CallbackServerContext* context, const pb::ReleaseRequest* request,
     pb::ReleaseResponse* response) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  if (absl::Status denied = AuthorizeLockCall(
-          authorizer_, context, request->client_id(), request->lock());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  absl::StatusOr<ReleaseArgs> args = ParseRelease(*request, limits_);
-  if (!args.ok()) return FinishNow(context, args.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.Release(*args,
-                 FinishWith<absl::StatusOr<ReleaseAnswer>>(
-                     context, reactor,
-                     [response](const absl::StatusOr<ReleaseAnswer>& outcome) {
-                       response->set_result(ToProto(*outcome));
-                     }));
-  return reactor;
+  return OpenUnary(
+      context, CheckRole(),
+      [&] {
+        return AuthorizeLockCall(authorizer_, context, request->client_id(),
+                                 request->lock());
+      },
+      [&] { return ParseRelease(*request, limits_); },
+      [&](const ReleaseArgs& args) {
+        return AskOwner<absl::StatusOr<ReleaseAnswer>>(
+            context, [&](auto done) { owner_.Release(args, std::move(done)); },
+            [response](const absl::StatusOr<ReleaseAnswer>& outcome) {
+              response->set_result(ToProto(*outcome));
+            });
+      });
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Write(
     grpc::CallbackServerContext* context, const pb::WriteRequest* request,
     pb::WriteResponse* /*response*/) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  // A writer that names its client acts as that client, as for Acquire:
-  // under mutual TLS it cannot write under another identity's lease. And
-  // there every write is holder-checked, so that an identity granted the
-  // lock's prefix cannot write with another holder's token either.
-  if (absl::Status denied =
-          request->client_id().empty()
-              ? authorizer_.CheckUseLock(PeerOf(context), request->lock())
-              : AuthorizeLockCall(authorizer_, context, request->client_id(),
-                                  request->lock());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  if (authorizer_.requires_identity() && !request->require_held()) {
-    return FinishNow(context,
-                     absl::PermissionDeniedError(
-                         "under mutual TLS a write must set require_held"));
-  }
-  absl::StatusOr<WriteArgs> args = ParseWrite(*request, limits_);
-  if (!args.ok()) return FinishNow(context, args.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.Write(*args, FinishWith<absl::Status>(context, reactor,
-                                               [](const absl::Status&) {}));
-  return reactor;
+  return OpenUnary(
+      context, CheckRole(),
+      [&]() -> absl::Status {
+        // A writer that names its client acts as that client, as for
+        // Acquire: under mutual TLS it cannot write under another
+        // identity's lease. And there every write is holder-checked, so
+        // that an identity granted the lock's prefix cannot write with
+        // another holder's token either.
+        if (absl::Status denied =
+                request->client_id().empty()
+                    ? authorizer_.CheckUseLock(PeerOf(context), request->lock())
+                    : AuthorizeLockCall(authorizer_, context,
+                                        request->client_id(), request->lock());
+            !denied.ok()) {
+          return denied;
+        }
+        if (authorizer_.requires_identity() && !request->require_held()) {
+          return absl::PermissionDeniedError(
+              "under mutual TLS a write must set require_held");
+        }
+        return absl::OkStatus();
+      },
+      [&] { return ParseWrite(*request, limits_); },
+      [&](const WriteArgs& args) {
+        return AskOwner<absl::Status>(
+            context, [&](auto done) { owner_.Write(args, std::move(done)); },
+            [](const absl::Status&) {});
+      });
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Read(
     grpc::CallbackServerContext* context, const pb::ReadRequest* request,
     pb::ReadResponse* response) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  if (absl::Status denied =
-          authorizer_.CheckUseLock(PeerOf(context), request->lock());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  absl::StatusOr<ReadArgs> args = ParseRead(*request, limits_);
-  if (!args.ok()) return FinishNow(context, args.status());
-  // A read may show what a write not yet durable wrote: it waits too.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.Read(
-      *args,
-      FinishWith<absl::StatusOr<std::optional<std::string>>>(
-          context, reactor,
-          [response](const absl::StatusOr<std::optional<std::string>>& value) {
-            if (!value->has_value()) return;
-            response->set_found(true);
-            response->set_value(**value);
-          }));
-  return reactor;
+  using Answer = absl::StatusOr<std::optional<std::string>>;
+  return OpenUnary(
+      context, CheckRole(),
+      [&] { return authorizer_.CheckUseLock(PeerOf(context), request->lock()); },
+      [&] { return ParseRead(*request, limits_); },
+      [&](const ReadArgs& args) {
+        // A read may show what a write not yet durable wrote: it waits too.
+        return AskOwner<Answer>(
+            context, [&](auto done) { owner_.Read(args, std::move(done)); },
+            [response](const Answer& value) {
+              if (!value->has_value()) return;
+              response->set_found(true);
+              response->set_value(**value);
+            });
+      });
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
     grpc::CallbackServerContext* context, const pb::InspectRequest* request,
     pb::InspectResponse* response) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  if (absl::Status denied =
-          authorizer_.CheckObserveLock(PeerOf(context), request->lock());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  absl::StatusOr<InspectQuery> query = ParseInspect(*request, limits_);
-  if (!query.ok()) return FinishNow(context, query.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.Inspect(query->lock, query->from, query->limit,
-                 FinishWith<absl::StatusOr<InspectAnswer>>(
-                     context, reactor,
-                     [response](const absl::StatusOr<InspectAnswer>& answer) {
-                       ToProto(*answer, absl::Now(), response);
-                     }));
-  return reactor;
+  return OpenUnary(
+      context, CheckRole(),
+      [&] {
+        return authorizer_.CheckObserveLock(PeerOf(context), request->lock());
+      },
+      [&] { return ParseInspect(*request, limits_); },
+      [&](const InspectQuery& query) {
+        return AskOwner<absl::StatusOr<InspectAnswer>>(
+            context,
+            [&](auto done) {
+              owner_.Inspect(query.lock, query.from, query.limit,
+                             std::move(done));
+            },
+            [response](const absl::StatusOr<InspectAnswer>& answer) {
+              ToProto(*answer, absl::Now(), response);
+            });
+      });
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::Status(
     grpc::CallbackServerContext* context, const pb::StatusRequest* request,
     pb::StatusResponse* response) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  if (absl::Status denied =
-          authorizer_.CheckObserveClient(PeerOf(context), request->client_id());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  absl::StatusOr<StatusQuery> query = ParseStatus(*request, limits_);
-  if (!query.ok()) return FinishNow(context, query.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.Status(query->client, query->after, query->limit,
-                FinishWith<absl::StatusOr<StatusAnswer>>(
-                    context, reactor,
-                    [response](const absl::StatusOr<StatusAnswer>& answer) {
-                      ToProto(*answer, absl::Now(), response);
-                    }));
-  return reactor;
+  return OpenUnary(
+      context, CheckRole(),
+      [&] {
+        return authorizer_.CheckObserveClient(PeerOf(context),
+                                              request->client_id());
+      },
+      [&] { return ParseStatus(*request, limits_); },
+      [&](const StatusQuery& query) {
+        return AskOwner<absl::StatusOr<StatusAnswer>>(
+            context,
+            [&](auto done) {
+              owner_.Status(query.client, query.after, query.limit,
+                            std::move(done));
+            },
+            [response](const absl::StatusOr<StatusAnswer>& answer) {
+              ToProto(*answer, absl::Now(), response);
+            });
+      });
 }
 
 grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
     grpc::CallbackServerContext* context, const pb::ListLocksRequest* request,
     pb::ListLocksResponse* response) {
-  if (absl::Status refused = CheckRole(); !refused.ok()) {
-    return FinishNow(context, refused);
-  }
-  if (absl::Status denied =
-          authorizer_.CheckListLocks(PeerOf(context), request->prefix());
-      !denied.ok()) {
-    return FinishNow(context, denied);
-  }
-  absl::StatusOr<ListLocksQuery> query = ParseListLocks(*request, limits_);
-  if (!query.ok()) return FinishNow(context, query.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.ListLocks(
-      query->prefix, query->after, query->limit,
-      FinishWith<absl::StatusOr<ListLocksAnswer>>(
-          context, reactor,
-          [response](const absl::StatusOr<ListLocksAnswer>& answer) {
-            ToProto(*answer, absl::Now(), response);
-          }));
-  return reactor;
+  return OpenUnary(
+      context, CheckRole(),
+      [&] {
+        return authorizer_.CheckListLocks(PeerOf(context), request->prefix());
+      },
+      [&] { return ParseListLocks(*request, limits_); },
+      [&](const ListLocksQuery& query) {
+        return AskOwner<absl::StatusOr<ListLocksAnswer>>(
+            context,
+            [&](auto done) {
+              owner_.ListLocks(query.prefix, query.after, query.limit,
+                               std::move(done));
+            },
+            [response](const absl::StatusOr<ListLocksAnswer>& answer) {
+              ToProto(*answer, absl::Now(), response);
+            });
+      });
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*

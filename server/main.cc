@@ -25,6 +25,46 @@
 #include "spdlog/sinks/stdout_sinks.h"
 #include "spdlog/spdlog.h"
 
+namespace {
+
+// Blocks the signals the daemon handles; every thread created from then on
+// inherits the mask, so they are delivered only to sigwait in
+// ServeUntilStopped.
+sigset_t BlockHandledSignals() {
+  sigset_t handled_signals;
+  sigemptyset(&handled_signals);
+  sigaddset(&handled_signals, SIGTERM);
+  sigaddset(&handled_signals, SIGINT);
+  sigaddset(&handled_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &handled_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  return handled_signals;
+}
+
+// Serves until SIGTERM or SIGINT (SIGHUP reloads the security files), then
+// shuts the server down and destroys it.
+void ServeUntilStopped(
+    std::unique_ptr<leasekeeper::server::LeasekeeperServer> server,
+    const sigset_t& handled_signals) {
+  int signal_number = 0;
+  while (sigwait(&handled_signals, &signal_number) == 0 &&
+         signal_number == SIGHUP) {
+    spdlog::info("event=reload_requested signal={}", signal_number);
+    // Each part logs its own outcome; a failure keeps the daemon serving
+    // with what it had.
+    (void)server->ReloadSecurity();
+  }
+  const auto stop_started = std::chrono::steady_clock::now();
+  spdlog::info("event=server_stopping signal={}", signal_number);
+  server->Shutdown();
+  server.reset();
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - stop_started);
+  spdlog::info("event=server_stopped elapsed_ms={}", elapsed.count());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // Debian builds Abseil without NDEBUG, which turns on absl::Mutex's
   // deadlock-cycle detection for every lock, gRPC's included: about 7% of
@@ -61,15 +101,7 @@ int main(int argc, char** argv) {
       spdlog::level::from_str(options->log_level));
   leasekeeper::server::RouteLibraryLogs();
 
-  // Every thread created from here on inherits the blocked mask, so the
-  // signals are delivered only to sigwait below.
-  sigset_t handled_signals;
-  sigemptyset(&handled_signals);
-  sigaddset(&handled_signals, SIGTERM);
-  sigaddset(&handled_signals, SIGINT);
-  sigaddset(&handled_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &handled_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  const sigset_t handled_signals = BlockHandledSignals();
 
   // A deposed cluster leader cannot follow again in-process (its core may
   // hold operations the log never took): it exits for its supervisor to
@@ -93,21 +125,6 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   spdlog::info("event=server_started listen={} session_grace_ms={}",
                server->address(), options->config.session_grace_ms);
-
-  int signal_number = 0;
-  while (sigwait(&handled_signals, &signal_number) == 0 &&
-         signal_number == SIGHUP) {
-    spdlog::info("event=reload_requested signal={}", signal_number);
-    // Each part logs its own outcome; a failure keeps the daemon serving
-    // with what it had.
-    (void)server->ReloadSecurity();
-  }
-  const auto stop_started = std::chrono::steady_clock::now();
-  spdlog::info("event=server_stopping signal={}", signal_number);
-  server->Shutdown();
-  server.reset();
-  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - stop_started);
-  spdlog::info("event=server_stopped elapsed_ms={}", elapsed.count());
+  ServeUntilStopped(std::move(server), handled_signals);
   return 0;
 }

@@ -115,43 +115,13 @@ rv1::ServerReflectionResponse ReflectionV1Service::Answer(
       }
       break;
     }
-    case rv1::ServerReflectionRequest::kFileContainingExtension: {
-      const rv1::ExtensionRequest& extension =
-          request.file_containing_extension();
-      const Descriptor* type =
-          pool_->FindMessageTypeByName(extension.containing_type());
-      const FieldDescriptor* field =
-          type == nullptr ? nullptr
-                          : pool_->FindExtensionByNumber(
-                                type, extension.extension_number());
-      if (type == nullptr) {
-        status = NotFound("type", extension.containing_type());
-      } else if (field == nullptr) {
-        status = NotFound("extension",
-                          absl::StrCat(extension.containing_type(), " #",
-                                       extension.extension_number()));
-      } else {
-        AddFileAndDependencies(field->file(), response);
-      }
+    case rv1::ServerReflectionRequest::kFileContainingExtension:
+      status = AnswerExtension(request.file_containing_extension(), response);
       break;
-    }
-    case rv1::ServerReflectionRequest::kAllExtensionNumbersOfType: {
-      const Descriptor* type =
-          pool_->FindMessageTypeByName(request.all_extension_numbers_of_type());
-      if (type == nullptr) {
-        status = NotFound("type", request.all_extension_numbers_of_type());
-        break;
-      }
-      std::vector<const FieldDescriptor*> extensions;
-      pool_->FindAllExtensions(type, &extensions);
-      rv1::ExtensionNumberResponse* numbers =
-          response.mutable_all_extension_numbers_response();
-      numbers->set_base_type_name(type->full_name());
-      for (const FieldDescriptor* extension : extensions) {
-        numbers->add_extension_number(extension->number());
-      }
+    case rv1::ServerReflectionRequest::kAllExtensionNumbersOfType:
+      status = AnswerExtensionNumbers(request.all_extension_numbers_of_type(),
+                                      response);
       break;
-    }
     case rv1::ServerReflectionRequest::MESSAGE_REQUEST_NOT_SET:
       status = grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                             "the request names no known reflection query");
@@ -163,6 +133,39 @@ rv1::ServerReflectionResponse ReflectionV1Service::Answer(
     error->set_error_message(status.error_message());
   }
   return response;
+}
+
+grpc::Status ReflectionV1Service::AnswerExtension(
+    const rv1::ExtensionRequest& extension,
+    rv1::ServerReflectionResponse& response) const {
+  const Descriptor* type =
+      pool_->FindMessageTypeByName(extension.containing_type());
+  if (type == nullptr) return NotFound("type", extension.containing_type());
+  const FieldDescriptor* field =
+      pool_->FindExtensionByNumber(type, extension.extension_number());
+  if (field == nullptr) {
+    return NotFound("extension", absl::StrCat(extension.containing_type(),
+                                              " #",
+                                              extension.extension_number()));
+  }
+  AddFileAndDependencies(field->file(), response);
+  return grpc::Status::OK;
+}
+
+grpc::Status ReflectionV1Service::AnswerExtensionNumbers(
+    const std::string& type_name,
+    rv1::ServerReflectionResponse& response) const {
+  const Descriptor* type = pool_->FindMessageTypeByName(type_name);
+  if (type == nullptr) return NotFound("type", type_name);
+  std::vector<const FieldDescriptor*> extensions;
+  pool_->FindAllExtensions(type, &extensions);
+  rv1::ExtensionNumberResponse* numbers =
+      response.mutable_all_extension_numbers_response();
+  numbers->set_base_type_name(type->full_name());
+  for (const FieldDescriptor* extension : extensions) {
+    numbers->add_extension_number(extension->number());
+  }
+  return grpc::Status::OK;
 }
 
 void ReflectionV1Service::AddFileAndDependencies(

@@ -1,37 +1,8 @@
-// Server reflection of leasekeeperd: what grpcurl, Postman and other
-// reflection clients read to call the daemon without its .proto files.
-//
-// leasekeeperd serves both versions of the protocol over the one generated
-// descriptor pool of the process:
-//   grpc.reflection.v1alpha.ServerReflection   gRPC's own implementation
-//                                              (libgrpc++_reflection)
-//   grpc.reflection.v1.ServerReflection        ReflectionV1Service below:
-//                                              Debian 12's gRPC (1.51) has
-//                                              no v1, and current grpcurl
-//                                              and Postman ask for v1 first
-// The two speak wire-identical messages (proto/grpc/reflection/v1) and give
-// the same answers: both list every service the built server registered,
-// and describe every symbol of the generated pool, grpc.health.v1 included.
-//
-// Guarantees:
-//  1. list_services names every service registered on the server, the
-//     default health service and both reflection services included, once
-//     the server has started.
-//  2. file_by_filename, file_containing_symbol and file_containing_extension
-//     answer the file and every file it depends on, transitively, each once
-//     per answer, depth-first from the file asked for (as v1alpha answers).
-//  3. A name the pool does not know is answered with an error_response
-//     NOT_FOUND naming it; a request that sets no known field with
-//     UNIMPLEMENTED. The stream goes on after either.
-//  4. Each answer echoes the request (original_request) and its host
-//     (valid_host).
-// (gRPC 1.51's v1alpha departs from 2 on a stream of several requests: it
-// repeats the files of earlier answers in later ones. Clients cope, as they
-// must with a server that skips files it has sent before.)
-//
-// Thread-safety: ReflectionV1Service may serve any number of streams
-// concurrently; SetServiceList may run while it serves (the builder calls it
-// once the server has started).
+// Server reflection of leasekeeperd, v1 beside gRPC's own v1alpha, both over
+// the process's generated descriptor pool, so grpcurl and Postman call the
+// daemon without its .proto files (docs/design/server.md).
+// Thread-safety: ReflectionV1Service serves any number of streams at once;
+// SetServiceList may run while it serves.
 #ifndef LEASEKEEPER_SERVER_REFLECTION_H_
 #define LEASEKEEPER_SERVER_REFLECTION_H_
 
@@ -68,8 +39,11 @@ class ReflectionV1Service final
                                grpc::reflection::v1::ServerReflectionRequest>*
           stream) override;
 
-  // The answer to one request (guarantees 1 to 4). Cost: the size of the
-  // files answered, or of the service list.
+  // The answer to one request: the service list, or the file asked for and
+  // every file it depends on, transitively, each once, depth-first; an
+  // error_response NOT_FOUND naming an unknown name, UNIMPLEMENTED for a
+  // request that sets no known field. It echoes the request and its host.
+  // Cost: the size of the files answered, or of the service list.
   grpc::reflection::v1::ServerReflectionResponse Answer(
       const grpc::reflection::v1::ServerReflectionRequest& request) const;
 
@@ -77,6 +51,16 @@ class ReflectionV1Service final
   // Appends `file` and, transitively, every file it imports.
   void AddFileAndDependencies(
       const google::protobuf::FileDescriptor* file,
+      grpc::reflection::v1::ServerReflectionResponse& response) const;
+
+  // Answer's extension queries: the file of one extension, and the
+  // extension numbers of a type. Outcomes: OK (the answer is set);
+  // NOT_FOUND naming the unknown type or extension.
+  grpc::Status AnswerExtension(
+      const grpc::reflection::v1::ExtensionRequest& extension,
+      grpc::reflection::v1::ServerReflectionResponse& response) const;
+  grpc::Status AnswerExtensionNumbers(
+      const std::string& type_name,
       grpc::reflection::v1::ServerReflectionResponse& response) const;
 
   const google::protobuf::DescriptorPool* const pool_;

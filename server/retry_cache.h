@@ -1,27 +1,14 @@
-// RetryCache: the first answer of each idempotent request, by
-// (client_id, request_id).
-//
-// Acquire, Renew and Release may carry a request_id. The first call with a
-// given (client, request_id) is applied and its answer stored here; a retry
-// with the same pair gets that answer instead of being applied again, so a
-// lost response never turns into "client busy" or "not holder". A pending
-// entry (no answer yet) belongs to an Acquire that is still waiting.
-//
-// Bounds: at most `max_entries` entries; the oldest inserted is evicted
-// first when a new one needs room. An entry with an answer is kept at least
-// `ttl_ms` after the answer was stored, unless evicted for room; after that
-// Find treats it as absent. Pending entries do not expire.
+// RetryCache: the first answer of each request that carries a request_id,
+// by (client_id, request_id), bounded and expiring; RetryGate applies the
+// retry rule on it (docs/design/sessions-and-retries.md).
 //
 // Invariants:
-//  1. size() <= max_entries.
+//  1. size() <= max_entries; the oldest inserted is evicted first.
 //  2. A (client, request_id) has at most one entry.
 //  3. The records kept for eviction order number at most 2 * max_entries +
 //     16 (live entries plus erased ones not yet dropped).
-//
-// Memory (issue 6): each entry is one record in an insertion-ordered deque,
-// which owns its key and entry; the hash index holds only a pointer to it.
-// The key is stored once, and an erased entry costs its record until it
-// reaches the front or the records are compacted.
+//  4. An answered entry lives at least `ttl_ms` after its answer unless
+//     evicted; a pending entry (an Acquire still waiting) never expires.
 //
 // Thread-safety: none; CoreOwner guards it with the core mutex.
 #ifndef LEASEKEEPER_SERVER_RETRY_CACHE_H_

@@ -1,35 +1,7 @@
-// RpcMetrics: per-method call counts by gRPC status code, latency
-// histograms, and refusals by limit for leasekeeper.v1.LockService,
-// collected by a gRPC server interceptor that sees every answer the server
-// sends, so that no handler has to measure or count itself.
-//
-// Series (prometheus-cpp families in the server's registry; labels are
-// fixed by the code: one per LockService method, code and limit flag):
-//   leasekeeper_rpcs_total{method="Acquire",code="OK"}        counter
-//   leasekeeper_rpc_duration_seconds{method="Acquire"}         histogram
-//   leasekeeper_limit_refusals_total{limit="max-lock-name-bytes"} counter
-// `method` is the short method name; `code` the gRPC code name
-// (OK, INVALID_ARGUMENT, PERMISSION_DENIED, ...). The latency runs from the
-// call's arrival to its status being sent, measured on the steady clock; a
-// waiting Acquire includes its wait (leasekeeper_acquire_wait_seconds, in
-// server/server_metrics.h, has the wait alone). Session streams are counted
-// but not timed (their length is the session's). Calls to other services
-// (health, reflection) are not recorded.
-//
-// Limit refusals: every answer refused by a limit carries an ErrorDetail
-// with reason LIMIT_EXCEEDED and the limit's flag name (server_errors.h).
-// One that ends a call (trailing metadata) is counted by the interceptor,
-// wherever in the server it was decided; one that answers a call inside a
-// Session stream (a SessionCallResult error) by the stream as it sends
-// that answer (CountRefusal; server/session_reactor.h), as the interceptor
-// sees a Session message only serialized. The one limit not counted is
-// --max-request-bytes: gRPC itself
-// refuses a larger message while receiving it, before the call reaches any
-// handler or interceptor (it is not in leasekeeper_rpcs_total either).
-//
-// Thread-safety: the interceptors run on gRPC's threads concurrently;
-// prometheus-cpp's counters are atomic and its histograms take a mutex of
-// their own per observation; nothing allocates on the path of an OK call.
+// RpcMetrics: per-method call counts by gRPC status code, latency histograms
+// and refusals by limit for leasekeeper.v1.LockService, collected by a gRPC
+// server interceptor that sees every answer sent (docs/design/server.md).
+// Thread-safety: the interceptors run concurrently; the counters are atomic.
 // The RpcMetrics must outlive the grpc::Server it is installed in.
 #ifndef LEASEKEEPER_SERVER_RPC_METRICS_H_
 #define LEASEKEEPER_SERVER_RPC_METRICS_H_

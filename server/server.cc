@@ -48,6 +48,29 @@ LeasekeeperServer::LeasekeeperServer(ServerConfig config, Clock& clock)
 
 LeasekeeperServer::~LeasekeeperServer() { Shutdown(); }
 
+void LeasekeeperServer::RegisterServices(grpc::ServerBuilder& builder) {
+  service_.SetClusterRole(cluster_ != nullptr
+                              ? static_cast<const ClusterRole*>(cluster_.get())
+                              : &single_node_);
+  service_.SetRpcMetrics(rpc_metrics_.get());
+  builder.RegisterService(&service_);
+  if (cluster_ != nullptr) {
+    peer_service_ = std::make_unique<ClusterPeerService>(
+        config_.cluster.name, config_.durability.data_dir, authorizer_,
+        [node = cluster_.get()] { return node->PeerSecret(); });
+    builder.RegisterService(peer_service_.get());
+  }
+  // Room for the largest value plus the rest of a WriteRequest, unless
+  // --max-request-bytes says otherwise (flags.cc keeps it above that).
+  const size_t max_message =
+      config_.limits.max_request_bytes != 0
+          ? config_.limits.max_request_bytes
+          : std::max<size_t>(4 << 20,
+                             config_.limits.max_value_bytes + (64 << 10));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
+  AddTransportOptions(builder);
+}
+
 absl::Status LeasekeeperServer::Start() {
   if (server_ != nullptr || started_) {
     return absl::FailedPreconditionError("server already started");
@@ -74,26 +97,7 @@ absl::Status LeasekeeperServer::Start() {
   EnableServerReflection(builder);
   builder.AddListeningPort(config_.listen, *credentials, &port_);
   ConfigureOperatorFeatures(builder);
-  service_.SetClusterRole(cluster_ != nullptr
-                              ? static_cast<const ClusterRole*>(cluster_.get())
-                              : &single_node_);
-  service_.SetRpcMetrics(rpc_metrics_.get());
-  builder.RegisterService(&service_);
-  if (cluster_ != nullptr) {
-    peer_service_ = std::make_unique<ClusterPeerService>(
-        config_.cluster.name, config_.durability.data_dir, authorizer_,
-        [node = cluster_.get()] { return node->PeerSecret(); });
-    builder.RegisterService(peer_service_.get());
-  }
-  // Room for the largest value plus the rest of a WriteRequest, unless
-  // --max-request-bytes says otherwise (flags.cc keeps it above that).
-  const size_t max_message =
-      config_.limits.max_request_bytes != 0
-          ? config_.limits.max_request_bytes
-          : std::max<size_t>(4 << 20,
-                             config_.limits.max_value_bytes + (64 << 10));
-  builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
-  AddTransportOptions(builder);
+  RegisterServices(builder);
   // gRPC sets SO_REUSEPORT on its listeners by default, so a second daemon
   // on the same port would start and the kernel would spread connections
   // over two lock services, each granting the same lock. Without it a port

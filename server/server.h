@@ -1,41 +1,9 @@
 // LeasekeeperServer: leasekeeperd as a library: the core owner, the timer
-// thread, the gRPC server with LockService, server reflection (v1 and
-// v1alpha, server/reflection.h) and the standard grpc.health.v1.Health
-// service.
-//
-// main() runs it with a SteadyClock; tests run it in-process on
-// 127.0.0.1:0 with a FakeClock.
-//
-// Lifecycle: construct, Start (recovers the data dir if one is configured,
-// binds and serves), Shutdown (answers parked waiters with UNAVAILABLE, ends
-// session streams, reports NOT_SERVING, stops gRPC waiting at most
-// config.shutdown_grace_ms for in-flight calls, stops the timer, flushes and
-// closes the data dir). The destructor shuts down if needed.
-//
-// Health: SERVING for "" and leasekeeper.v1.LockService from Start until
-// Shutdown, except while the store has failed (NOT_SERVING from the first
-// call that finds it failed: the daemon must be restarted on a healthy
-// disk).
-//
-// Time: the server reads `clock` through an OffsetClock. After recovering a
-// data dir it continues the ticks of the previous process (first tick =
-// the recovery's resume_tick); otherwise the offset is 0.
-//
-// Cluster mode (config.cluster.name set; server/cluster_node.h): Start
-// binds and serves at once, but lock calls are refused with NOT_LEADER
-// (ClusterRole) until this node wins the election; then the core owner opens
-// the etcd-replicated log instead of the local WAL (through
-// DurabilityConfig::open_log), settles the recovered state as after a
-// restart, starts the timer thread and serves. Health follows the node's
-// role (SERVING as leader, or as a follower that knows the leader). A
-// deposed leader stops serving; config.cluster.deposed_exit runs a while
-// later. Shutdown of a leader closes its log, then resigns.
-//
-// ClusterStatus is answered by every node: a single node reports itself as
-// the leader at its listen address, epoch 0.
-//
-// Thread-safety: Start and Shutdown from one controlling thread; owner() may
-// be used from any thread.
+// thread, and the gRPC server with LockService, reflection and health
+// (lifecycle, health and cluster mode: docs/design/server.md). main() runs
+// it on a SteadyClock; tests in-process on 127.0.0.1:0 with a FakeClock.
+// Thread-safety: Start and Shutdown from one controlling thread; owner()
+// from any thread.
 #ifndef LEASEKEEPER_SERVER_SERVER_H_
 #define LEASEKEEPER_SERVER_SERVER_H_
 
@@ -179,6 +147,9 @@ class LeasekeeperServer {
       const;
   // Adds the health-only port and the metrics interceptor.
   void ConfigureOperatorFeatures(grpc::ServerBuilder& builder);
+  // Registers LockService (and, in cluster mode, the peer service) and
+  // sets the message size and transport options.
+  void RegisterServices(grpc::ServerBuilder& builder);
   absl::Status RecoverStorage();
   // Cluster mode: starts the node (server.cc), and its hooks.
   absl::Status StartCluster();

@@ -9,6 +9,7 @@
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
 #include "server/convert.h"
 #include "server/grpc_status.h"
+#include "server/limit_checks.h"
 #include "server/server_errors.h"
 
 namespace leasekeeper::server {
@@ -129,10 +130,12 @@ bool SessionReactor::AdmitUnopened() {
     absl::MutexLock lock(&mu_);
     counted_as_unopened_ = true;
   }
-  if (unopened + owner_.GetStats().sessions > limits_.max_sessions) {
+  // The streams and sessions beside this one.
+  if (absl::Status refused = LimitChecks(limits_).Sessions(
+          unopened - 1 + owner_.GetStats().sessions);
+      !refused.ok()) {
     LeaveUnopened();
-    FinishOnce(LimitExceeded("max-sessions",
-                             static_cast<int64_t>(limits_.max_sessions)));
+    FinishOnce(std::move(refused));
     return false;
   }
   open_alarm_.Set(

@@ -1,40 +1,11 @@
 // SessionReactor: one Session stream of leasekeeperd (gRPC's callback API,
-// raw byte buffers: it parses its own messages, see LockServiceBase).
-//
-// It forwards open, keepalive, close and the session's calls to CoreOwner
-// and writes CoreOwner's answers and notices back. Owned by itself (self_)
-// until OnDone, and shared with CoreOwner as the session's SessionSink, so a
-// notice sent after the stream ended finds a live object that drops it.
-//
-// Reads: one StartRead at a time; the next read starts once a message has
-// been dispatched (after `open`: once the session is open and durable),
-// unless kMaxCallsInFlight calls await their answers (then it starts when
-// one is answered: flow control, not an error). Writes go through an outbox
-// so that at most one StartWrite is in flight; Finish is called once, after
-// the outbox drains.
-//
-// Thread-safety: gRPC runs OnReadDone, OnWriteDone and OnDone on its own
-// threads (never inline), and CoreOwner's completions and notices arrive on
-// any thread; mu_ guards the stream's state. StartRead and Finish may be
-// called with mu_ held; StartWrite never is (it may write to the socket on
-// the calling thread, and the write's OnWriteDone takes mu_ on a gRPC
-// thread); mu_ is never held while calling CoreOwner.
-//
-// Calls (SessionCall): the same parsing and CoreOwner methods as the unary
-// calls, after the request is bound to the session's client and id. A
-// waiting Acquire is parked in CoreOwner as a ParkedAcquire, which keeps the
-// reactor alive until CoreOwner completes it; when the stream ends, each is
-// withdrawn (CancelWait). A call's answer that cannot be sent because the
-// stream has finished is reported to CoreOwner::AcquireCallDone as not
-// delivered; one lost in a broken connection after it was queued is not,
-// and the session's grace, or the client's resume and retry, settles it.
-//
-// Invariants:
-//  1. Every call read counts in calls_in_flight_ until its answer is
-//     queued (Answer), exactly once.
-//  2. The session's stream end is reported to CoreOwner at most once, and
-//     exactly once if a session was opened (also when the stream ended
-//     while the open was on its way to the disk).
+// raw byte buffers), forwarding open, keepalive, close and the session's
+// calls to CoreOwner and writing its answers and notices back
+// (docs/design/server.md). Owns itself until OnDone; shared with CoreOwner
+// as the session's SessionSink.
+// Thread-safety: gRPC's callbacks and CoreOwner's completions arrive on any
+// thread; mu_ guards the stream, is never held while calling CoreOwner, and
+// never across StartWrite.
 #ifndef LEASEKEEPER_SERVER_SESSION_REACTOR_H_
 #define LEASEKEEPER_SERVER_SESSION_REACTOR_H_
 

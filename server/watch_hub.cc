@@ -4,23 +4,24 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/limit_checks.h"
 #include "server/server_errors.h"
 
 namespace leasekeeper::server {
 
-WatchHub::WatchHub(Options options) : options_(options) {}
+WatchHub::WatchHub(Options options)
+    : options_(options),
+      limits_{.max_watchers = options.max_watchers,
+              .max_prefix_watchers = options.max_prefix_watchers} {}
 
 absl::StatusOr<WatchHub::Subscribed> WatchHub::Subscribe(
     WatchTarget target, std::shared_ptr<WatchSink> sink) {
   absl::MutexLock lock(&mu_);
   if (ended_.has_value()) return *ended_;
-  if (indexed_ >= options_.max_watchers) {
-    return LimitExceeded("max-watchers",
-                         static_cast<int64_t>(options_.max_watchers));
-  }
-  if (target.prefix && indexed_prefix_ >= options_.max_prefix_watchers) {
-    return LimitExceeded("max-prefix-watchers",
-                         static_cast<int64_t>(options_.max_prefix_watchers));
+  if (absl::Status refused = LimitChecks(limits_).Watchers(
+          indexed_, target.prefix, indexed_prefix_);
+      !refused.ok()) {
+    return refused;
   }
   const WatcherId id = next_id_++;
   auto watcher = std::make_unique<Watcher>();

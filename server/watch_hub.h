@@ -1,46 +1,8 @@
 // WatchHub: fans the lock table's changes out to Watch streams, each with a
-// bounded buffer, without ever making the table wait for a watcher.
-//
-// The owner of the core publishes every change (Publish) while it holds the
-// core's mutex, in apply order, together with the log position of the
-// record that carries it. Each watcher of that lock, exact or by prefix,
-// gets the event appended to its own buffer; nothing else happens there: no
-// sink is called, nothing is sent. Once the records up to a position are
-// durable the owner calls MarkDurable (outside its mutex), which wakes the
-// watchers that now have something to send; each then takes its events one
-// by one (Take) on its own thread (the gRPC reactor's), at its own pace.
-//
-// A watcher whose buffer is full when an event arrives is cut: its buffer
-// is dropped, it leaves the indexes (so it costs later events nothing and
-// no longer counts against the limits), and its next Take answers
-// WatchFellBehind. A watcher never sees a gap: it sees every change, or it
-// is cut.
-//
-// Snapshot and subscription: a watcher is registered (Subscribe) in the
-// same hold of the core's mutex in which its snapshot is taken, so its
-// first event is the first change after the snapshot: no gap, no
-// duplicate.
-//
-// Thread-safety: every method is thread-safe. The hub's mutex is a leaf:
-// Subscribe and Publish are called with the core's mutex held (lock order:
-// core, then hub), and no method calls out while holding it. Sinks are
-// called (Wake) only by MarkDurable and EndAll, on the caller's thread,
-// after the hub's mutex is released; REQUIRES of their callers: hold no
-// lock that a sink's Wake takes.
-//
-// Invariants (between calls):
-//  1. A watcher is in the index of its target iff it is neither cut nor
-//     ended; the limits count exactly those watchers.
-//  2. Each buffer holds at most Options::buffer_events events, in Publish
-//     order, with non-decreasing positions.
-//  3. prefix_lengths_ counts, per length, the prefixes in by_prefix_.
-//  4. Sequence numbers rise by one per Publish, whoever watches (and by
-//     `count` per PublishUnwatched).
-//
-// Cost: Publish is O(watchers of the lock + distinct prefix lengths in use
-// * name length + watchers of the matching prefixes), never a scan of all
-// watchers. Memory: an event fanned out to many watchers is stored once;
-// each buffered entry costs a pointer and a position.
+// bounded buffer, never making the table wait for a watcher; a watcher sees
+// every change or is cut (docs/design/server.md). Owned by CoreOwner.
+// Thread-safety: every method is thread-safe; the hub's mutex is a leaf
+// under the core's, and sinks are woken only outside it.
 #ifndef LEASEKEEPER_SERVER_WATCH_HUB_H_
 #define LEASEKEEPER_SERVER_WATCH_HUB_H_
 
@@ -62,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/types.h"
+#include "server/server_config.h"
 #include "storage/operation_log.h"
 
 namespace leasekeeper::server {
@@ -223,6 +186,8 @@ class WatchHub {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
+  // The watcher limits of options_, for LimitChecks.
+  const Limits limits_;
 
   absl::Mutex mu_;
   WatcherId next_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -140,6 +141,16 @@ class FakeOperationLog final : public storage::OperationLog {
   std::vector<storage::LogEntry> entries() const {
     absl::MutexLock lock(&mu_);
     return entries_;
+  }
+  // The server records among the entries, in order.
+  std::vector<storage::ServerRecord> server_records() const {
+    std::vector<storage::ServerRecord> records;
+    for (const storage::LogEntry& entry : entries()) {
+      if (const auto* r = std::get_if<storage::ServerRecord>(&entry)) {
+        records.push_back(*r);
+      }
+    }
+    return records;
   }
 
   // Whether SnapshotDue answers true (false by default), and the snapshots

@@ -16,6 +16,7 @@
 #include "server/server_errors.h"
 #include "tests/server/completion_recorder.h"
 #include "tests/server/fake_operation_log.h"
+#include "tests/server/watch_events.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -55,12 +56,7 @@ class WatchHubTest : public ::testing::Test {
 
   // Every event the watcher can take now, in order.
   std::vector<WatchEvent> Drain(WatchHub::WatcherId id) {
-    std::vector<WatchEvent> events;
-    while (true) {
-      WatchHub::Next next = hub_.Take(id);
-      if (!next.event.has_value()) return events;
-      events.push_back(*next.event);
-    }
+    return testing::DrainWatcher(hub_, id);
   }
 
   WatchHub hub_{WatchHub::Options{
