@@ -44,9 +44,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
 #include "tests/cluster/cluster_harness.h"
 
 namespace {

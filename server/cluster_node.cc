@@ -4,11 +4,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/etcd_peer_secret.h"
+#include "cluster/peer_snapshot_source.h"
 #include "server/core_owner.h"
-#include "server/peer_snapshot_source.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
-#include "storage/etcd_peer_secret.h"
 #include "storage/restart_grace.h"
 
 namespace leasekeeper::server {
@@ -52,8 +52,11 @@ absl::Status ClusterNode::Start(std::string advertise, Hooks hooks) {
       "snapshot_position={}",
       config_.cluster.name, config_.cluster.node_id,
       config_.durability.data_dir, replica_->applied());
-  snapshot_source_ = std::make_unique<PeerSnapshotSource>(
-      config_.cluster.name, config_.cluster.node_id, config_.security,
+  snapshot_source_ = std::make_unique<storage::PeerSnapshotSource>(
+      config_.cluster.name, config_.cluster.node_id,
+      security::TlsFiles{.cert_file = config_.security.tls_cert_file,
+                         .key_file = config_.security.tls_key_file,
+                         .client_ca_file = config_.security.client_ca_file},
       [this] { return KnownLeader(); }, [this] { return PeerSecret(); },
       kSnapshotStallTimeout);
   follower_ = std::make_unique<storage::EtcdLogFollower>(

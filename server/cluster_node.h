@@ -4,14 +4,14 @@
 //
 // Roles (leasekeeper.v1.MemberRole) and what the node does in each:
 //  - FOLLOWER: its EtcdLogFollower applies the log to its LogReplica
-//    (storage/log_replica.h) and writes local snapshots; a replica whose
+//    (cluster/log_replica.h) and writes local snapshots; a replica whose
 //    position was trimmed from etcd gets the leader's snapshot over the
-//    internal ClusterPeer service (server/peer_snapshot_source.h,
+//    internal ClusterPeer service (cluster/peer_snapshot_source.h,
 //    server/cluster_peer_service.h) and follows on from it, and does not
 //    campaign until it has caught up; every lock call is
 //    refused with NOT_LEADER and the leader's advertised address
 //    (ClusterRole). Every 50 ms it campaigns: creating the leader key on its
-//    lease if there is none (storage/etcd_election.h).
+//    lease if there is none (cluster/etcd_election.h).
 //  - CATCHING_UP: it won. The follower is stopped, the log read to its end
 //    (nobody else can append now: every append compares the leader key's
 //    create revision, and the key is this node's), the replica copied into
@@ -22,14 +22,14 @@
 //    any lease). Sessions come back in grace and waits are withdrawn,
 //    exactly as after a restart (CoreOwner::SettleRecoveredState). Then it
 //    serves. Lock calls are refused (leader unknown) meanwhile.
-//  - LEADER: the core owner appends to the EtcdLog (storage/etcd_log.h),
+//  - LEADER: the core owner appends to the EtcdLog (cluster/etcd_log.h),
 //    every transaction guarded by this leadership's epoch. The node reports
 //    its position, and every second trims the log batches that every
 //    live member's snapshot covers.
 //  - DISCONNECTED: etcd cannot be reached (no lease): refuses lock calls,
 //    leader unknown, health NOT_SERVING.
 //
-// Deposed. A leader whose lease may have expired (storage/etcd_lease.h:
+// Deposed. A leader whose lease may have expired (cluster/etcd_lease.h:
 // valid_until on its own monotonic clock, before etcd can expire it), or
 // whose append failed the etcd compare, stops at once: its log refuses
 // every append and answer, parked calls and session streams end
@@ -49,7 +49,7 @@
 // Health: SERVING as LEADER and as a FOLLOWER that knows the leader (it can
 // redirect); NOT_SERVING otherwise (set_health hook).
 //
-// Peer secret (storage/etcd_peer_secret.h): the node reads it from etcd
+// Peer secret (cluster/etcd_peer_secret.h): the node reads it from etcd
 // (creating it if absent) at its first step that reaches etcd (tried at
 // most once a second), and from then on PeerSecret() is what
 // ClusterPeerService compares callers with.
@@ -72,15 +72,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_election.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/etcd_lease.h"
+#include "cluster/etcd_log.h"
+#include "cluster/etcd_log_follower.h"
+#include "cluster/log_replica.h"
 #include "server/cluster_role.h"
 #include "server/server_config.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_election.h"
-#include "storage/etcd_keys.h"
-#include "storage/etcd_lease.h"
-#include "storage/etcd_log.h"
-#include "storage/etcd_log_follower.h"
-#include "storage/log_replica.h"
 
 namespace leasekeeper::server {
 

@@ -9,14 +9,14 @@
 // (a follower applies only committed batches; a leader snapshots only
 // durable records), so a member that installs it and follows the log from
 // its position never holds what the log does not. Followers ask the leader
-// (server/peer_snapshot_source.h): its snapshot is never behind the trim
+// (cluster/peer_snapshot_source.h): its snapshot is never behind the trim
 // point, since the leader trims only what every live member's snapshot,
 // its own included, covers.
 //
 // Checks, in this order, before anything is read: the authorizer's
 // transport rule (security/authorizer.h, CheckTransportOnly: under TLS a
 // plaintext call, or no client certificate under mutual TLS, is
-// UNAUTHENTICATED); the peer secret (storage/etcd_peer_secret.h) in call
+// UNAUTHENTICATED); the peer secret (cluster/etcd_peer_secret.h) in call
 // metadata: none is UNAUTHENTICATED, another value PERMISSION_DENIED
 // (NotClusterMember, reason NOT_CLUSTER_MEMBER), not yet known to this node
 // UNAVAILABLE; the request's cluster name (another: PERMISSION_DENIED).

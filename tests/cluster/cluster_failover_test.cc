@@ -14,16 +14,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/etcd_log.h"
+#include "cluster/etcd_peer_secret.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
-#include "storage/etcd_log.h"
-#include "storage/etcd_peer_secret.h"
-#include "storage/snapshot_file.h"
 #include "security/testing/test_pki.h"
+#include "storage/snapshot_file.h"
 #include "tests/cluster/cluster_harness.h"
 
 namespace leasekeeper::testing {

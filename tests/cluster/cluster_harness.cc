@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/etcd_client.h"
 #include "gtest/gtest.h"
-#include "storage/etcd_client.h"
 
 namespace leasekeeper::testing {
 namespace {

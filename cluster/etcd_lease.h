@@ -29,8 +29,8 @@
 //
 // Thread-safety: every method is thread-safe; the keepalive runs on the
 // lease's own threads.
-#ifndef LEASEKEEPER_STORAGE_ETCD_LEASE_H_
-#define LEASEKEEPER_STORAGE_ETCD_LEASE_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_LEASE_H_
+#define LEASEKEEPER_CLUSTER_ETCD_LEASE_H_
 
 #include <chrono>
 #include <deque>
@@ -41,7 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/etcd_client.h"
+#include "cluster/etcd_client.h"
 
 namespace leasekeeper::storage {
 
@@ -98,4 +98,4 @@ class EtcdLease {
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_LEASE_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_LEASE_H_

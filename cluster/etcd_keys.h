@@ -21,8 +21,8 @@
 // after.
 //
 // Thread-safety: values and pure functions.
-#ifndef LEASEKEEPER_STORAGE_ETCD_KEYS_H_
-#define LEASEKEEPER_STORAGE_ETCD_KEYS_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_KEYS_H_
+#define LEASEKEEPER_CLUSTER_ETCD_KEYS_H_
 
 #include <optional>
 #include <string>
@@ -84,4 +84,4 @@ std::optional<MemberReport> DecodeMember(absl::string_view value);
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_KEYS_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_KEYS_H_

@@ -1,9 +1,9 @@
-// PeerSnapshotSource: the daemon's storage::SnapshotSource
-// (storage/snapshot_source.h). It asks the leader, as the node last read
+// PeerSnapshotSource: the daemon's SnapshotSource
+// (cluster/snapshot_source.h). It asks the leader, as the node last read
 // the leader key in etcd (ClusterNode's view, at most one step old; its
 // --advertise address), for its newest snapshot over the internal
 // ClusterPeer service (server/cluster_peer_service.h), presenting the
-// cluster's peer secret (storage/etcd_peer_secret.h) as the node read it
+// cluster's peer secret (cluster/etcd_peer_secret.h) as the node read it
 // from etcd.
 //
 // Transport: plaintext when the node runs without TLS. Under TLS it trusts
@@ -27,8 +27,8 @@
 //
 // Thread-safety: Fetch from one thread at a time; Cancel and Resume from
 // any thread.
-#ifndef LEASEKEEPER_SERVER_PEER_SNAPSHOT_SOURCE_H_
-#define LEASEKEEPER_SERVER_PEER_SNAPSHOT_SOURCE_H_
+#ifndef LEASEKEEPER_CLUSTER_PEER_SNAPSHOT_SOURCE_H_
+#define LEASEKEEPER_CLUSTER_PEER_SNAPSHOT_SOURCE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -39,16 +39,16 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cluster/etcd_election.h"
+#include "cluster/snapshot_source.h"
 #include "grpcpp/client_context.h"
-#include "server/server_config.h"
-#include "storage/etcd_election.h"
-#include "storage/snapshot_source.h"
+#include "security/tls_config.h"
 
-namespace leasekeeper::server {
+namespace leasekeeper::storage {
 
 inline constexpr uint64_t kMaxSnapshotTransferBytes = uint64_t{4} << 30;
 
-class PeerSnapshotSource final : public storage::SnapshotSource {
+class PeerSnapshotSource final : public SnapshotSource {
  public:
   // `node_id`: this node's (a leader naming it is not asked). `leader`:
   // the leader as the node knows it (nullopt: none known). `peer_secret`:
@@ -57,8 +57,8 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   // may go without a chunk (see Time above).
   PeerSnapshotSource(
       std::string cluster, std::string node_id,
-      SecurityConfig security_config,
-      std::function<std::optional<storage::LeaderView>()> leader,
+      security::TlsFiles tls_files,
+      std::function<std::optional<LeaderView>()> leader,
       std::function<absl::StatusOr<std::string>()> peer_secret,
       std::chrono::milliseconds stall_timeout);
   PeerSnapshotSource(const PeerSnapshotSource&) = delete;
@@ -71,16 +71,16 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   // other than announced; DeadlineExceeded "no chunk from the leader for
   // N ms" when the transfer stalled; Cancelled after Cancel; the leader's
   // status otherwise (code and message as it answered).
-  absl::StatusOr<storage::FetchedSnapshot> Fetch(
-      storage::LogPosition min_covered) override;
+  absl::StatusOr<FetchedSnapshot> Fetch(
+      LogPosition min_covered) override;
   void Cancel() override;
   void Resume() override;
 
  private:
   const std::string cluster_;
   const std::string node_id_;
-  const SecurityConfig security_;
-  const std::function<std::optional<storage::LeaderView>()> leader_;
+  const security::TlsFiles tls_files_;
+  const std::function<std::optional<LeaderView>()> leader_;
   const std::function<absl::StatusOr<std::string>()> peer_secret_;
   const std::chrono::milliseconds stall_timeout_;
 
@@ -98,6 +98,6 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   bool stalled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace leasekeeper::server
+}  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_SERVER_PEER_SNAPSHOT_SOURCE_H_
+#endif  // LEASEKEEPER_CLUSTER_PEER_SNAPSHOT_SOURCE_H_

@@ -19,8 +19,8 @@
 // Invariants:
 //  1. The state is that of log records 1..applied(), applied in order.
 //  2. Apply accepts only position applied() + 1.
-#ifndef LEASEKEEPER_STORAGE_LOG_REPLICA_H_
-#define LEASEKEEPER_STORAGE_LOG_REPLICA_H_
+#ifndef LEASEKEEPER_CLUSTER_LOG_REPLICA_H_
+#define LEASEKEEPER_CLUSTER_LOG_REPLICA_H_
 
 #include <memory>
 #include <string>
@@ -29,11 +29,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "cluster/snapshot_source.h"
 #include "core/state_machine.h"
 #include "storage/file.h"
 #include "storage/log.h"
 #include "storage/server_records.h"
-#include "storage/snapshot_source.h"
 
 namespace leasekeeper::storage {
 
@@ -121,4 +121,4 @@ inline constexpr size_t kClusterSnapshotsKept = 2;
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_LOG_REPLICA_H_
+#endif  // LEASEKEEPER_CLUSTER_LOG_REPLICA_H_

@@ -26,8 +26,8 @@
 //    one commit's time more, the price of the larger batches, and the next
 //    expectation is what came.
 // Thread-safety: none; one appender owns it (under its own mutex).
-#ifndef LEASEKEEPER_STORAGE_BATCH_GATHERING_H_
-#define LEASEKEEPER_STORAGE_BATCH_GATHERING_H_
+#ifndef LEASEKEEPER_CLUSTER_BATCH_GATHERING_H_
+#define LEASEKEEPER_CLUSTER_BATCH_GATHERING_H_
 
 #include <chrono>
 #include <cstddef>
@@ -65,4 +65,4 @@ class BatchGathering {
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_BATCH_GATHERING_H_
+#endif  // LEASEKEEPER_CLUSTER_BATCH_GATHERING_H_

@@ -29,8 +29,8 @@
 // snapshot_position(), snapshots_installed(), status() and
 // snapshot_status() from any thread. The replica belongs to the follower
 // thread between Start and Stop, to the caller otherwise.
-#ifndef LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
-#define LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_LOG_FOLLOWER_H_
+#define LEASEKEEPER_CLUSTER_ETCD_LOG_FOLLOWER_H_
 
 #include <atomic>
 #include <chrono>
@@ -40,10 +40,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
-#include "storage/log_replica.h"
-#include "storage/snapshot_source.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/log_replica.h"
+#include "cluster/snapshot_source.h"
 
 namespace leasekeeper::storage {
 
@@ -139,4 +139,4 @@ class EtcdLogFollower {
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_LOG_FOLLOWER_H_

@@ -15,16 +15,16 @@
 // campaigns again once the key is gone.
 //
 // Thread-safety: pure functions over a thread-safe client.
-#ifndef LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
-#define LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_ELECTION_H_
+#define LEASEKEEPER_CLUSTER_ETCD_ELECTION_H_
 
 #include <cstdint>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
 
 namespace leasekeeper::storage {
 
@@ -63,4 +63,4 @@ absl::Status Resign(EtcdClient& client, const ClusterKeys& keys,
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_ELECTION_H_

@@ -14,15 +14,15 @@
 // logged.
 //
 // Thread-safety: pure functions of their arguments and etcd.
-#ifndef LEASEKEEPER_STORAGE_ETCD_PEER_SECRET_H_
-#define LEASEKEEPER_STORAGE_ETCD_PEER_SECRET_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_PEER_SECRET_H_
+#define LEASEKEEPER_CLUSTER_ETCD_PEER_SECRET_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
 
 namespace leasekeeper::storage {
 
@@ -39,4 +39,4 @@ bool PeerSecretsEqual(absl::string_view a, absl::string_view b);
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_PEER_SECRET_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_PEER_SECRET_H_

@@ -1,13 +1,13 @@
-#include "storage/etcd_log.h"
+#include "cluster/etcd_log.h"
 
 #include <algorithm>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/log_replica.h"
 #include "storage/operation_codec.h"
 #include "storage/snapshot_file.h"
-#include "storage/log_replica.h"
 
 namespace leasekeeper::storage {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/peer_snapshot_source.h"
+#include "cluster/peer_snapshot_source.h"
 
 #include <memory>
 #include <optional>
@@ -6,22 +6,19 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/etcd_peer_secret.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
 #include "security/tls_config.h"
-#include "storage/etcd_peer_secret.h"
 
-namespace leasekeeper::server {
+namespace leasekeeper::storage {
 namespace {
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> PeerCredentials(
-    const SecurityConfig& config) {
+    const security::TlsFiles& files) {
   absl::StatusOr<security::TlsMaterial> material =
-      security::LoadTlsMaterial(security::TlsFiles{
-          .cert_file = config.tls_cert_file,
-          .key_file = config.tls_key_file,
-          .client_ca_file = config.client_ca_file});
+      security::LoadTlsMaterial(files);
   if (!material.ok()) return material.status();
   if (material->mode == security::TransportSecurity::kPlaintext) {
     return grpc::InsecureChannelCredentials();
@@ -44,13 +41,13 @@ absl::Status FromGrpc(const grpc::Status& status) {
 }  // namespace
 
 PeerSnapshotSource::PeerSnapshotSource(
-    std::string cluster, std::string node_id, SecurityConfig security_config,
-    std::function<std::optional<storage::LeaderView>()> leader,
+    std::string cluster, std::string node_id, security::TlsFiles tls_files,
+    std::function<std::optional<LeaderView>()> leader,
     std::function<absl::StatusOr<std::string>()> peer_secret,
     std::chrono::milliseconds stall_timeout)
     : cluster_(std::move(cluster)),
       node_id_(std::move(node_id)),
-      security_(std::move(security_config)),
+      tls_files_(std::move(tls_files)),
       leader_(std::move(leader)),
       peer_secret_(std::move(peer_secret)),
       stall_timeout_(stall_timeout) {}
@@ -83,9 +80,9 @@ void PeerSnapshotSource::CancelWhenStalled(grpc::ClientContext& context) {
   }
 }
 
-absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
-    storage::LogPosition min_covered) {
-  const std::optional<storage::LeaderView> view = leader_();
+absl::StatusOr<FetchedSnapshot> PeerSnapshotSource::Fetch(
+    LogPosition min_covered) {
+  const std::optional<LeaderView> view = leader_();
   if (!view.has_value()) {
     return absl::UnavailableError("snapshot transfer: leader unknown");
   }
@@ -96,7 +93,7 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
   absl::StatusOr<std::string> secret = peer_secret_();
   if (!secret.ok()) return secret.status();
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      PeerCredentials(security_);
+      PeerCredentials(tls_files_);
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(-1);
@@ -104,7 +101,7 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
       view->leader.advertise, *credentials, arguments));
 
   grpc::ClientContext context;
-  context.AddMetadata(storage::kPeerSecretMetadataKey, *secret);
+  context.AddMetadata(kPeerSecretMetadataKey, *secret);
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) {
@@ -120,7 +117,7 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
   request.set_cluster(cluster_);
   request.set_min_covered_position(min_covered);
   auto reader = stub->FetchSnapshot(&context, request);
-  storage::FetchedSnapshot fetched;
+  FetchedSnapshot fetched;
   uint64_t announced = 0;
   absl::Status broken;
   v1::SnapshotChunk chunk;
@@ -182,4 +179,4 @@ absl::StatusOr<storage::FetchedSnapshot> PeerSnapshotSource::Fetch(
   return fetched;
 }
 
-}  // namespace leasekeeper::server
+}  // namespace leasekeeper::storage

@@ -62,8 +62,8 @@
 //     the batch holding it into etcd.
 //  2. Batches are contiguous: the batch at first position f with n records
 //     is followed by the batch at f + n.
-#ifndef LEASEKEEPER_STORAGE_ETCD_LOG_H_
-#define LEASEKEEPER_STORAGE_ETCD_LOG_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_LOG_H_
+#define LEASEKEEPER_CLUSTER_ETCD_LOG_H_
 
 #include <array>
 #include <atomic>
@@ -81,10 +81,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/batch_gathering.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
-#include "storage/etcd_lease.h"
+#include "cluster/batch_gathering.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/etcd_lease.h"
 #include "storage/operation_log.h"
 #include "storage/restart_grace.h"
 
@@ -250,4 +250,4 @@ absl::StatusOr<std::optional<LogPosition>> FirstLogPosition(
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_LOG_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_LOG_H_
