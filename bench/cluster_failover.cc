@@ -1,5 +1,5 @@
 // leasekeeper-cluster-bench: cluster mode's figures on this machine, with
-// real processes on loopback ports (tests/cluster/cluster_harness.h starts
+// real processes on loopback ports (harness/local_cluster.h starts
 // a three-member etcd and three leasekeeperd nodes):
 //
 //  1. failover: SIGKILL the leader, then time until the first Acquire is
@@ -46,8 +46,9 @@
 #include "absl/strings/strip.h"
 #include "cluster/etcd_client.h"
 #include "cluster/etcd_keys.h"
+#include "harness/channel.h"
+#include "harness/local_cluster.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
-#include "tests/cluster/cluster_harness.h"
 
 namespace {
 

@@ -44,7 +44,7 @@
 // Speed: the payload is built in one string and read with one read(2);
 // vectors are sized from the counts; locks are written in name order, the
 // order in which the core restores fastest. 1,000,000 locks take a few hundred
-// milliseconds each way (see storage/tools/restart_bench.cc).
+// milliseconds each way (see bench/restart_bench.cc).
 //
 // Thread-safety: pure functions of their arguments and the file system.
 #ifndef LEASEKEEPER_STORAGE_SNAPSHOT_FILE_H_

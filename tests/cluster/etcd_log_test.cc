@@ -1,6 +1,6 @@
 // The replicated log's storage pieces: the batch and key layout, the
 // follower's replica, and the guarded append against a real one-member etcd
-// (tests/cluster/cluster_harness.h).
+// (harness/local_cluster.h).
 #include <signal.h>
 
 #include <chrono>
@@ -24,9 +24,9 @@
 #include "cluster/snapshot_source.h"
 #include "core/state_machine.h"
 #include "gtest/gtest.h"
+#include "harness/local_cluster.h"
 #include "storage/operation_codec.h"
 #include "storage/snapshot_file.h"
-#include "tests/cluster/cluster_harness.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace leasekeeper::testing {
