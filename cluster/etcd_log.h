@@ -171,7 +171,31 @@ class EtcdLog final : public OperationLog {
 
   EtcdLog(EtcdClient& client, EtcdLease& lease, EtcdLogOptions options);
   absl::StatusOr<LogPosition> AppendEncoded(std::string record);
+  // The appender thread: takes a batch, commits it, answers its callers,
+  // until the log closes or fails.
   void AppendLoop();
+  // Records taken for one transaction, from position `first` on.
+  struct AppendBatch {
+    LogPosition first = 0;
+    std::vector<std::string> records;
+  };
+  enum class AppenderStep {
+    kStop,         // failed, or closing with nothing pending
+    kIdle,         // nothing pending, the lease valid: wait again
+    kLeaseLapsed,  // nothing pending and the lease lapsed
+    kCommit,       // `batch` holds records to commit
+  };
+  // Waits (at most 50 ms, then for the batch's linger) for records and
+  // takes at most max_batch_bytes of them into `batch`.
+  AppenderStep NextBatchLocked(AppendBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits `batch`, then answers the callers waiting for it and tells the
+  // gathering. Outcomes: OK; CommitBatch's error (nothing answered).
+  absl::Status CommitAndAnswer(const AppendBatch& batch)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks the appender done and answers every caller still waiting with
+  // the failure (or FailedPrecondition after Close).
+  void AnswerTheRestOnExit() ABSL_LOCKS_EXCLUDED(mu_);
   void SnapshotLoop();
   // One batch, retried while the lease is valid. OK once durable.
   absl::Status CommitBatch(LogPosition first, const std::string& value);

@@ -1,5 +1,6 @@
 #include "cluster/peer_snapshot_source.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -36,6 +37,48 @@ absl::Status FromGrpc(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       absl::StrCat("snapshot from the leader: ",
                                    status.error_message()));
+}
+
+// What a transfer received so far.
+struct ReceivedChunks {
+  FetchedSnapshot fetched;
+  uint64_t announced = 0;  // the file's size, as the first chunk said
+  bool any = false;        // whether a chunk arrived
+};
+
+// Reads the stream's chunks into `received`, calling `progressed` for each.
+// Outcomes: OK at the stream's end; DataLoss (and reading stops) for a size
+// announced over kMaxSnapshotTransferBytes or a chunk out of order or past
+// the announced size.
+absl::Status ReceiveChunks(
+    grpc::ClientReaderInterface<v1::SnapshotChunk>& reader,
+    const std::function<void()>& progressed, ReceivedChunks& received) {
+  FetchedSnapshot& fetched = received.fetched;
+  v1::SnapshotChunk chunk;
+  while (reader.Read(&chunk)) {
+    progressed();
+    if (!received.any) {
+      received.any = true;
+      fetched.covered = chunk.covered_position();
+      fetched.payload_crc32c = chunk.payload_crc32c();
+      received.announced = chunk.file_bytes();
+      if (received.announced > kMaxSnapshotTransferBytes) {
+        return absl::DataLossError(absl::StrCat(
+            "snapshot transfer: ", received.announced,
+            " bytes announced, over ", kMaxSnapshotTransferBytes));
+      }
+      fetched.bytes.reserve(received.announced);
+    }
+    if (chunk.offset() != fetched.bytes.size() ||
+        fetched.bytes.size() + chunk.data().size() > received.announced) {
+      return absl::DataLossError(absl::StrCat(
+          "snapshot transfer: a chunk at offset ", chunk.offset(), " of ",
+          chunk.data().size(), " bytes after ", fetched.bytes.size(), " of ",
+          received.announced));
+    }
+    fetched.bytes.append(chunk.data());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -82,74 +125,25 @@ void PeerSnapshotSource::CancelWhenStalled(grpc::ClientContext& context) {
 
 absl::StatusOr<FetchedSnapshot> PeerSnapshotSource::Fetch(
     LogPosition min_covered) {
-  const std::optional<LeaderView> view = leader_();
-  if (!view.has_value()) {
-    return absl::UnavailableError("snapshot transfer: leader unknown");
-  }
-  if (view->leader.node_id == node_id_) {
-    return absl::FailedPreconditionError(
-        "snapshot transfer: this node is the leader");
-  }
-  absl::StatusOr<std::string> secret = peer_secret_();
-  if (!secret.ok()) return secret.status();
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      PeerCredentials(tls_files_);
-  if (!credentials.ok()) return credentials.status();
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(-1);
-  auto stub = v1::ClusterPeer::NewStub(grpc::CreateCustomChannel(
-      view->leader.advertise, *credentials, arguments));
-
+  absl::StatusOr<LeaderCall> call = CallLeader();
+  if (!call.ok()) return call.status();
+  auto stub = v1::ClusterPeer::NewStub(call->channel);
   grpc::ClientContext context;
-  context.AddMetadata(kPeerSecretMetadataKey, *secret);
-  {
-    absl::MutexLock lock(&mu_);
-    if (cancelled_) {
-      return absl::CancelledError("snapshot transfer: the follower stopped");
-    }
-    context_ = &context;
-    last_progress_ = std::chrono::steady_clock::now();
-    transfer_done_ = false;
-    stalled_ = false;
-  }
+  context.AddMetadata(kPeerSecretMetadataKey, call->secret);
+  if (absl::Status s = BeginTransfer(context); !s.ok()) return s;
   std::thread watchdog([this, &context] { CancelWhenStalled(context); });
   v1::FetchSnapshotRequest request;
   request.set_cluster(cluster_);
   request.set_min_covered_position(min_covered);
   auto reader = stub->FetchSnapshot(&context, request);
-  FetchedSnapshot fetched;
-  uint64_t announced = 0;
-  absl::Status broken;
-  v1::SnapshotChunk chunk;
-  bool first = true;
-  while (broken.ok() && reader->Read(&chunk)) {
-    {
-      absl::MutexLock lock(&mu_);
-      last_progress_ = std::chrono::steady_clock::now();
-    }
-    if (first) {
-      first = false;
-      fetched.covered = chunk.covered_position();
-      fetched.payload_crc32c = chunk.payload_crc32c();
-      announced = chunk.file_bytes();
-      if (announced > kMaxSnapshotTransferBytes) {
-        broken = absl::DataLossError(absl::StrCat(
-            "snapshot transfer: ", announced, " bytes announced, over ",
-            kMaxSnapshotTransferBytes));
-        break;
-      }
-      fetched.bytes.reserve(announced);
-    }
-    if (chunk.offset() != fetched.bytes.size() ||
-        fetched.bytes.size() + chunk.data().size() > announced) {
-      broken = absl::DataLossError(absl::StrCat(
-          "snapshot transfer: a chunk at offset ", chunk.offset(), " of ",
-          chunk.data().size(), " bytes after ", fetched.bytes.size(), " of ",
-          announced));
-      break;
-    }
-    fetched.bytes.append(chunk.data());
-  }
+  ReceivedChunks received;
+  const absl::Status broken = ReceiveChunks(
+      *reader,
+      [this] {
+        absl::MutexLock lock(&mu_);
+        last_progress_ = std::chrono::steady_clock::now();
+      },
+      received);
   bool stalled = false;
   {
     absl::MutexLock lock(&mu_);
@@ -171,12 +165,47 @@ absl::StatusOr<FetchedSnapshot> PeerSnapshotSource::Fetch(
                      stall_timeout_.count(), " ms"));
   }
   if (!finished.ok()) return FromGrpc(finished);
-  if (first || fetched.bytes.size() != announced) {
+  if (!received.any || received.fetched.bytes.size() != received.announced) {
     return absl::DataLossError(absl::StrCat(
-        "snapshot transfer: ", fetched.bytes.size(), " bytes received of ",
-        announced, " announced"));
+        "snapshot transfer: ", received.fetched.bytes.size(),
+        " bytes received of ", received.announced, " announced"));
   }
-  return fetched;
+  return std::move(received.fetched);
+}
+
+absl::StatusOr<PeerSnapshotSource::LeaderCall>
+PeerSnapshotSource::CallLeader() const {
+  const std::optional<LeaderView> view = leader_();
+  if (!view.has_value()) {
+    return absl::UnavailableError("snapshot transfer: leader unknown");
+  }
+  if (view->leader.node_id == node_id_) {
+    return absl::FailedPreconditionError(
+        "snapshot transfer: this node is the leader");
+  }
+  absl::StatusOr<std::string> secret = peer_secret_();
+  if (!secret.ok()) return secret.status();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      PeerCredentials(tls_files_);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(-1);
+  return LeaderCall{
+      .channel = grpc::CreateCustomChannel(view->leader.advertise,
+                                           *credentials, arguments),
+      .secret = *std::move(secret)};
+}
+
+absl::Status PeerSnapshotSource::BeginTransfer(grpc::ClientContext& context) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_) {
+    return absl::CancelledError("snapshot transfer: the follower stopped");
+  }
+  context_ = &context;
+  last_progress_ = std::chrono::steady_clock::now();
+  transfer_done_ = false;
+  stalled_ = false;
+  return absl::OkStatus();
 }
 
 }  // namespace leasekeeper::storage

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -41,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cluster/etcd_election.h"
 #include "cluster/snapshot_source.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "security/tls_config.h"
 
@@ -83,6 +85,19 @@ class PeerSnapshotSource final : public SnapshotSource {
   const std::function<std::optional<LeaderView>()> leader_;
   const std::function<absl::StatusOr<std::string>()> peer_secret_;
   const std::chrono::milliseconds stall_timeout_;
+
+  // The leader's channel and the secret to present to it.
+  struct LeaderCall {
+    std::shared_ptr<grpc::Channel> channel;
+    std::string secret;
+  };
+  // Outcomes: the call; Unavailable "leader unknown"; FailedPrecondition
+  // when the leader is this node; peer_secret's error; the TLS files'.
+  absl::StatusOr<LeaderCall> CallLeader() const;
+  // Registers `context` as the transfer in progress (for Cancel and the
+  // watchdog). Outcomes: OK; Cancelled after Cancel.
+  absl::Status BeginTransfer(grpc::ClientContext& context)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The watchdog's loop: until the transfer is done, cancels `context` once
   // no chunk arrived for stall_timeout_ and records that it stalled.

@@ -156,6 +156,14 @@ class ClusterNode final : public ClusterRole {
   void Step();
   void StepAsLeader(SteadyClock::time_point now);
   void StepAsCandidate(SteadyClock::time_point now);
+  // The node's etcd lease, granted anew if there is none or it lapsed.
+  // Null (the node marked DISCONNECTED and not serving) if etcd refused.
+  std::shared_ptr<storage::EtcdLease> ValidLease();
+  // Campaigns on `lease` when the replica can lead; otherwise only reads
+  // who leads (a result that did not win). Outcomes: the result; etcd's
+  // error.
+  absl::StatusOr<storage::CampaignResult> CampaignOrObserve(
+      const storage::EtcdLease& lease);
   void TakeOver(const storage::LeaderView& view);
   void Depose(const absl::Status& why);
   void Report(SteadyClock::time_point now);

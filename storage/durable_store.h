@@ -307,7 +307,20 @@ class DurableStore final : public OperationLog {
   DurableStore(std::string dir, DurableStoreOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
 
+  // Open's recovery: locks the dir, loads the newest usable snapshot,
+  // replays the log after it, logs this restart's grace. Outcomes: OK; the
+  // first step's error (DataLoss for a log or snapshot that cannot be
+  // trusted).
   absl::Status Recover(StateMachine& machine, ServerState& server);
+  // Creates the data dir if missing and takes its lock (DirLock).
+  absl::Status LockDataDir();
+  // Sets the positions and counters recovery found; hands the snapshot
+  // thread a snapshot that folds the restart grace in when the state is
+  // in hand as plain data (`state_in_hand`, `leftovers`).
+  void StartAfterRecovery(LogPosition next, LogPosition snapshot_position,
+                          bool graced, bool state_in_hand,
+                          std::optional<CoreSnapshot> leftovers,
+                          const ServerState& server) ABSL_LOCKS_EXCLUDED(mu_);
   // Encodes nothing: enqueues (or under kNever writes) an encoded entry.
   absl::StatusOr<LogPosition> AppendEncoded(std::string record);
   void FlusherLoop();

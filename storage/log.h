@@ -215,6 +215,24 @@ class FileLog final : public Log {
   FileLog(std::string dir, FileLogOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
 
+  // Open's steps. RecoverSegment checks one segment file (`last`: the
+  // newest) under the recovery rules above: keeps its good records, drops
+  // a torn tail, or under truncate_at_corruption cuts the log there (sets
+  // `cut`; later segments are then removed). Outcomes: OK; DataLoss for
+  // corruption it may not repair; FailedPrecondition for an unknown format
+  // version; the I/O error.
+  absl::Status RecoverSegment(LogPosition first, const std::string& path,
+                              bool last, bool& cut, LogOpenReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RecoverSegment's part once the header checked out: scans the records.
+  absl::Status KeepSegmentRecords(LogPosition first, const std::string& path,
+                                  bool last, absl::string_view data, bool& cut,
+                                  LogOpenReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops segments the snapshot covers and an empty last one, syncs what
+  // the previous process left unsynced, starts the segment for appends.
+  absl::Status StartAfterRecovery(LogOpenReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StartSegment(LogPosition first)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
