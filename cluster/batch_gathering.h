@@ -1,30 +1,11 @@
 // BatchGathering: when a group-committing appender, with one commit in
-// flight at a time, cuts its next batch.
+// flight at a time, cuts its next batch: once as many records are pending
+// as the last commit answered plus those already waiting then, or the
+// pending bytes reach the limit, or the linger ends (max_linger after the
+// last answer, never longer than that commit took). One caller at a time is
+// never delayed. Why not "everything pending, at once":
+// docs/design/cluster.md ("When to cut a batch").
 //
-// Why not simply "everything pending, at once". A caller that waits for its
-// record to be durable sends its next record soon after it is answered. If
-// the appender cuts as soon as anything is pending, the callers answered by
-// one commit arrive just after the next batch was cut and wait for the one
-// after: n steady callers settle into two alternating batches of about n/2,
-// twice the commits (and, in etcd, twice the raft rounds and watch events)
-// that one batch of n would cost.
-//
-// The rule. After a commit that answered `answered` callers while `pending`
-// records were already waiting, the next batch is expected to hold
-// answered + pending records. A batch is cut as soon as that many are
-// pending, or the pending bytes reach the batch limit, or the linger ends:
-// `max_linger` after the last answer went out, and never longer than that
-// commit took (callers answered by a commit that took t come back within
-// about t when the servers share a busy machine; half of it caught only
-// half of them). So:
-//  - one caller at a time is never delayed (answered 1, pending 0: its next
-//    record is the whole expected batch);
-//  - a record arriving after the linger is cut at once: an idle or lightly
-//    loaded log adds no delay;
-//  - when fewer callers return than were answered (one went away, or they
-//    renew only now and then), the batch waits the whole linger: at most
-//    one commit's time more, the price of the larger batches, and the next
-//    expectation is what came.
 // Thread-safety: none; one appender owns it (under its own mutex).
 #ifndef LEASEKEEPER_CLUSTER_BATCH_GATHERING_H_
 #define LEASEKEEPER_CLUSTER_BATCH_GATHERING_H_

@@ -1,17 +1,10 @@
 // The peer secret: how the nodes of one cluster prove to each other's
-// internal ClusterPeer service (proto/leasekeeper/v1/cluster_peer.proto)
-// that they are members.
-//
-// Membership is proven by access to the cluster's etcd: the secret is 32
-// random bytes (getrandom(2)), hex-encoded, kept under
-// /leasekeeper/<cluster>/peer-secret (etcd_keys.h), created once by the
-// first node that finds it missing, in a transaction that creates it only
-// if it is absent, so every node reads the same value. A caller presents
-// it as call metadata kPeerSecretMetadataKey; the server compares it with
-// PeerSecretsEqual, in time that does not depend on where the values
-// differ. Protect etcd accordingly (client certificates, etcd's own auth):
-// whoever can read that key can call the service. The secret is never
-// logged.
+// internal ClusterPeer service that they are members: 32 random bytes,
+// hex-encoded, under /leasekeeper/<cluster>/peer-secret, created once by the
+// first node that finds it missing, presented as call metadata
+// kPeerSecretMetadataKey and compared in constant time. Whoever can read
+// that key in etcd can call the service; the secret is never logged.
+// docs/design/cluster.md ("The peer secret").
 //
 // Thread-safety: pure functions of their arguments and etcd.
 #ifndef LEASEKEEPER_CLUSTER_ETCD_PEER_SECRET_H_

@@ -1,18 +1,10 @@
 // LogReplica: a cluster follower's copy of the state, built by applying the
-// replicated log exactly as recovery replays a local log (durable_store.h):
-// operations to a StateMachine, RestartGrace entries with
-// ApplyRestartGrace, server records to a ServerStateReplay. It keeps local
-// snapshots (snapshot_file.h) in the node's data dir, so that a restarted
-// node, or a follower that wins an election, has little to read.
-//
-// Data dir: LOCK (one process), snap-*.snap (the newest
-// kClusterSnapshotsKept are kept). No log files: the log is etcd's.
-//
-// A replica whose position the log in etcd no longer holds (trimmed while
-// this node was down) is brought forward by InstallSnapshot: another
-// member's snapshot file, checked, restored and written into the data dir
-// before the state is replaced, so a failure anywhere leaves the replica
-// and its dir as they were.
+// replicated log exactly as local recovery replays a local log
+// (durable_store.h), with local snapshots in the node's data dir (LOCK and
+// snap-*.snap, the newest kClusterSnapshotsKept kept; no log files).
+// InstallSnapshot brings a replica trimmed past the log forward from another
+// member's snapshot; a failure anywhere leaves the replica and its dir as
+// they were. ClusterNode owns it; its follower applies to it.
 //
 // Thread-safety: not thread-safe; one thread (the follower's) owns it.
 //

@@ -1,29 +1,11 @@
-// PeerSnapshotSource: the daemon's SnapshotSource
-// (cluster/snapshot_source.h). It asks the leader, as the node last read
-// the leader key in etcd (ClusterNode's view, at most one step old; its
-// --advertise address), for its newest snapshot over the internal
-// ClusterPeer service (server/cluster_peer_service.h), presenting the
-// cluster's peer secret (cluster/etcd_peer_secret.h) as the node read it
-// from etcd.
-//
-// Transport: plaintext when the node runs without TLS. Under TLS it trusts
-// --client-ca (or, without it, the system's roots) for the leader's
-// certificate and, under mutual TLS, presents its own --tls-cert/--tls-key
-// as its client certificate: every node's certificate must then be valid
-// for both server and client authentication and be signed by a CA in every
-// node's --client-ca. The files are read at each Fetch (a reloaded
-// certificate is used at the next transfer).
-//
-// Checks on what arrives (before any of it is trusted further down):
-// chunks in order without gaps, the size the first chunk announced, at
-// most kMaxSnapshotTransferBytes. The snapshot's own checksums are
-// LogReplica's to check.
-//
-// Time: a transfer has no overall deadline, so a large snapshot over a
-// slow link still arrives; it is abandoned when no chunk arrived for
-// `stall_timeout` (before the first chunk, counted from the call's start:
-// the leader reads its whole file before sending). A watchdog thread per
-// Fetch cancels the call then.
+// PeerSnapshotSource: the daemon's SnapshotSource (snapshot_source.h). It
+// asks the leader the node last knew (its --advertise address) for its
+// newest snapshot over the internal ClusterPeer service
+// (server/cluster_peer_service.h), presenting the cluster's peer secret,
+// with the node's own TLS files (read at each Fetch). It checks the chunks
+// (in order, the announced size, at most kMaxSnapshotTransferBytes) and
+// abandons a transfer that made no progress for `stall_timeout`. ClusterNode
+// owns it. docs/design/cluster.md ("Snapshot transfer between nodes").
 //
 // Thread-safety: Fetch from one thread at a time; Cancel and Resume from
 // any thread.
