@@ -1,5 +1,5 @@
 // leasekeeper-cluster-bench: cluster mode's figures on this machine, with
-// real processes on loopback ports (tests/cluster/cluster_harness.h starts
+// real processes on loopback ports (harness/local_cluster.h starts
 // a three-member etcd and three leasekeeperd nodes):
 //
 //  1. failover: SIGKILL the leader, then time until the first Acquire is
@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,10 +45,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
+#include "harness/channel.h"
+#include "harness/local_cluster.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
-#include "tests/cluster/cluster_harness.h"
 
 namespace {
 
@@ -147,6 +149,123 @@ std::vector<std::thread> StartPairLoops(const std::string& address, int threads,
   return started;
 }
 
+// One failover: SIGKILLs the leader, then tries Acquire on the other nodes
+// (following NOT_LEADER's redirect) until one grants, and starts the killed
+// node again. The milliseconds from the kill to the grant; nullopt if no
+// leader, no grant within 30 s, or the restart failed.
+std::optional<double> TimeOneFailover(LeasekeeperCluster& cluster, int round) {
+  const int leader = cluster.WaitForLeader(milliseconds(20'000));
+  if (leader < 0) {
+    std::fprintf(stderr, "no leader in round %d\n", round);
+    return std::nullopt;
+  }
+  const std::string lock = absl::StrCat("failover-", round);
+  const auto killed = steady_clock::now();
+  cluster.Kill(leader);
+  std::string next;
+  int rotate = leader;
+  while (true) {
+    if (next.empty() || next == cluster.address(leader)) {
+      rotate = (rotate + 1) % 3;
+      if (rotate == leader) rotate = (rotate + 1) % 3;
+      next = cluster.address(rotate);
+    }
+    std::string redirect;
+    if (TryAcquire(next, "probe", lock, 1000, &redirect)) break;
+    next = redirect;
+    std::this_thread::sleep_for(milliseconds(5));
+    if (steady_clock::now() - killed > std::chrono::seconds(30)) {
+      std::fprintf(stderr, "no grant 30 s after the kill\n");
+      return std::nullopt;
+    }
+  }
+  const double took_ms =
+      std::chrono::duration<double, std::milli>(steady_clock::now() - killed)
+          .count();
+  std::printf("failover round %d: %.0f ms\n", round, took_ms);
+  std::fflush(stdout);
+  if (!cluster.Restart(leader)) return std::nullopt;
+  return took_ms;
+}
+
+// 1.: --kills failovers, then their p50 and max. False if one failed.
+bool MeasureFailover(LeasekeeperCluster& cluster, int kills) {
+  std::vector<double> failovers_ms;
+  for (int round = 0; round < kills; ++round) {
+    const std::optional<double> took_ms = TimeOneFailover(cluster, round);
+    if (!took_ms.has_value()) return false;
+    failovers_ms.push_back(*took_ms);
+  }
+  if (!failovers_ms.empty()) {
+    std::printf(
+        "failover (SIGKILL leader -> first grant on the new leader), %zu "
+        "kills: p50 %.0f ms, max %.0f ms\n",
+        failovers_ms.size(), Percentile(failovers_ms, 0.5),
+        *std::max_element(failovers_ms.begin(), failovers_ms.end()));
+  }
+  return true;
+}
+
+// etcd's current revision (0 if it cannot be read).
+int64_t CurrentRevision(leasekeeper::storage::EtcdClient& client) {
+  etcdserverpb::RangeRequest probe;
+  probe.set_key("/");
+  probe.set_limit(1);
+  probe.set_keys_only(true);
+  absl::StatusOr<etcdserverpb::RangeResponse> got = client.Range(probe);
+  return got.ok() ? got->header().revision() : 0;
+}
+
+// 2.: --clients clients doing Acquire+Release pairs on `leader` for
+// --seconds, then the etcd transactions per operation and the log records
+// per transaction.
+void MeasureBatching(const EtcdCluster& etcd, LeasekeeperCluster& cluster,
+                     int leader, const Options& options) {
+  leasekeeper::storage::EtcdClientOptions etcd_options;
+  etcd_options.endpoints = etcd.endpoint_list();
+  std::unique_ptr<leasekeeper::storage::EtcdClient> client =
+      *leasekeeper::storage::EtcdClient::Connect(etcd_options);
+  // The members' own reports (a put every 200 ms each) move the revision
+  // too: measured idle first and taken off.
+  const int64_t idle_start = CurrentRevision(*client);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double idle_per_second =
+      static_cast<double>(CurrentRevision(*client) - idle_start) / 2.0;
+  std::optional<pb::ClusterStatusResponse> status = cluster.Status(leader);
+  const uint64_t records_before =
+      status.has_value() ? status->last_position() : 0;
+  const int64_t revision_before = CurrentRevision(*client);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> pairs{0};
+  std::vector<std::thread> threads = StartPairLoops(
+      cluster.address(leader), options.clients, "load", stop, &pairs);
+  std::this_thread::sleep_for(std::chrono::seconds(options.seconds));
+  stop.store(true);
+  for (std::thread& thread : threads) thread.join();
+  const int64_t raw_revisions = CurrentRevision(*client) - revision_before;
+  const int64_t revisions = std::max<int64_t>(
+      1, raw_revisions -
+             static_cast<int64_t>(idle_per_second * options.seconds));
+  std::optional<pb::ClusterStatusResponse> after = cluster.Status(leader);
+  const uint64_t records =
+      after.has_value() ? after->last_position() - records_before : 0;
+  const double operations = 2.0 * static_cast<double>(pairs.load());
+  std::printf(
+      "batching at %d clients for %d s: %.0f pairs/s, %llu log records, "
+      "%lld etcd revisions (%lld less %.1f/s of member reports): %.3f "
+      "etcd transactions per operation, %.1f records per transaction\n",
+      options.clients, options.seconds,
+      static_cast<double>(pairs.load()) / options.seconds,
+      static_cast<unsigned long long>(records),
+      static_cast<long long>(revisions),
+      static_cast<long long>(raw_revisions), idle_per_second,
+      operations > 0 ? static_cast<double>(revisions) / operations : 0,
+      revisions > 0
+          ? static_cast<double>(records) / static_cast<double>(revisions)
+          : 0);
+  std::fflush(stdout);
+}
+
 // 1. and 2.: failover and batching, on one etcd and cluster. False if a
 // figure could not be taken.
 bool MeasureFailoverAndBatching(const Options& options) {
@@ -156,108 +275,11 @@ bool MeasureFailoverAndBatching(const Options& options) {
   std::unique_ptr<LeasekeeperCluster> cluster =
       LeasekeeperCluster::Start(dir.path(), etcd->endpoints(), 3);
   if (cluster == nullptr) return false;
-
-  // 1. Failover.
-  std::vector<double> failovers_ms;
-  for (int round = 0; round < options.kills; ++round) {
-    const int leader = cluster->WaitForLeader(milliseconds(20'000));
-    if (leader < 0) {
-      std::fprintf(stderr, "no leader in round %d\n", round);
-      return false;
-    }
-    const std::string lock = absl::StrCat("failover-", round);
-    const auto killed = steady_clock::now();
-    cluster->Kill(leader);
-    std::string next;
-    int rotate = leader;
-    while (true) {
-      if (next.empty() || next == cluster->address(leader)) {
-        rotate = (rotate + 1) % 3;
-        if (rotate == leader) rotate = (rotate + 1) % 3;
-        next = cluster->address(rotate);
-      }
-      std::string redirect;
-      if (TryAcquire(next, "probe", lock, 1000, &redirect)) break;
-      next = redirect;
-      std::this_thread::sleep_for(milliseconds(5));
-      if (steady_clock::now() - killed > std::chrono::seconds(30)) {
-        std::fprintf(stderr, "no grant 30 s after the kill\n");
-        return false;
-      }
-    }
-    failovers_ms.push_back(
-        std::chrono::duration<double, std::milli>(steady_clock::now() - killed)
-            .count());
-    std::printf("failover round %d: %.0f ms\n", round, failovers_ms.back());
-    std::fflush(stdout);
-    if (!cluster->Restart(leader)) return false;
-  }
-  if (!failovers_ms.empty()) {
-    std::printf(
-        "failover (SIGKILL leader -> first grant on the new leader), %zu "
-        "kills: p50 %.0f ms, max %.0f ms\n",
-        failovers_ms.size(), Percentile(failovers_ms, 0.5),
-        *std::max_element(failovers_ms.begin(), failovers_ms.end()));
-  }
-
+  if (!MeasureFailover(*cluster, options.kills)) return false;
   const int leader = cluster->WaitForLeader(milliseconds(20'000));
   if (leader < 0) return false;
-  const std::string leader_address = cluster->address(leader);
-  std::optional<pb::ClusterStatusResponse> status = cluster->Status(leader);
-
-  // 2. Batching at --clients clients.
   if (options.clients > 0 && options.seconds > 0) {
-    leasekeeper::storage::EtcdClientOptions etcd_options;
-    etcd_options.endpoints = etcd->endpoint_list();
-    std::unique_ptr<leasekeeper::storage::EtcdClient> client =
-        *leasekeeper::storage::EtcdClient::Connect(etcd_options);
-    auto revision = [&]() -> int64_t {
-      etcdserverpb::RangeRequest probe;
-      probe.set_key("/");
-      probe.set_limit(1);
-      probe.set_keys_only(true);
-      absl::StatusOr<etcdserverpb::RangeResponse> got = client->Range(probe);
-      return got.ok() ? got->header().revision() : 0;
-    };
-    // The members' own reports (a put every 200 ms each) move the revision
-    // too: measured idle first and taken off.
-    const int64_t idle_start = revision();
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    const double idle_per_second =
-        static_cast<double>(revision() - idle_start) / 2.0;
-    status = cluster->Status(leader);
-    const uint64_t records_before =
-        status.has_value() ? status->last_position() : 0;
-    const int64_t revision_before = revision();
-    std::atomic<bool> stop{false};
-    std::atomic<uint64_t> pairs{0};
-    std::vector<std::thread> threads =
-        StartPairLoops(leader_address, options.clients, "load", stop, &pairs);
-    std::this_thread::sleep_for(std::chrono::seconds(options.seconds));
-    stop.store(true);
-    for (std::thread& thread : threads) thread.join();
-    const int64_t raw_revisions = revision() - revision_before;
-    const int64_t revisions = std::max<int64_t>(
-        1, raw_revisions -
-               static_cast<int64_t>(idle_per_second * options.seconds));
-    std::optional<pb::ClusterStatusResponse> after = cluster->Status(leader);
-    const uint64_t records =
-        after.has_value() ? after->last_position() - records_before : 0;
-    const double operations = 2.0 * static_cast<double>(pairs.load());
-    std::printf(
-        "batching at %d clients for %d s: %.0f pairs/s, %llu log records, "
-        "%lld etcd revisions (%lld less %.1f/s of member reports): %.3f "
-        "etcd transactions per operation, %.1f records per transaction\n",
-        options.clients, options.seconds,
-        static_cast<double>(pairs.load()) / options.seconds,
-        static_cast<unsigned long long>(records),
-        static_cast<long long>(revisions),
-        static_cast<long long>(raw_revisions), idle_per_second,
-        operations > 0 ? static_cast<double>(revisions) / operations : 0,
-        revisions > 0
-            ? static_cast<double>(records) / static_cast<double>(revisions)
-            : 0);
-    std::fflush(stdout);
+    MeasureBatching(*etcd, *cluster, leader, options);
   }
   return true;
 }
@@ -428,6 +450,73 @@ void PrintSpace(const char* when, int held, const LogSpace& log,
   std::fflush(stdout);
 }
 
+// Acquires --held locks on `leader_address` (from --clients threads, 1000
+// locks per client id, 1 h ttl). The number not granted.
+int FillHeldLocks(const std::string& leader_address, const Options& options) {
+  std::atomic<int> next{0};
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(options.clients, 1); ++t) {
+    threads.emplace_back([&] {
+      // One channel per thread, for the whole fill.
+      auto stub = pb::LockService::NewStub(
+          leasekeeper::testing::NewChannel(leader_address));
+      while (true) {
+        const int i = next.fetch_add(1);
+        if (i >= options.held) return;
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() +
+                             milliseconds(30'000));
+        pb::AcquireRequest acquire;
+        acquire.set_client_id(absl::StrCat("holder", i / 1000));
+        acquire.set_lock(absl::StrCat("held/", i));
+        acquire.set_ttl_ms(3'600'000);
+        pb::AcquireResponse granted;
+        if (!stub->Acquire(&context, acquire, &granted).ok() ||
+            !granted.has_granted()) {
+          refused.fetch_add(1);
+        }
+        if (i > 0 && i % 100'000 == 0) {
+          std::printf("space: %d locks acquired\n", i);
+          std::fflush(stdout);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return refused.load();
+}
+
+// Drives more records (pairs on one lock from 8 threads) until every
+// member's snapshot is due and written and the leader has deleted the
+// batches up to `fill_end` (checked every second, for at most 600 s).
+// When the drive began; nullopt if the log was not trimmed.
+std::optional<steady_clock::time_point> DriveUntilTrimmed(
+    leasekeeper::storage::EtcdClient& client,
+    const leasekeeper::storage::ClusterKeys& keys,
+    const std::string& leader_address, uint64_t fill_end) {
+  const auto trim_start = steady_clock::now();
+  std::atomic<bool> trimmed{false};
+  std::atomic<uint64_t> trim_pairs{0};
+  std::vector<std::thread> drivers =
+      StartPairLoops(leader_address, 8, "trim", trimmed, &trim_pairs);
+  uint64_t oldest = 0;
+  while (steady_clock::now() - trim_start < std::chrono::seconds(600)) {
+    std::this_thread::sleep_for(milliseconds(1000));
+    oldest = OldestBatch(client, keys);
+    if (oldest > fill_end) break;
+  }
+  trimmed.store(true);
+  for (std::thread& thread : drivers) thread.join();
+  if (oldest <= fill_end) {
+    std::fprintf(stderr,
+                 "the log was not trimmed past position %llu in 600 s\n",
+                 static_cast<unsigned long long>(fill_end));
+    return std::nullopt;
+  }
+  return trim_start;
+}
+
 // 3.: --held locks held, then what etcd holds for them: before trimming,
 // after compaction and defragmentation, and once the log is trimmed. False
 // if a figure could not be taken.
@@ -460,37 +549,7 @@ bool MeasureSpace(const Options& options) {
   const DbSize db_before = ReadDbSize(stubs);
   const double available_before = ProcFieldMiB("/proc/meminfo", "MemAvailable");
   const auto start = steady_clock::now();
-  std::atomic<int> next{0};
-  std::atomic<int> refused{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(options.clients, 1); ++t) {
-    threads.emplace_back([&] {
-      // One channel per thread, for the whole fill.
-      auto stub = pb::LockService::NewStub(
-          leasekeeper::testing::NewChannel(leader_address));
-      while (true) {
-        const int i = next.fetch_add(1);
-        if (i >= options.held) return;
-        grpc::ClientContext context;
-        context.set_deadline(std::chrono::system_clock::now() +
-                             milliseconds(30'000));
-        pb::AcquireRequest acquire;
-        acquire.set_client_id(absl::StrCat("holder", i / 1000));
-        acquire.set_lock(absl::StrCat("held/", i));
-        acquire.set_ttl_ms(3'600'000);
-        pb::AcquireResponse granted;
-        if (!stub->Acquire(&context, acquire, &granted).ok() ||
-            !granted.has_granted()) {
-          refused.fetch_add(1);
-        }
-        if (i > 0 && i % 100'000 == 0) {
-          std::printf("space: %d locks acquired\n", i);
-          std::fflush(stdout);
-        }
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
+  const int refused = FillHeldLocks(leader_address, options);
   const double took =
       std::chrono::duration<double>(steady_clock::now() - start).count();
   std::optional<pb::ClusterStatusResponse> filled = cluster->Status(leader);
@@ -500,14 +559,14 @@ bool MeasureSpace(const Options& options) {
       "at position %llu (a snapshot is due every %lld records); leader RSS "
       "%.0f MiB, followers %.0f and %.0f MiB; machine MemAvailable %.0f -> "
       "%.0f MiB\n",
-      options.held, took, options.held / took, refused.load(),
+      options.held, took, options.held / took, refused,
       static_cast<unsigned long long>(fill_end),
       static_cast<long long>(snapshot_every),
       RssMiB(cluster->process(leader)->pid()),
       RssMiB(cluster->process((leader + 1) % 3)->pid()),
       RssMiB(cluster->process((leader + 2) % 3)->pid()), available_before,
       ProcFieldMiB("/proc/meminfo", "MemAvailable"));
-  if (refused.load() > 0) return false;
+  if (refused > 0) return false;
   PrintSpace("before the fill", options.held, log_before, db_before);
   const LogSpace log_filled = ReadLogSpace(*client, keys);
   PrintSpace("held, log untrimmed", options.held, log_filled,
@@ -520,32 +579,13 @@ bool MeasureSpace(const Options& options) {
   PrintSpace("held, untrimmed, after compaction + defrag", options.held,
              ReadLogSpace(*client, keys), ReadDbSize(stubs));
 
-  // Trimming: more records (pairs on one lock) until every member's
-  // snapshot is due and written, and the leader has deleted the batches
-  // below it (checked every second).
-  const auto trim_start = steady_clock::now();
-  std::atomic<bool> trimmed{false};
-  std::atomic<uint64_t> trim_pairs{0};
-  std::vector<std::thread> drivers =
-      StartPairLoops(leader_address, 8, "trim", trimmed, &trim_pairs);
-  uint64_t oldest = 0;
-  while (steady_clock::now() - trim_start < std::chrono::seconds(600)) {
-    std::this_thread::sleep_for(milliseconds(1000));
-    oldest = OldestBatch(*client, keys);
-    if (oldest > fill_end) break;
-  }
-  trimmed.store(true);
-  for (std::thread& thread : drivers) thread.join();
-  if (oldest <= fill_end) {
-    std::fprintf(stderr,
-                 "the log was not trimmed past position %llu in 600 s\n",
-                 static_cast<unsigned long long>(fill_end));
-    return false;
-  }
+  const std::optional<steady_clock::time_point> trim_start =
+      DriveUntilTrimmed(*client, keys, leader_address, fill_end);
+  if (!trim_start.has_value()) return false;
   std::optional<pb::ClusterStatusResponse> after = cluster->Status(leader);
   std::printf(
       "space: trimmed %.1f s after the drive began (log at position %llu)\n",
-      std::chrono::duration<double>(steady_clock::now() - trim_start).count(),
+      std::chrono::duration<double>(steady_clock::now() - *trim_start).count(),
       static_cast<unsigned long long>(after.has_value() ? after->last_position()
                                                         : 0));
   PrintSpace("held, trimmed, before compaction", options.held,

@@ -1,4 +1,4 @@
-// core_bench: the figures issue 2 asks of the core (see bench/README.md).
+// core_bench: the core's figures and their targets (see bench/README.md).
 //
 //  - Uncontended acquire+release pairs straight through LockTable, on one
 //    lock reused, on 1,024 locks in rotation and on a new lock every pair
@@ -9,13 +9,13 @@
 //    must be within 20% of the 1,000 one. A second series acquires the idle
 //    locks themselves, in random order, which adds the cache misses of a large
 //    table.
-//  - Memory (issue 6): the bytes a LockTable grows by per held lock
+//  - Memory: the bytes a LockTable grows by per held lock
 //    (1,000,000 locks "h/<i>" held by 1,000 clients, 1 h leases in ms, as
 //    leasekeeper-bench's mem_held fills leasekeeperd) and per waiting
 //    client (100,000 clients queued 1,000 per lock on 100 held locks, as
 //    mem_waiters), and per semaphore permit holder (1,000,000 permits of
-//    1,000 semaphores of capacity 1,000). Counters: malloc's bytes in use (glibc mallinfo2, chunk
-//    headers included) and RSS growth, each divided by the count. Run them
+//    1,000 semaphores of capacity 1,000). Counters: malloc's bytes in use
+//    (glibc mallinfo2, chunk headers included) and RSS growth, each divided by the count. Run them
 //    alone (--benchmark_filter=BM_Memory) for an RSS figure unspoilt by
 //    memory the other benchmarks freed.
 //  - The contract's Part 4 workloads (bench/workloads.h) replayed end to end

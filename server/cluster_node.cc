@@ -4,11 +4,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/etcd_peer_secret.h"
+#include "cluster/peer_snapshot_source.h"
 #include "server/core_owner.h"
-#include "server/peer_snapshot_source.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
-#include "storage/etcd_peer_secret.h"
 #include "storage/restart_grace.h"
 
 namespace leasekeeper::server {
@@ -52,8 +52,11 @@ absl::Status ClusterNode::Start(std::string advertise, Hooks hooks) {
       "snapshot_position={}",
       config_.cluster.name, config_.cluster.node_id,
       config_.durability.data_dir, replica_->applied());
-  snapshot_source_ = std::make_unique<PeerSnapshotSource>(
-      config_.cluster.name, config_.cluster.node_id, config_.security,
+  snapshot_source_ = std::make_unique<storage::PeerSnapshotSource>(
+      config_.cluster.name, config_.cluster.node_id,
+      security::TlsFiles{.cert_file = config_.security.tls_cert_file,
+                         .key_file = config_.security.tls_key_file,
+                         .client_ca_file = config_.security.client_ca_file},
       [this] { return KnownLeader(); }, [this] { return PeerSecret(); },
       kSnapshotStallTimeout);
   follower_ = std::make_unique<storage::EtcdLogFollower>(
@@ -225,69 +228,14 @@ void ClusterNode::StepAsLeader(SteadyClock::time_point now) {
 }
 
 void ClusterNode::StepAsCandidate(SteadyClock::time_point now) {
-  std::shared_ptr<storage::EtcdLease> lease;
-  {
-    absl::MutexLock lock(&mu_);
-    lease = lease_;
-  }
-  if (lease == nullptr || !lease->Valid()) {
-    {
-      absl::MutexLock lock(&mu_);
-      lease_.reset();
-    }
-    lease.reset();  // revokes the lapsed one (best effort)
-    storage::EtcdLeaseOptions options;
-    options.ttl = std::chrono::seconds(
-        std::max<int64_t>(1, config_.cluster.lease_ttl_ms / 1000));
-    options.margin = std::chrono::milliseconds(
-        std::max<int64_t>(100, config_.cluster.lease_ttl_ms / 4));
-    absl::StatusOr<std::unique_ptr<storage::EtcdLease>> granted =
-        storage::EtcdLease::Grant(*client_, options);
-    if (!granted.ok()) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (role_ != v1::DISCONNECTED) {
-          spdlog::warn("event=cluster_disconnected node={} error=\"{}\"",
-                       config_.cluster.node_id,
-                       std::string(granted.status().message()));
-        }
-        role_ = v1::DISCONNECTED;
-        leader_.reset();
-      }
-      SetHealth(false);
-      return;
-    }
-    lease = std::shared_ptr<storage::EtcdLease>(std::move(*granted));
-    absl::MutexLock lock(&mu_);
-    lease_ = lease;
-  }
+  std::shared_ptr<storage::EtcdLease> lease = ValidLease();
+  if (lease == nullptr) return;
   Report(now);
   if (now >= next_members_) {
     next_members_ = now + kMembersPeriod;
     RefreshMembers();
   }
-  // A replica that cannot follow (trimmed past it, damaged), or has not
-  // read the log yet, must not lead.
-  const absl::Status following = follower_->status();
-  const bool can_lead =
-      following.ok() || absl::IsUnavailable(following);
-  absl::StatusOr<storage::CampaignResult> result;
-  if (can_lead) {
-    result = storage::Campaign(
-        *client_, keys_, lease->id(),
-        storage::LeaderRecord{.node_id = config_.cluster.node_id,
-                              .advertise = advertise_});
-  } else {
-    absl::StatusOr<std::optional<storage::LeaderView>> view =
-        storage::ReadLeader(*client_, keys_);
-    if (!view.ok()) {
-      result = view.status();
-    } else {
-      storage::CampaignResult lost;
-      if (view->has_value()) lost.view = **view;
-      result = lost;
-    }
-  }
+  absl::StatusOr<storage::CampaignResult> result = CampaignOrObserve(*lease);
   if (!result.ok()) {
     {
       absl::MutexLock lock(&mu_);
@@ -313,6 +261,66 @@ void ClusterNode::StepAsCandidate(SteadyClock::time_point now) {
     }
   }
   SetHealth(known);
+}
+
+std::shared_ptr<storage::EtcdLease> ClusterNode::ValidLease() {
+  std::shared_ptr<storage::EtcdLease> lease;
+  {
+    absl::MutexLock lock(&mu_);
+    lease = lease_;
+  }
+  if (lease != nullptr && lease->Valid()) return lease;
+  {
+    absl::MutexLock lock(&mu_);
+    lease_.reset();
+  }
+  lease.reset();  // revokes the lapsed one (best effort)
+  storage::EtcdLeaseOptions options;
+  options.ttl = std::chrono::seconds(
+      std::max<int64_t>(1, config_.cluster.lease_ttl_ms / 1000));
+  options.margin = std::chrono::milliseconds(
+      std::max<int64_t>(100, config_.cluster.lease_ttl_ms / 4));
+  absl::StatusOr<std::unique_ptr<storage::EtcdLease>> granted =
+      storage::EtcdLease::Grant(*client_, options);
+  if (!granted.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (role_ != v1::DISCONNECTED) {
+        spdlog::warn("event=cluster_disconnected node={} error=\"{}\"",
+                     config_.cluster.node_id,
+                     std::string(granted.status().message()));
+      }
+      role_ = v1::DISCONNECTED;
+      leader_.reset();
+    }
+    SetHealth(false);
+    return nullptr;
+  }
+  lease = std::shared_ptr<storage::EtcdLease>(std::move(*granted));
+  absl::MutexLock lock(&mu_);
+  lease_ = lease;
+  return lease;
+}
+
+absl::StatusOr<storage::CampaignResult> ClusterNode::CampaignOrObserve(
+    const storage::EtcdLease& lease) {
+  // A replica that cannot follow (trimmed past it, damaged), or has not
+  // read the log yet, must not lead.
+  const absl::Status following = follower_->status();
+  const bool can_lead =
+      following.ok() || absl::IsUnavailable(following);
+  if (can_lead) {
+    return storage::Campaign(
+        *client_, keys_, lease.id(),
+        storage::LeaderRecord{.node_id = config_.cluster.node_id,
+                              .advertise = advertise_});
+  }
+  absl::StatusOr<std::optional<storage::LeaderView>> view =
+      storage::ReadLeader(*client_, keys_);
+  if (!view.ok()) return view.status();
+  storage::CampaignResult lost;
+  if (view->has_value()) lost.view = **view;
+  return lost;
 }
 
 void ClusterNode::TakeOver(const storage::LeaderView& view) {

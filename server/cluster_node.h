@@ -1,58 +1,10 @@
 // ClusterNode: one leasekeeperd in a cluster (--cluster): its etcd lease,
-// its part in the leader election, its replica of the log while it
-// follows, and the hand-over to the core owner when it wins.
-//
-// Roles (leasekeeper.v1.MemberRole) and what the node does in each:
-//  - FOLLOWER: its EtcdLogFollower applies the log to its LogReplica
-//    (storage/log_replica.h) and writes local snapshots; a replica whose
-//    position was trimmed from etcd gets the leader's snapshot over the
-//    internal ClusterPeer service (server/peer_snapshot_source.h,
-//    server/cluster_peer_service.h) and follows on from it, and does not
-//    campaign until it has caught up; every lock call is
-//    refused with NOT_LEADER and the leader's advertised address
-//    (ClusterRole). Every 50 ms it campaigns: creating the leader key on its
-//    lease if there is none (storage/etcd_election.h).
-//  - CATCHING_UP: it won. The follower is stopped, the log read to its end
-//    (nobody else can append now: every append compares the leader key's
-//    create revision, and the key is this node's), the replica copied into
-//    the core owner's state machine, and the failover grace appended and
-//    applied (storage/restart_grace.h: every held lease lasts at least
-//    --restart-grace past the last logged tick; the clock continues from
-//    that tick + 1, so the failover's own duration does not count against
-//    any lease). Sessions come back in grace and waits are withdrawn,
-//    exactly as after a restart (CoreOwner::SettleRecoveredState). Then it
-//    serves. Lock calls are refused (leader unknown) meanwhile.
-//  - LEADER: the core owner appends to the EtcdLog (storage/etcd_log.h),
-//    every transaction guarded by this leadership's epoch. The node reports
-//    its position, and every second trims the log batches that every
-//    live member's snapshot covers.
-//  - DISCONNECTED: etcd cannot be reached (no lease): refuses lock calls,
-//    leader unknown, health NOT_SERVING.
-//
-// Deposed. A leader whose lease may have expired (storage/etcd_lease.h:
-// valid_until on its own monotonic clock, before etcd can expire it), or
-// whose append failed the etcd compare, stops at once: its log refuses
-// every append and answer, parked calls and session streams end
-// (UNAVAILABLE), and every lock call is refused with NOT_LEADER and the new
-// leader's address once known. Its core may hold operations the log never
-// took, so it cannot become a follower again in-process: after
-// deposed_exit_after_ms the deposed_exit hook runs (leasekeeperd exits with
-// kDeposedExitCode so that its supervisor restarts it as a follower from
-// its local snapshot).
-//
-// Failover time, leader SIGKILLed: etcd expires its lease at most
-// ttl + 500 ms (etcd's expiry check) after the last keepalive, plus the
-// losers' 50 ms poll, the winner's catch-up (the records since its last
-// applied: usually none) and one transaction for the grace. With
-// --etcd-lease-ttl 1s about 1 to 1.6 s (bench/README.md measures it).
-//
-// Health: SERVING as LEADER and as a FOLLOWER that knows the leader (it can
-// redirect); NOT_SERVING otherwise (set_health hook).
-//
-// Peer secret (storage/etcd_peer_secret.h): the node reads it from etcd
-// (creating it if absent) at its first step that reaches etcd (tried at
-// most once a second), and from then on PeerSecret() is what
-// ClusterPeerService compares callers with.
+// its part in the leader election, its replica of the log while it follows
+// (FOLLOWER), the hand-over to the core owner when it wins (CATCHING_UP,
+// then LEADER), DISCONNECTED while etcd cannot be reached, and the exit of
+// a deposed leader (the deposed_exit hook, after deposed_exit_after_ms).
+// The server creates and wires it (server.h). What each role does and why a
+// deposed leader exits: docs/design/cluster.md ("A node's roles").
 //
 // Thread-safety: Start/Stop from the controlling thread; CheckServing,
 // FillStatus, GetStats, PeerSecret and KnownLeader from any thread. The
@@ -72,15 +24,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_election.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/etcd_lease.h"
+#include "cluster/etcd_log.h"
+#include "cluster/etcd_log_follower.h"
+#include "cluster/log_replica.h"
 #include "server/cluster_role.h"
 #include "server/server_config.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_election.h"
-#include "storage/etcd_keys.h"
-#include "storage/etcd_lease.h"
-#include "storage/etcd_log.h"
-#include "storage/etcd_log_follower.h"
-#include "storage/log_replica.h"
 
 namespace leasekeeper::server {
 
@@ -156,6 +108,14 @@ class ClusterNode final : public ClusterRole {
   void Step();
   void StepAsLeader(SteadyClock::time_point now);
   void StepAsCandidate(SteadyClock::time_point now);
+  // The node's etcd lease, granted anew if there is none or it lapsed.
+  // Null (the node marked DISCONNECTED and not serving) if etcd refused.
+  std::shared_ptr<storage::EtcdLease> ValidLease();
+  // Campaigns on `lease` when the replica can lead; otherwise only reads
+  // who leads (a result that did not win). Outcomes: the result; etcd's
+  // error.
+  absl::StatusOr<storage::CampaignResult> CampaignOrObserve(
+      const storage::EtcdLease& lease);
   void TakeOver(const storage::LeaderView& view);
   void Depose(const absl::Status& why);
   void Report(SteadyClock::time_point now);

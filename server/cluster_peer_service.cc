@@ -7,11 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cluster/etcd_peer_secret.h"
 #include "security/peer_identity.h"
 #include "server/grpc_status.h"
 #include "server/server_errors.h"
 #include "spdlog/spdlog.h"
-#include "storage/etcd_peer_secret.h"
 #include "storage/snapshot_file.h"
 
 namespace leasekeeper::server {

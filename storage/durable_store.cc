@@ -49,6 +49,216 @@ void ReturnFreedMemoryToTheOs() {
 #endif
 }
 
+// The newest snapshot that checks out, as plain data (nothing loaded when
+// the dir has none): a damaged one falls back to the next older (the log is
+// kept back to the older of the two newest).
+struct LoadedSnapshot {
+  bool present = false;
+  LogPosition position = 0;  // the last record it covers; 0 if none
+  CoreSnapshot core;
+  ServerState server;
+  std::string damaged;  // the newest damaged snapshot's name, if any
+};
+
+absl::StatusOr<LoadedSnapshot> LoadNewestSnapshot(
+    const std::string& dir, const std::vector<std::string>& names,
+    RecoveryReport& report) {
+  const auto snapshot_start = std::chrono::steady_clock::now();
+  LoadedSnapshot loaded;
+  std::vector<std::string> damaged_snapshots;
+  absl::StatusOr<std::optional<SnapshotFileInfo>> newest =
+      ReadNewestSnapshotFile(dir, names, loaded.core, loaded.server,
+                             &damaged_snapshots);
+  if (!newest.ok()) return newest.status();
+  loaded.present = newest->has_value();
+  loaded.position = loaded.present ? (*newest)->covered : 0;
+  if (loaded.present) report.snapshot_bytes = (*newest)->bytes;
+  for (const std::string& d : damaged_snapshots) {
+    report.warnings.push_back(absl::StrCat(
+        "snapshot unusable, falling back to an older one: ", d));
+  }
+  if (!damaged_snapshots.empty()) loaded.damaged = damaged_snapshots.back();
+  report.snapshot_position = loaded.position;
+  report.snapshot_read_us = MicrosSince(snapshot_start);
+  return loaded;
+}
+
+// The log in `dir`, its records continuing from the snapshot's position.
+absl::StatusOr<std::unique_ptr<FileLog>> OpenLogAfter(
+    const std::string& dir, const DurableStoreOptions& options,
+    LogPosition snapshot_position, RecoveryReport& report) {
+  FileLogOptions log_options;
+  log_options.segment_bytes = options.segment_bytes;
+  log_options.preallocate_segments = options.preallocate_log_segments;
+  log_options.truncate_at_corruption = options.recover_truncate;
+  log_options.min_next_position = snapshot_position + 1;
+  log_options.open_file = options.open_file;
+  LogOpenReport log_report;
+  absl::StatusOr<std::unique_ptr<FileLog>> log =
+      FileLog::Open(dir, log_options, &log_report);
+  if (!log.ok()) return log.status();
+  report.tail_dropped = log_report.tail_dropped;
+  for (std::string& w : log_report.warnings) {
+    report.warnings.push_back(std::move(w));
+  }
+  return log;
+}
+
+// What replay applies the log to. Until the first operation the snapshot
+// stays plain data, so RestartGrace entries right after it (the common case
+// after a restart) are applied to the data and the core is restored once.
+class ReplayTarget {
+ public:
+  ReplayTarget(StateMachine& machine, LoadedSnapshot snapshot,
+               const std::string& dir, RecoveryReport& report)
+      : machine_(machine),
+        restored_(!snapshot.present),
+        loaded_(std::move(snapshot.core)),
+        snapshot_position_(snapshot.position),
+        dir_(dir),
+        report_(report) {
+    server_replay_.Restore(std::move(snapshot.server));
+  }
+
+  bool restored() const { return restored_; }
+
+  // Restores the core from the snapshot (once; OK if already done).
+  // Outcomes: OK; DataLoss if the snapshot is inconsistent.
+  absl::Status Restore() {
+    if (restored_) return absl::OkStatus();
+    restored_ = true;
+    const auto restore_start = std::chrono::steady_clock::now();
+    absl::Status s = machine_.Restore(loaded_);
+    report_.restore_us = MicrosSince(restore_start);
+    leftovers_ = std::move(loaded_);
+    loaded_ = CoreSnapshot{};
+    if (!s.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "the snapshot at position ", snapshot_position_, " in ", dir_,
+          " is inconsistent: ", s.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  // Applies the log entry at `position`. Outcomes: OK; DataLoss if the
+  // snapshot is inconsistent or a restart grace cannot be applied.
+  absl::Status Apply(LogPosition position, const LogEntry& entry) {
+    if (const auto* record = std::get_if<ServerRecord>(&entry)) {
+      // The server's state: no need to restore the core for it.
+      server_replay_.Apply(*record);
+      ++report_.server_records_replayed;
+      return absl::OkStatus();
+    }
+    if (const auto* grace = std::get_if<RestartGrace>(&entry)) {
+      ++report_.graces_replayed;
+      if (!restored_ && grace->at == loaded_.now) {
+        ApplyRestartGrace(*grace, loaded_);
+        return absl::OkStatus();
+      }
+      if (absl::Status s = Restore(); !s.ok()) return s;
+      absl::StatusOr<size_t> raised = ApplyRestartGrace(*grace, machine_);
+      if (!raised.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "restart grace at position ", position,
+            " failed: ", raised.status().message()));
+      }
+      return absl::OkStatus();
+    }
+    if (absl::Status s = Restore(); !s.ok()) return s;
+    // Contract errors are replayed as they happened the first time.
+    machine_.Apply(std::get<Operation>(entry)).status().IgnoreError();
+    ++report_.records_replayed;
+    return absl::OkStatus();
+  }
+
+  // The last tick and the number of held leases of the state replayed.
+  Tick last_tick() const {
+    return restored_ ? machine_.table().now() : loaded_.now;
+  }
+  size_t held() const {
+    return restored_ ? machine_.table().held_lease_count()
+                     : CountHolders(loaded_);
+  }
+
+  // Applies this restart's `grace`; the leases it raised.
+  absl::StatusOr<size_t> ApplyGrace(const RestartGrace& grace) {
+    if (!restored_) return ApplyRestartGrace(grace, loaded_);
+    return ApplyRestartGrace(grace, machine_);
+  }
+
+  ServerState TakeServer() { return server_replay_.Take(); }
+  // The snapshot the core was restored from, if it was.
+  std::optional<CoreSnapshot> TakeLeftovers() { return std::move(leftovers_); }
+
+ private:
+  StateMachine& machine_;
+  bool restored_;
+  CoreSnapshot loaded_;
+  const LogPosition snapshot_position_;
+  const std::string& dir_;
+  RecoveryReport& report_;
+  ServerStateReplay server_replay_;
+  std::optional<CoreSnapshot> leftovers_;
+};
+
+// Replays the log's records after the snapshot onto `target`.
+// Outcomes: OK; DataLoss for a gap, a missing record or an entry that does
+// not apply; the decoder's error for a record that does not decode.
+absl::Status ReplayLog(const FileLog& log, const std::string& dir,
+                       const std::string& damaged, ReplayTarget& target,
+                       RecoveryReport& report) {
+  const LogPosition snapshot_position = report.snapshot_position;
+  const auto replay_start = std::chrono::steady_clock::now();
+  LogPosition expected = snapshot_position + 1;
+  absl::Status replayed = log.ReadFrom(
+      snapshot_position + 1,
+      [&](LogPosition position, absl::string_view record) -> absl::Status {
+        if (position != expected) {
+          return absl::DataLossError(absl::StrCat(
+              "log position ", position, " read where ", expected,
+              " was expected"));
+        }
+        ++expected;
+        absl::StatusOr<LogEntry> entry = DecodeLogEntry(record);
+        if (!entry.ok()) {
+          return absl::Status(
+              entry.status().code(),
+              absl::StrCat("log record at position ", position, " in ", dir,
+                           ": ", entry.status().message()));
+        }
+        return target.Apply(position, *entry);
+      });
+  if (absl::IsOutOfRange(replayed)) {
+    return absl::DataLossError(absl::StrCat(
+        "log records are missing in ", dir, ": the newest usable snapshot "
+        "covers positions up to ", snapshot_position, " but ",
+        replayed.message(),
+        damaged.empty() ? "" : absl::StrCat(" (damaged snapshot: ", damaged,
+                                            ")"),
+        ". Restore the data dir from a backup"));
+  }
+  if (!replayed.ok()) return replayed;
+  report.replay_us = MicrosSince(replay_start) - report.restore_us;
+  return absl::OkStatus();
+}
+
+// This restart's grace, logged (and synced) before anything can depend on
+// it, then applied. Outcomes: whether one was logged; the log's error.
+absl::StatusOr<bool> LogThisRestartsGrace(FileLog& log, int64_t grace_ticks,
+                                          ReplayTarget& target,
+                                          RecoveryReport& report) {
+  if (grace_ticks <= 0 || target.held() == 0) return false;
+  const RestartGrace grace{target.last_tick(), grace_ticks};
+  std::string record;
+  EncodeRestartGrace(grace, record);
+  if (absl::Status s = log.Append({record}); !s.ok()) return s;
+  if (absl::Status s = log.Sync(); !s.ok()) return s;
+  absl::StatusOr<size_t> raised = target.ApplyGrace(grace);
+  if (!raised.ok()) return raised.status();
+  report.leases_graced = *raised;
+  return true;
+}
+
 }  // namespace
 
 absl::string_view FsyncPolicyName(FsyncPolicy policy) {
@@ -125,175 +335,65 @@ absl::StatusOr<std::unique_ptr<DurableStore>> DurableStore::Open(
 absl::Status DurableStore::Recover(StateMachine& machine,
                                    ServerState& server) {
   const auto start = std::chrono::steady_clock::now();
-  RecoveryReport& report = recovery_;
+  if (absl::Status s = LockDataDir(); !s.ok()) return s;
+  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir_);
+  if (!names.ok()) return names.status();
+  absl::StatusOr<LoadedSnapshot> snapshot =
+      LoadNewestSnapshot(dir_, *names, recovery_);
+  if (!snapshot.ok()) return snapshot.status();
+  const LogPosition snapshot_position = snapshot->position;
+  const std::string damaged = snapshot->damaged;
+  absl::StatusOr<std::unique_ptr<FileLog>> log =
+      OpenLogAfter(dir_, options_, snapshot_position, recovery_);
+  if (!log.ok()) return log.status();
+  log_ = *std::move(log);
+
+  ReplayTarget target(machine, *std::move(snapshot), dir_, recovery_);
+  if (absl::Status s = ReplayLog(*log_, dir_, damaged, target, recovery_);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<bool> graced =
+      LogThisRestartsGrace(*log_, options_.restart_grace_ticks, target,
+                           recovery_);
+  if (!graced.ok()) return graced.status();
+  // The snapshot stayed plain data through replay (nothing but grace
+  // entries followed it): it is now exactly the state at the last record.
+  const bool state_in_hand = !target.restored();
+  if (absl::Status s = target.Restore(); !s.ok()) return s;
+  machine.TakeEvents();  // replay's events were answered long ago
+
+  const LogPosition next = log_->next_position();
+  recovery_.last_position = next - 1;
+  recovery_.fresh = snapshot_position == 0 && next == 1;
+  server = target.TakeServer();
+  recovery_.CountRecovered(machine, server);
+  recovery_.elapsed_us = MicrosSince(start);
+  StartAfterRecovery(next, snapshot_position, *graced, state_in_hand,
+                     target.TakeLeftovers(), server);
+  return absl::OkStatus();
+}
+
+absl::Status DurableStore::LockDataDir() {
   if (absl::Status s = CreateDirectories(dir_); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<DirLock>> dir_lock = DirLock::Acquire(dir_);
   if (!dir_lock.ok()) return dir_lock.status();
   dir_lock_ = *std::move(dir_lock);
+  return absl::OkStatus();
+}
 
-  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir_);
-  if (!names.ok()) return names.status();
-
-  // The newest snapshot that checks out; a damaged one falls back to the
-  // next older (the log is kept back to the older of the two newest).
-  const auto snapshot_start = std::chrono::steady_clock::now();
-  CoreSnapshot loaded;
-  ServerState loaded_server;
-  std::vector<std::string> damaged_snapshots;
-  absl::StatusOr<std::optional<SnapshotFileInfo>> newest =
-      ReadNewestSnapshotFile(dir_, *names, loaded, loaded_server,
-                             &damaged_snapshots);
-  if (!newest.ok()) return newest.status();
-  const bool have_snapshot = newest->has_value();
-  const LogPosition snapshot_position =
-      have_snapshot ? (*newest)->covered : 0;
-  if (have_snapshot) report.snapshot_bytes = (*newest)->bytes;
-  for (const std::string& d : damaged_snapshots) {
-    report.warnings.push_back(absl::StrCat(
-        "snapshot unusable, falling back to an older one: ", d));
-  }
-  const std::string damaged =
-      damaged_snapshots.empty() ? std::string() : damaged_snapshots.back();
-  report.snapshot_position = snapshot_position;
-  ServerStateReplay server_replay;
-  server_replay.Restore(std::move(loaded_server));
-  report.snapshot_read_us = MicrosSince(snapshot_start);
-
-  FileLogOptions log_options;
-  log_options.segment_bytes = options_.segment_bytes;
-  log_options.preallocate_segments = options_.preallocate_log_segments;
-  log_options.truncate_at_corruption = options_.recover_truncate;
-  log_options.min_next_position = snapshot_position + 1;
-  log_options.open_file = options_.open_file;
-  LogOpenReport log_report;
-  absl::StatusOr<std::unique_ptr<FileLog>> log =
-      FileLog::Open(dir_, log_options, &log_report);
-  if (!log.ok()) return log.status();
-  log_ = *std::move(log);
-  report.tail_dropped = log_report.tail_dropped;
-  for (std::string& w : log_report.warnings) {
-    report.warnings.push_back(std::move(w));
-  }
-
-  // Replay. Until the first operation the snapshot stays plain data, so
-  // RestartGrace entries right after it (the common case after a restart)
-  // are applied to the data and the core is restored once.
-  bool restored = !have_snapshot;
-  auto restore = [&]() -> absl::Status {
-    if (restored) return absl::OkStatus();
-    restored = true;
-    const auto restore_start = std::chrono::steady_clock::now();
-    absl::Status s = machine.Restore(loaded);
-    report.restore_us = MicrosSince(restore_start);
-    {
-      absl::MutexLock lock(&mu_);
-      recovery_leftovers_ = std::move(loaded);
-    }
-    loaded = CoreSnapshot{};
-    if (!s.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "the snapshot at position ", snapshot_position, " in ", dir_,
-          " is inconsistent: ", s.message()));
-    }
-    return absl::OkStatus();
-  };
-  const auto replay_start = std::chrono::steady_clock::now();
-  LogPosition expected = snapshot_position + 1;
-  absl::Status replayed = log_->ReadFrom(
-      snapshot_position + 1,
-      [&](LogPosition position, absl::string_view record) -> absl::Status {
-        if (position != expected) {
-          return absl::DataLossError(absl::StrCat(
-              "log position ", position, " read where ", expected,
-              " was expected"));
-        }
-        ++expected;
-        absl::StatusOr<LogEntry> entry = DecodeLogEntry(record);
-        if (!entry.ok()) {
-          return absl::Status(
-              entry.status().code(),
-              absl::StrCat("log record at position ", position, " in ", dir_,
-                           ": ", entry.status().message()));
-        }
-        if (const auto* record = std::get_if<ServerRecord>(&*entry)) {
-          // The server's state: no need to restore the core for it.
-          server_replay.Apply(*record);
-          ++report.server_records_replayed;
-          return absl::OkStatus();
-        }
-        if (const auto* grace = std::get_if<RestartGrace>(&*entry)) {
-          ++report.graces_replayed;
-          if (!restored && grace->at == loaded.now) {
-            ApplyRestartGrace(*grace, loaded);
-            return absl::OkStatus();
-          }
-          if (absl::Status s = restore(); !s.ok()) return s;
-          absl::StatusOr<size_t> raised = ApplyRestartGrace(*grace, machine);
-          if (!raised.ok()) {
-            return absl::DataLossError(absl::StrCat(
-                "restart grace at position ", position,
-                " failed: ", raised.status().message()));
-          }
-          return absl::OkStatus();
-        }
-        if (absl::Status s = restore(); !s.ok()) return s;
-        // Contract errors are replayed as they happened the first time.
-        machine.Apply(std::get<Operation>(*entry)).status().IgnoreError();
-        ++report.records_replayed;
-        return absl::OkStatus();
-      });
-  if (absl::IsOutOfRange(replayed)) {
-    return absl::DataLossError(absl::StrCat(
-        "log records are missing in ", dir_, ": the newest usable snapshot "
-        "covers positions up to ", snapshot_position, " but ",
-        replayed.message(),
-        damaged.empty() ? "" : absl::StrCat(" (damaged snapshot: ", damaged,
-                                            ")"),
-        ". Restore the data dir from a backup"));
-  }
-  if (!replayed.ok()) return replayed;
-  report.replay_us = MicrosSince(replay_start) - report.restore_us;
-
-  // This restart's grace, logged (and synced) before anything can depend
-  // on it.
-  const Tick last_tick = restored ? machine.table().now() : loaded.now;
-  const size_t held =
-      restored ? machine.table().held_lease_count() : CountHolders(loaded);
-  bool graced = false;
-  if (options_.restart_grace_ticks > 0 && held > 0) {
-    const RestartGrace grace{last_tick, options_.restart_grace_ticks};
-    std::string record;
-    EncodeRestartGrace(grace, record);
-    if (absl::Status s = log_->Append({record}); !s.ok()) return s;
-    if (absl::Status s = log_->Sync(); !s.ok()) return s;
-    graced = true;
-    if (!restored) {
-      report.leases_graced = ApplyRestartGrace(grace, loaded);
-    } else {
-      absl::StatusOr<size_t> raised = ApplyRestartGrace(grace, machine);
-      if (!raised.ok()) return raised.status();
-      report.leases_graced = *raised;
-    }
-  }
-  // The snapshot stayed plain data through replay (nothing but grace
-  // entries followed it): it is now exactly the state at the last record.
-  const bool state_in_hand = !restored;
-  if (absl::Status s = restore(); !s.ok()) return s;
-  machine.TakeEvents();  // replay's events were answered long ago
-
-  const LogPosition next = log_->next_position();
-  report.last_position = next - 1;
-  report.fresh = snapshot_position == 0 && next == 1;
-  server = server_replay.Take();
-  report.CountRecovered(machine, server);
-  report.elapsed_us = MicrosSince(start);
-
+void DurableStore::StartAfterRecovery(LogPosition next,
+                                      LogPosition snapshot_position,
+                                      bool graced, bool state_in_hand,
+                                      std::optional<CoreSnapshot> leftovers,
+                                      const ServerState& server) {
   absl::MutexLock lock(&mu_);
+  recovery_leftovers_ = std::move(leftovers);
   next_position_ = next;
   durable_ = next - 1;
   snapshot_position_ = snapshot_position;
   records_since_snapshot_ = next - 1 - snapshot_position;
-  graces_since_snapshot_ = report.graces_replayed + (graced ? 1 : 0);
+  graces_since_snapshot_ = recovery_.graces_replayed + (graced ? 1 : 0);
   stats_.last_position = next - 1;
   stats_.durable_position = next - 1;
   if (state_in_hand && graces_since_snapshot_ > 0 && next - 1 > snapshot_position &&
@@ -308,7 +408,6 @@ absl::Status DurableStore::Recover(StateMachine& machine,
     records_since_snapshot_ = 0;
     graces_since_snapshot_ = 0;
   }
-  return absl::OkStatus();
 }
 
 DurableStore::~DurableStore() { Close().IgnoreError(); }

@@ -1,96 +1,19 @@
-// DurableStore: the local write-ahead log, the first implementation of
-// OperationLog (operation_log.h). It makes the core's ordered operation
-// stream durable. It
-// recovers a StateMachine, and the server's own ServerState (sessions and
-// the retry cache, server_records.h), from a data directory (latest
-// snapshot + replay of the log after it), appends every later operation and
-// server record to the write-ahead log (log.h) with group commit, tells the
-// caller when each record is durable, and writes snapshots off-thread so the
-// log can be cut.
+// DurableStore: the local OperationLog (operation_log.h). Open recovers a
+// StateMachine and the server's ServerState from a data directory (newest
+// snapshot, then the log after it) and logs this restart's grace; later
+// records go to the write-ahead log (log.h) with group commit under the
+// fsync policy, each caller learns when its record is durable, and
+// snapshots are written off-thread so the log can be cut. The owner of the
+// core appends under its lock and answers only from OnDurable; the rules
+// and their reasons are in docs/design/durable-path.md.
 //
-// Data directory: LOCK (flock, one process at a time), wal-*.log segments
-// (log.h), snap-*.snap snapshots (snapshot_file.h). The latest two
-// snapshots are kept (if the newest is damaged, recovery falls back to the
-// older one and replays more) and log segments are deleted once the older
-// kept snapshot covers them.
+// Thread-safety: every public method is thread-safe. Callbacks run on the
+// flusher thread, never under the store's mutex, in position order; one
+// must not block for long nor call WaitDurable or Close.
 //
-// How the owner of the core uses it (leasekeeperd, REQUIRES for safety):
-//  - Apply an operation to the core, then Append it, both under the core's
-//    lock, so log order == apply order. Append is cheap (encode, enqueue);
-//    it never waits for the disk. A change to sessions or the retry cache
-//    is Appended as a ServerRecord the same way, where it happened.
-//  - Send the operation's reply, and every waiter notification it caused,
-//    only from OnDurable(position, callback): the callback runs on the
-//    flusher thread once the record is durable (status OK), or with
-//    Unavailable if the store failed first. Nothing that is not durable is
-//    ever acknowledged, and no gRPC thread waits for an fsync.
-//  - Time passing is an operation too: a lapse that grants a waiter is only
-//    visible through op::Advance (or a later operation) being appended.
-//  - When SnapshotDue(), hand the core's CoreSnapshot and the ServerState,
-//    taken under the same lock, with the position of the last appended
-//    record, to SubmitSnapshot; the file is written on the snapshot thread.
-//  - Renewals are not batched more loosely than other mutations: a lost
-//    renewal would let the recovered lease end before the holder believes,
-//    and the restart grace only covers a holder that renews within it.
-//
-// Fsync policy (--fsync):
-//  - kAlways: every record is written and fsynced on its own.
-//  - kBatch (default): the flusher takes every record pending when it wakes
-//    (one group), writes them with one write(2) and one fsync, then
-//    acknowledges the group. Concurrent callers share an fsync.
-//  - kNever: records are acknowledged once written to the OS (they survive
-//    a crash of the process, not of the machine). Append itself writes the
-//    record (one write(2), under the store's mutex, so last_position() and
-//    durable_position() move together): it is durable when Append returns,
-//    and the owner answers on its own thread instead of handing every
-//    reply to the flusher (a context switch per reply, which was most of
-//    the cost of a call on a one-core server).
-//
-// Failure: if a write or fsync fails (ENOSPC, EIO) the store is FAILED for
-// good: pending callbacks get Unavailable with the reason, every later
-// Append returns it, and nothing more is written. (After a failed fsync
-// the kernel may have dropped the dirty pages, so a retry cannot make them
-// durable.) The operator fixes the disk and restarts; recovery keeps every
-// record that was acknowledged.
-//
-// Time across restarts. Ticks are the core's clock (leasekeeperd: monotonic
-// milliseconds). Recovery reports last_tick, the core's now after replay,
-// and resume_tick = last_tick + 1: the owner must make its clock continue
-// from resume_tick (leasekeeperd picks its clock origin at start so that
-// its first tick is resume_tick), so time never runs backwards across a
-// restart and every lease keeps the remaining time it had when the last
-// record was written. Downtime does not count against leases.
-//
-// Restart grace (DurableStoreOptions::restart_grace_ticks > 0): after
-// replay, every lease that is held gets expires_at = max(expires_at,
-// last_tick + grace), so a living holder can renew instead of losing its
-// lock to the restart. It is recorded in the log as a RestartGrace entry
-// (restart_grace.h explains why it is needed there and why it is safe: in
-// short, counters are recovered at least as high as any token handed out
-// because every grant is logged before it is acknowledged, and the grace
-// only extends leases that were held). Replaying such an entry costs an
-// export and a restore of the whole state, so it is folded into a snapshot
-// soon: by Open itself (off-thread, from the data it restored) when the
-// entries directly follow the newest snapshot, else through SnapshotDue.
-//
-// Thread-safety: all public methods are thread-safe. Callbacks run on the
-// flusher thread, never under the store's mutex: those of records that
-// become durable together in position order, one registered for a record
-// that is already durable on the flusher's next wake-up. A callback must
-// not block for long (it delays later acknowledgements) and must not call
-// WaitDurable or Close; it may call Append and OnDurable.
-//
-// Invariants:
-//  1. Positions are 1, 2, 3, ... in Append order; a recovered store goes on
-//     from the last recovered position.
-//  2. durable_position() never falls; OnDurable(p) reports OK only if
-//     p <= durable_position(), i.e. record p (and all before it) survives a
-//     crash under the fsync policy.
-//  3. Once failed, always failed: no record appended after the failure is
-//     written, and no callback for a record that was not durable says OK.
-//  4. Recovery of a directory written by this class, after a crash at any
-//     point, yields the state of the core after some prefix of the Appended
-//     operations that includes every durable one (plus the restart grace).
+// Invariants: those of OperationLog, and recovery after a crash at any
+// point yields the state after a prefix of the appended records that holds
+// every durable one (plus the restart grace).
 #ifndef LEASEKEEPER_STORAGE_DURABLE_STORE_H_
 #define LEASEKEEPER_STORAGE_DURABLE_STORE_H_
 
@@ -307,7 +230,20 @@ class DurableStore final : public OperationLog {
   DurableStore(std::string dir, DurableStoreOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
 
+  // Open's recovery: locks the dir, loads the newest usable snapshot,
+  // replays the log after it, logs this restart's grace. Outcomes: OK; the
+  // first step's error (DataLoss for a log or snapshot that cannot be
+  // trusted).
   absl::Status Recover(StateMachine& machine, ServerState& server);
+  // Creates the data dir if missing and takes its lock (DirLock).
+  absl::Status LockDataDir();
+  // Sets the positions and counters recovery found; hands the snapshot
+  // thread a snapshot that folds the restart grace in when the state is
+  // in hand as plain data (`state_in_hand`, `leftovers`).
+  void StartAfterRecovery(LogPosition next, LogPosition snapshot_position,
+                          bool graced, bool state_in_hand,
+                          std::optional<CoreSnapshot> leftovers,
+                          const ServerState& server) ABSL_LOCKS_EXCLUDED(mu_);
   // Encodes nothing: enqueues (or under kNever writes) an encoded entry.
   absl::StatusOr<LogPosition> AppendEncoded(std::string record);
   void FlusherLoop();

@@ -148,6 +148,34 @@ std::string CorruptionMessage(const std::string& path, uint64_t offset,
       "again)");
 }
 
+// The segment files in `dir` ("wal-<20 digits>.log"), oldest first.
+absl::StatusOr<std::vector<std::pair<LogPosition, std::string>>>
+FindSegmentFiles(const std::string& dir) {
+  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir);
+  if (!names.ok()) return names.status();
+  std::vector<std::pair<LogPosition, std::string>> found;
+  for (const std::string& name : *names) {
+    absl::string_view digits = name;
+    if (!absl::ConsumePrefix(&digits, kSegmentPrefix) ||
+        !absl::ConsumeSuffix(&digits, kSegmentSuffix) || digits.size() != 20) {
+      continue;
+    }
+    LogPosition first = 0;
+    if (!absl::SimpleAtoi(digits, &first) || first < 1) continue;
+    found.emplace_back(first, dir + "/" + name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// Removes a segment recovery gives up, counting its bytes and saying why.
+absl::Status DropSegment(const std::string& path, uint64_t bytes,
+                         absl::string_view why, LogOpenReport& r) {
+  r.bytes_dropped += bytes;
+  r.warnings.push_back(absl::StrCat("removed log segment ", path, ": ", why));
+  return RemoveFile(path);
+}
+
 }  // namespace
 
 void AppendLogFrame(absl::string_view payload, std::string& out) {
@@ -173,157 +201,151 @@ absl::StatusOr<std::unique_ptr<FileLog>> FileLog::Open(const std::string& dir,
   LogOpenReport& r = report != nullptr ? *report : local_report;
   r = LogOpenReport{};
   std::unique_ptr<FileLog> log(new FileLog(dir, std::move(options)));
-  const FileLogOptions& opts = log->options_;
-
-  absl::StatusOr<std::vector<std::string>> names = ListDirectory(dir);
-  if (!names.ok()) return names.status();
-  std::vector<std::pair<LogPosition, std::string>> found;
-  for (const std::string& name : *names) {
-    absl::string_view digits = name;
-    if (!absl::ConsumePrefix(&digits, kSegmentPrefix) ||
-        !absl::ConsumeSuffix(&digits, kSegmentSuffix) || digits.size() != 20) {
-      continue;
-    }
-    LogPosition first = 0;
-    if (!absl::SimpleAtoi(digits, &first) || first < 1) continue;
-    found.emplace_back(first, dir + "/" + name);
-  }
-  std::sort(found.begin(), found.end());
+  absl::StatusOr<std::vector<std::pair<LogPosition, std::string>>> found =
+      FindSegmentFiles(dir);
+  if (!found.ok()) return found.status();
 
   absl::MutexLock lock(&log->mu_);
-  std::vector<Segment>& segments = log->segments_;
   // Set when --recover-truncate cut the log: later segments are deleted.
   bool cut = false;
-  auto drop_segment = [&](const std::string& path, uint64_t bytes,
-                          absl::string_view why) -> absl::Status {
-    r.bytes_dropped += bytes;
-    r.warnings.push_back(absl::StrCat("removed log segment ", path, ": ", why));
-    return RemoveFile(path);
-  };
-
-  for (size_t i = 0; i < found.size(); ++i) {
-    const auto& [first, path] = found[i];
-    const bool last = i + 1 == found.size();
-    absl::StatusOr<std::string> data = ReadWholeFile(path);
-    if (!data.ok()) return data.status();
-    ++r.segments;
-    r.bytes_scanned += data->size();
-    if (cut) {
-      if (absl::Status s = drop_segment(path, data->size(),
-                                        "after the --recover-truncate cut");
-          !s.ok()) {
-        return s;
-      }
-      continue;
+  for (size_t i = 0; i < found->size(); ++i) {
+    const auto& [first, path] = (*found)[i];
+    const bool last = i + 1 == found->size();
+    if (absl::Status s = log->RecoverSegment(first, path, last, cut, r);
+        !s.ok()) {
+      return s;
     }
-    // A header cut short, or never written (zeros), in the last segment is
-    // a crash while the segment was being created: it holds no record.
-    const bool torn_header =
-        data->size() < kLogSegmentHeaderBytes || AllZero(*data);
-    if (torn_header && last) {
-      if (absl::Status s = drop_segment(path, data->size(),
-                                        "incomplete header (torn tail)");
-          !s.ok()) {
-        return s;
-      }
-      r.tail_dropped = true;
-      continue;
-    }
-    absl::Status header =
-        torn_header ? absl::DataLossError(absl::StrCat(
-                          "log segment ", path, " is shorter than its header"))
-                    : CheckHeader(*data, path, first);
-    if (header.ok() && !segments.empty() &&
-        first != segments.back().first + segments.back().count) {
-      header = absl::DataLossError(absl::StrCat(
-          "gap in the log: ", path, " starts at position ", first,
-          " but the previous segment ends before position ",
-          segments.back().first + segments.back().count));
-    }
-    if (!header.ok()) {
-      if (!opts.truncate_at_corruption || absl::IsFailedPrecondition(header)) {
-        return header;
-      }
-      cut = true;
-      if (absl::Status s = drop_segment(path, data->size(),
-                                        absl::StrCat("--recover-truncate: ",
-                                                     header.message()));
-          !s.ok()) {
-        return s;
-      }
-      continue;
-    }
-
-    FrameScan scan;
-    absl::Status scanned = ScanFrames(*data, kLogSegmentHeaderBytes, first, 0,
-                                      nullptr, scan);
-    if (!scanned.ok()) return scanned;
-    Segment segment{path, first, scan.count, scan.good_end};
-    if (scan.stop != FrameScan::Stop::kEnd) {
-      const bool tail = last && scan.stop == FrameScan::Stop::kTorn;
-      if (!tail && !opts.truncate_at_corruption) {
-        return absl::DataLossError(
-            CorruptionMessage(path, scan.good_end, scan.why));
-      }
-      const uint64_t dropped = data->size() - scan.good_end;
-      r.bytes_dropped += dropped;
-      if (tail) {
-        r.tail_dropped = true;
-        r.warnings.push_back(absl::StrCat(
-            "dropped the torn tail of the log: ", dropped, " bytes at byte "
-            "offset ", scan.good_end, " of ", path, " (", scan.why,
-            "); that record was never acknowledged"));
-      } else {
-        cut = true;
-        r.warnings.push_back(absl::StrCat(
-            "--recover-truncate: cut the log at byte offset ", scan.good_end,
-            " of ", path, " (", scan.why, "), dropping ", dropped,
-            " bytes of it and every later segment; records from position ",
-            first + scan.count, " on are lost"));
-      }
-      if (absl::Status s = TruncateFile(path, scan.good_end); !s.ok()) return s;
-    } else if (last && scan.good_end < data->size()) {
-      // Preallocated space nobody wrote: no new record goes here again.
-      if (absl::Status s = TruncateFile(path, scan.good_end); !s.ok()) return s;
-    }
-    segments.push_back(std::move(segment));
   }
+  if (absl::Status s = log->StartAfterRecovery(r); !s.ok()) return s;
+  return log;
+}
 
-  LogPosition next = segments.empty()
-                         ? opts.min_next_position
-                         : segments.back().first + segments.back().count;
-  if (next < opts.min_next_position) {
+absl::Status FileLog::RecoverSegment(LogPosition first,
+                                     const std::string& path, bool last,
+                                     bool& cut, LogOpenReport& r) {
+  absl::StatusOr<std::string> data = ReadWholeFile(path);
+  if (!data.ok()) return data.status();
+  ++r.segments;
+  r.bytes_scanned += data->size();
+  if (cut) {
+    return DropSegment(path, data->size(), "after the --recover-truncate cut",
+                       r);
+  }
+  // A header cut short, or never written (zeros), in the last segment is
+  // a crash while the segment was being created: it holds no record.
+  const bool torn_header =
+      data->size() < kLogSegmentHeaderBytes || AllZero(*data);
+  if (torn_header && last) {
+    if (absl::Status s =
+            DropSegment(path, data->size(), "incomplete header (torn tail)", r);
+        !s.ok()) {
+      return s;
+    }
+    r.tail_dropped = true;
+    return absl::OkStatus();
+  }
+  absl::Status header =
+      torn_header ? absl::DataLossError(absl::StrCat(
+                        "log segment ", path, " is shorter than its header"))
+                  : CheckHeader(*data, path, first);
+  if (header.ok() && !segments_.empty() &&
+      first != segments_.back().first + segments_.back().count) {
+    header = absl::DataLossError(absl::StrCat(
+        "gap in the log: ", path, " starts at position ", first,
+        " but the previous segment ends before position ",
+        segments_.back().first + segments_.back().count));
+  }
+  if (!header.ok()) {
+    if (!options_.truncate_at_corruption ||
+        absl::IsFailedPrecondition(header)) {
+      return header;
+    }
+    cut = true;
+    return DropSegment(
+        path, data->size(),
+        absl::StrCat("--recover-truncate: ", header.message()), r);
+  }
+  return KeepSegmentRecords(first, path, last, *data, cut, r);
+}
+
+absl::Status FileLog::KeepSegmentRecords(LogPosition first,
+                                         const std::string& path, bool last,
+                                         absl::string_view data, bool& cut,
+                                         LogOpenReport& r) {
+  FrameScan scan;
+  absl::Status scanned =
+      ScanFrames(data, kLogSegmentHeaderBytes, first, 0, nullptr, scan);
+  if (!scanned.ok()) return scanned;
+  Segment segment{path, first, scan.count, scan.good_end};
+  if (scan.stop != FrameScan::Stop::kEnd) {
+    const bool tail = last && scan.stop == FrameScan::Stop::kTorn;
+    if (!tail && !options_.truncate_at_corruption) {
+      return absl::DataLossError(
+          CorruptionMessage(path, scan.good_end, scan.why));
+    }
+    const uint64_t dropped = data.size() - scan.good_end;
+    r.bytes_dropped += dropped;
+    if (tail) {
+      r.tail_dropped = true;
+      r.warnings.push_back(absl::StrCat(
+          "dropped the torn tail of the log: ", dropped, " bytes at byte "
+          "offset ", scan.good_end, " of ", path, " (", scan.why,
+          "); that record was never acknowledged"));
+    } else {
+      cut = true;
+      r.warnings.push_back(absl::StrCat(
+          "--recover-truncate: cut the log at byte offset ", scan.good_end,
+          " of ", path, " (", scan.why, "), dropping ", dropped,
+          " bytes of it and every later segment; records from position ",
+          first + scan.count, " on are lost"));
+    }
+    if (absl::Status s = TruncateFile(path, scan.good_end); !s.ok()) return s;
+  } else if (last && scan.good_end < data.size()) {
+    // Preallocated space nobody wrote: no new record goes here again.
+    if (absl::Status s = TruncateFile(path, scan.good_end); !s.ok()) return s;
+  }
+  segments_.push_back(std::move(segment));
+  return absl::OkStatus();
+}
+
+absl::Status FileLog::StartAfterRecovery(LogOpenReport& r) {
+  const LogPosition min_next = options_.min_next_position;
+  LogPosition next = segments_.empty()
+                         ? min_next
+                         : segments_.back().first + segments_.back().count;
+  if (next < min_next) {
     // The snapshot covers everything this log holds (it was written after
     // records the log lost, e.g. with fsync never and a power loss).
-    for (const Segment& segment : segments) {
-      if (absl::Status s = drop_segment(
+    for (const Segment& segment : segments_) {
+      if (absl::Status s = DropSegment(
               segment.path, segment.bytes,
               absl::StrCat("covered by the snapshot at position ",
-                           opts.min_next_position - 1));
+                           min_next - 1),
+              r);
           !s.ok()) {
         return s;
       }
     }
-    segments.clear();
-    next = opts.min_next_position;
+    segments_.clear();
+    next = min_next;
   }
   // Every open writes to a fresh segment; an empty last one is replaced.
-  if (!segments.empty() && segments.back().count == 0) {
-    if (absl::Status s = RemoveFile(segments.back().path); !s.ok()) return s;
-    segments.pop_back();
+  if (!segments_.empty() && segments_.back().count == 0) {
+    if (absl::Status s = RemoveFile(segments_.back().path); !s.ok()) return s;
+    segments_.pop_back();
   }
   // The previous process may have written records it never synced (they
   // were not acknowledged, but recovery now builds on them): make them
   // durable before anything newer is, so a power loss cannot leave a hole
   // in the middle of the log. Earlier segments were synced when rolled.
-  if (!segments.empty()) {
-    if (absl::Status s = SyncFile(segments.back().path); !s.ok()) return s;
+  if (!segments_.empty()) {
+    if (absl::Status s = SyncFile(segments_.back().path); !s.ok()) return s;
   }
-  if (absl::Status s = SyncDirectory(dir); !s.ok()) return s;
-  if (absl::Status s = log->StartSegment(next); !s.ok()) return s;
-  r.first_position = segments.front().first;
+  if (absl::Status s = SyncDirectory(dir_); !s.ok()) return s;
+  if (absl::Status s = StartSegment(next); !s.ok()) return s;
+  r.first_position = segments_.front().first;
   r.next_position = next;
-  return log;
+  return absl::OkStatus();
 }
 
 FileLog::~FileLog() {

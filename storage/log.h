@@ -1,77 +1,20 @@
-// Log: the write-ahead log of the ordered operation stream, and FileLog, its
-// implementation as segment files in a data directory.
+// Log: the write-ahead log of the ordered operation stream, and FileLog,
+// its implementation as segment files (wal-<first position>.log) in a data
+// directory. A record is an opaque byte string (an operation codec entry);
+// its position is its 1-based index in the log's history and never changes.
+// FileLog::Open applies the recovery rules of docs/design/durable-path.md
+// (a torn tail is dropped; corruption before it is DataLoss unless
+// truncate_at_corruption), which also gives the format.
 //
-// The interface is deliberately narrow (append a batch, sync, read from a
-// position, discard what a snapshot covers) so that the same stream can
-// later be replicated through etcd behind it. A record is an opaque byte
-// string (an OperationCodec entry); its position is its 1-based index in the
-// log's whole history and never changes.
-//
-// On-disk format, version 1 (little-endian):
-//
-//   segment file  DIR/wal-<first position, 20 digits>.log
-//     header (28 bytes): "LKWALSEG" | u32 format version | u32 0 |
-//                        u64 first position | u32 crc32c(previous 24)
-//     then records, back to back, each framed as
-//       u32 length (low 24 bits, < 16 MiB) | check byte (high 8 bits) =
-//           crc32c of the 3 length bytes, low 8 bits
-//       u32 crc32c(the 4 length bytes + payload)
-//       payload (length bytes)
-//
-//   Positions are consecutive within a segment and across segments; the
-//   next segment's first position is the previous one's first + its record
-//   count. A segment is rolled (fsynced, closed, a new one started) when it
-//   passes FileLogOptions::segment_bytes, and every FileLog::Open starts a
-//   new segment, so a file is never appended to by two processes.
-//
-// Recovery rules (FileLog::Open):
-//  - The TAIL is the last record of the last segment: a frame cut short by
-//    the end of the file; a frame that reaches exactly to the end of the
-//    file but fails its checksum or length check; or a bad frame followed
-//    by nothing but zero bytes (a file system may extend a file with zeros
-//    before a crash). Damage to the 3 length bytes of the last record that
-//    makes it point elsewhere cannot be told from damage before the tail
-//    and is treated as such. A torn or corrupt tail was never
-//    acknowledged (a reply waits for its record to be synced, and a sync
-//    covers every byte before it), so it is dropped: the file is truncated
-//    to the last good record and the open reports a warning.
-//  - The END of a segment's records is the end of the file, or zero bytes
-//    from a frame boundary to the end of the file: space the writer
-//    preallocated (FileLogOptions::preallocate_segments). That is no
-//    damage and gets no warning; the last segment's zeros are cut off.
-//    (Records lost there could only be unsynced ones; in any segment but
-//    the last, the next segment's first position shows a gap.)
-//  - A last segment shorter than its header, or all zeros (a crash while
-//    it was created), is removed with a warning.
-//  - Anything else is CORRUPTION BEFORE THE TAIL: a bad frame with data
-//    after it, any bad frame in an earlier segment, a bad header, a gap in
-//    positions. Open fails with DataLoss naming the file and byte offset.
-//    Records after the bad one may have been acknowledged, so dropping them
-//    silently could lose acknowledged writes or, worse, re-issue a fencing
-//    token. The ways forward, named in the message:
-//      (a) if a snapshot covers the damaged range (or losing what follows
-//          is acceptable), restart with FileLogOptions::truncate_at_corruption
-//          (leasekeeperd --recover-truncate): the log is cut at the first
-//          bad record, later segments are deleted, and the report says how
-//          much was dropped; every fencing counter then comes from the
-//          snapshot and the records before the cut, so tokens handed out
-//          after the cut may be issued again: fence the store first (raise
-//          its high-water marks) or accept the risk knowingly;
-//      (b) restore the data dir from a backup.
-//  - A header with another format version fails with FailedPrecondition
-//    naming both versions: run the matching build (there is no converter).
-//
-// Thread-safety: every method of FileLog is thread-safe (one internal
-// mutex); Append and Sync are meant to be called by one writer thread, and
-// ReadFrom and DiscardBefore may run beside it.
+// Thread-safety: every FileLog method is thread-safe (one mutex); Append and
+// Sync are meant for one writer thread, ReadFrom and DiscardBefore may run
+// beside it.
 //
 // Invariants:
-//  1. The records on disk are exactly positions [first_position(),
-//     next_position()), in order, without gaps.
+//  1. The records on disk are exactly [first_position(), next_position()).
 //  2. After Sync() returns OK, every record appended before it survives a
 //     crash (power loss included) and is read back by the next Open.
-//  3. After a write or sync failed, the log is failed: every later Append
-//     and Sync returns that error (a failed fsync cannot be retried safely).
+//  3. After a write or sync failed, every later Append and Sync fails.
 #ifndef LEASEKEEPER_STORAGE_LOG_H_
 #define LEASEKEEPER_STORAGE_LOG_H_
 
@@ -145,10 +88,8 @@ struct FileLogOptions {
   // Write a new segment full of zeros (segment_bytes) when it is started,
   // so that records are written over blocks the file already has: a sync
   // then flushes the data alone, without a journal commit for the file's
-  // new size (on ext4 here, fdatasync took 96-101 us instead of 146-153 us
-  // for 2 KiB records). Costs a write and sync of segment_bytes when a
-  // segment starts, on the writing thread (about 6 ms for 8 MiB here, once
-  // per ~100,000 records). Best
+  // new size. Costs a write and sync of segment_bytes when a segment
+  // starts, on the writing thread (bench/README.md has both figures). Best
   // effort: if the disk has no room for it, records are appended as they
   // fit, and a full disk fails the log as it would without it.
   bool preallocate_segments = false;
@@ -215,6 +156,24 @@ class FileLog final : public Log {
   FileLog(std::string dir, FileLogOptions options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
 
+  // Open's steps. RecoverSegment checks one segment file (`last`: the
+  // newest) under the recovery rules above: keeps its good records, drops
+  // a torn tail, or under truncate_at_corruption cuts the log there (sets
+  // `cut`; later segments are then removed). Outcomes: OK; DataLoss for
+  // corruption it may not repair; FailedPrecondition for an unknown format
+  // version; the I/O error.
+  absl::Status RecoverSegment(LogPosition first, const std::string& path,
+                              bool last, bool& cut, LogOpenReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RecoverSegment's part once the header checked out: scans the records.
+  absl::Status KeepSegmentRecords(LogPosition first, const std::string& path,
+                                  bool last, absl::string_view data, bool& cut,
+                                  LogOpenReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops segments the snapshot covers and an empty last one, syncs what
+  // the previous process left unsynced, starts the segment for appends.
+  absl::Status StartAfterRecovery(LogOpenReport& report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StartSegment(LogPosition first)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -226,21 +226,24 @@ absl::StatusOr<LogEntry> DecodeServerRecord(uint8_t kind, Tick at,
   return LogEntry(std::move(record));
 }
 
-}  // namespace
-
-absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
-  ByteReader in(bytes);
+// An entry's version, kind and tick, read and checked against each other.
+struct EntryHeader {
   uint8_t version = 0;
   uint8_t kind = 0;
   Tick at = 0;
-  if (!in.GetByte(version)) return Malformed("empty");
+};
+
+absl::Status DecodeEntryHeader(ByteReader& in, EntryHeader& header) {
+  const uint8_t& version = header.version;
+  const uint8_t& kind = header.kind;
+  if (!in.GetByte(header.version)) return Malformed("empty");
   if (version < kOldestOperationCodecVersion ||
       version > kOperationCodecVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         "log entry has codec version ", version, "; this build reads versions ",
         kOldestOperationCodecVersion, " to ", kOperationCodecVersion));
   }
-  if (!in.GetByte(kind)) return Malformed("no kind");
+  if (!in.GetByte(header.kind)) return Malformed("no kind");
   if (version == 1 &&
       (kind == kCheckedWrite || kind == kFencedRead || kind == kForget)) {
     return Malformed(absl::StrCat("kind ", kind, " in a version 1 entry"));
@@ -249,133 +252,166 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
     return Malformed(absl::StrCat("kind ", kind, " in a version ", version,
                                   " entry"));
   }
-  if (!in.GetSignedVarint64(at)) return Malformed("bad tick");
-  if (at < kMinTick || at > kMaxTick) return Malformed("tick out of range");
+  if (!in.GetSignedVarint64(header.at)) return Malformed("bad tick");
+  if (header.at < kMinTick || header.at > kMaxTick) {
+    return Malformed("tick out of range");
+  }
+  return absl::OkStatus();
+}
 
-  bool ok = true;
-  auto mode_of = [&](uint8_t b) {
-    if (b > 1) ok = false;
-    return b == 1 ? LockMode::kShared : LockMode::kExclusive;
-  };
-  LogEntry entry;
-  Operation operation;
-  operation.at = at;
+absl::StatusOr<LogEntry> DecodeRestartGrace(Tick at, ByteReader& in) {
+  RestartGrace grace;
+  grace.at = at;
+  if (!in.GetSignedVarint64(grace.grace_ticks) || grace.grace_ticks < 0) {
+    return Malformed("bad restart grace");
+  }
+  if (!in.empty()) return Malformed("trailing bytes");
+  return LogEntry(grace);
+}
+
+// One operation kind's fields, after the header: false if they are
+// truncated or invalid. `operation.at` is set already.
+using BodyDecoder = bool (*)(ByteReader& in, Operation& operation);
+
+bool DecodeAcquire(ByteReader& in, Operation& operation) {
+  op::Acquire a;
+  uint8_t mode = 0;
+  const bool ok = in.GetString(a.client, kAnyLength) &&
+                  in.GetString(a.lock, kAnyLength) &&
+                  in.GetSignedVarint64(a.ttl) && in.GetByte(mode);
+  a.mode = mode == 1 ? LockMode::kShared : LockMode::kExclusive;
+  operation.body = std::move(a);
+  return ok && mode <= 1;
+}
+
+bool DecodeAcquireWithCapacity(ByteReader& in, Operation& operation) {
+  op::Acquire a;
+  uint8_t mode = 0;
+  uint64_t capacity = 0;
+  bool ok = in.GetString(a.client, kAnyLength) &&
+            in.GetString(a.lock, kAnyLength) && in.GetSignedVarint64(a.ttl) &&
+            in.GetByte(mode) && mode <= 2 && in.GetVarint64(capacity) &&
+            capacity <= std::numeric_limits<uint32_t>::max();
+  a.mode = ModeOfByte(mode).value_or(LockMode::kExclusive);
+  a.capacity = static_cast<uint32_t>(capacity);
+  // Kind 1 is the only spelling of a contract acquire.
+  if (ok && IsContractAcquire(a)) ok = false;
+  operation.body = std::move(a);
+  return ok;
+}
+
+bool DecodeRenew(ByteReader& in, Operation& operation) {
+  op::Renew r;
+  const bool ok = in.GetString(r.client, kAnyLength) &&
+                  in.GetString(r.lock, kAnyLength) &&
+                  in.GetSignedVarint64(r.ttl);
+  operation.body = std::move(r);
+  return ok;
+}
+
+// Release and Withdraw: a client and a lock.
+template <typename ClientAndLock>
+bool DecodeClientAndLock(ByteReader& in, Operation& operation) {
+  ClientAndLock r;
+  const bool ok =
+      in.GetString(r.client, kAnyLength) && in.GetString(r.lock, kAnyLength);
+  operation.body = std::move(r);
+  return ok;
+}
+
+// ReleaseAll, RenewAll and Forget: a client.
+template <typename ClientOnly>
+bool DecodeClientOnly(ByteReader& in, Operation& operation) {
+  ClientOnly r;
+  const bool ok = in.GetString(r.client, kAnyLength);
+  operation.body = std::move(r);
+  return ok;
+}
+
+bool DecodeWrite(ByteReader& in, Operation& operation) {
+  op::Write w;
+  const bool ok =
+      in.GetString(w.lock, kAnyLength) && in.GetString(w.key, kAnyLength) &&
+      in.GetString(w.value, kAnyLength) && in.GetVarint64(w.token);
+  operation.body = std::move(w);
+  return ok;
+}
+
+bool DecodeCheckedWrite(ByteReader& in, Operation& operation) {
+  op::Write w;
+  uint8_t checks = 0;
+  const bool ok =
+      in.GetString(w.lock, kAnyLength) && in.GetString(w.key, kAnyLength) &&
+      in.GetString(w.value, kAnyLength) && in.GetVarint64(w.token) &&
+      in.GetByte(checks) &&
+      (checks & ~(kRefuseUnissuedBit | kRequireHeldBit)) == 0 &&
+      in.GetString(w.client, kAnyLength);
+  w.refuse_unissued = (checks & kRefuseUnissuedBit) != 0;
+  w.require_held = (checks & kRequireHeldBit) != 0;
+  operation.body = std::move(w);
+  return ok;
+}
+
+bool DecodeFencedRead(ByteReader& in, Operation& operation) {
+  op::FencedRead r;
+  const bool ok = in.GetString(r.lock, kAnyLength) &&
+                  in.GetString(r.key, kAnyLength) && in.GetVarint64(r.token);
+  operation.body = std::move(r);
+  return ok;
+}
+
+bool DecodeAdvance(ByteReader&, Operation& operation) {
+  operation.body = op::Advance{};
+  return true;
+}
+
+// The decoder of an operation kind; null for a kind that is not one.
+BodyDecoder OperationDecoder(uint8_t kind) {
   switch (kind) {
-    case kAcquire: {
-      op::Acquire a;
-      uint8_t mode = 0;
-      ok = in.GetString(a.client, kAnyLength) &&
-           in.GetString(a.lock, kAnyLength) && in.GetSignedVarint64(a.ttl) &&
-           in.GetByte(mode);
-      a.mode = mode_of(mode);
-      operation.body = std::move(a);
-      break;
-    }
-    case kAcquireWithCapacity: {
-      op::Acquire a;
-      uint8_t mode = 0;
-      uint64_t capacity = 0;
-      ok = in.GetString(a.client, kAnyLength) &&
-           in.GetString(a.lock, kAnyLength) && in.GetSignedVarint64(a.ttl) &&
-           in.GetByte(mode) && mode <= 2 && in.GetVarint64(capacity) &&
-           capacity <= std::numeric_limits<uint32_t>::max();
-      a.mode = ModeOfByte(mode).value_or(LockMode::kExclusive);
-      a.capacity = static_cast<uint32_t>(capacity);
-      // Kind 1 is the only spelling of a contract acquire.
-      if (ok && IsContractAcquire(a)) ok = false;
-      operation.body = std::move(a);
-      break;
-    }
-    case kRenew: {
-      op::Renew r;
-      ok = in.GetString(r.client, kAnyLength) &&
-           in.GetString(r.lock, kAnyLength) && in.GetSignedVarint64(r.ttl);
-      operation.body = std::move(r);
-      break;
-    }
-    case kRelease: {
-      op::Release r;
-      ok = in.GetString(r.client, kAnyLength) &&
-           in.GetString(r.lock, kAnyLength);
-      operation.body = std::move(r);
-      break;
-    }
-    case kWithdraw: {
-      op::Withdraw w;
-      ok = in.GetString(w.client, kAnyLength) &&
-           in.GetString(w.lock, kAnyLength);
-      operation.body = std::move(w);
-      break;
-    }
-    case kReleaseAll: {
-      op::ReleaseAll r;
-      ok = in.GetString(r.client, kAnyLength);
-      operation.body = std::move(r);
-      break;
-    }
-    case kRenewAll: {
-      op::RenewAll r;
-      ok = in.GetString(r.client, kAnyLength);
-      operation.body = std::move(r);
-      break;
-    }
-    case kWrite: {
-      op::Write w;
-      ok = in.GetString(w.lock, kAnyLength) && in.GetString(w.key, kAnyLength) &&
-           in.GetString(w.value, kAnyLength) && in.GetVarint64(w.token);
-      operation.body = std::move(w);
-      break;
-    }
-    case kCheckedWrite: {
-      op::Write w;
-      uint8_t checks = 0;
-      ok = in.GetString(w.lock, kAnyLength) && in.GetString(w.key, kAnyLength) &&
-           in.GetString(w.value, kAnyLength) && in.GetVarint64(w.token) &&
-           in.GetByte(checks) &&
-           (checks & ~(kRefuseUnissuedBit | kRequireHeldBit)) == 0 &&
-           in.GetString(w.client, kAnyLength);
-      w.refuse_unissued = (checks & kRefuseUnissuedBit) != 0;
-      w.require_held = (checks & kRequireHeldBit) != 0;
-      operation.body = std::move(w);
-      break;
-    }
-    case kFencedRead: {
-      op::FencedRead r;
-      ok = in.GetString(r.lock, kAnyLength) && in.GetString(r.key, kAnyLength) &&
-           in.GetVarint64(r.token);
-      operation.body = std::move(r);
-      break;
-    }
-    case kForget: {
-      op::Forget f;
-      ok = in.GetString(f.client, kAnyLength);
-      operation.body = std::move(f);
-      break;
-    }
-    case kAdvance:
-      operation.body = op::Advance{};
-      break;
-    case kRestartGrace: {
-      RestartGrace grace;
-      grace.at = at;
-      ok = in.GetSignedVarint64(grace.grace_ticks) && grace.grace_ticks >= 0;
-      if (!ok) return Malformed("bad restart grace");
-      if (!in.empty()) return Malformed("trailing bytes");
-      return LogEntry(grace);
-    }
+    case kAcquire: return DecodeAcquire;
+    case kAcquireWithCapacity: return DecodeAcquireWithCapacity;
+    case kRenew: return DecodeRenew;
+    case kRelease: return DecodeClientAndLock<op::Release>;
+    case kWithdraw: return DecodeClientAndLock<op::Withdraw>;
+    case kReleaseAll: return DecodeClientOnly<op::ReleaseAll>;
+    case kRenewAll: return DecodeClientOnly<op::RenewAll>;
+    case kWrite: return DecodeWrite;
+    case kCheckedWrite: return DecodeCheckedWrite;
+    case kFencedRead: return DecodeFencedRead;
+    case kForget: return DecodeClientOnly<op::Forget>;
+    case kAdvance: return DecodeAdvance;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
+  ByteReader in(bytes);
+  EntryHeader header;
+  if (absl::Status s = DecodeEntryHeader(in, header); !s.ok()) return s;
+  switch (header.kind) {
+    case kRestartGrace:
+      return DecodeRestartGrace(header.at, in);
     case kSessionOpened:
     case kSessionEnded:
     case kRetryAnswered:
     case kRetryForgotten:
-      if (version < 2) {
-        return Malformed(absl::StrCat("kind ", kind, " in a version ",
-                                      version, " entry"));
+      if (header.version < 2) {
+        return Malformed(absl::StrCat("kind ", header.kind, " in a version ",
+                                      header.version, " entry"));
       }
-      return DecodeServerRecord(kind, at, in);
+      return DecodeServerRecord(header.kind, header.at, in);
     default:
-      return Malformed(absl::StrCat("unknown kind ", kind));
+      break;
   }
-  if (!ok) return Malformed("truncated or invalid field");
+  const BodyDecoder decode = OperationDecoder(header.kind);
+  if (decode == nullptr) {
+    return Malformed(absl::StrCat("unknown kind ", header.kind));
+  }
+  Operation operation;
+  operation.at = header.at;
+  if (!decode(in, operation)) return Malformed("truncated or invalid field");
   if (!in.empty()) return Malformed("trailing bytes");
   return LogEntry(std::move(operation));
 }

@@ -1,58 +1,8 @@
-// OperationCodec: the binary encoding of one log entry, i.e. one Operation
-// the core applied, a RestartGrace (restart_grace.h), or a ServerRecord
-// (server_records.h: sessions and the retry cache).
-//
-// Format, version 3 (all integers LEB128 varints; "s" = zigzag-signed;
-// strings = varint length + bytes):
-//
-//   byte     codec version (kOperationCodecVersion)
-//   byte     kind: 1 Acquire, 2 Renew, 3 Release, 4 Withdraw, 5 ReleaseAll,
-//            6 RenewAll, 7 Write, 8 Advance, 32 CheckedWrite, 33 FencedRead,
-//            34 Forget, 35 AcquireWithCapacity, 64 RestartGrace, 65 SessionOpened, 66 SessionEnded,
-//            67 RetryAnswered, 68 RetryForgotten
-//   s-varint at (the operation's Tick)
-//   fields of the kind, in this order:
-//     Acquire     client, lock, s ttl, byte mode (0 exclusive, 1 shared)
-//     Renew       client, lock, s ttl
-//     Release     client, lock
-//     Withdraw    client, lock
-//     ReleaseAll  client
-//     RenewAll    client
-//     Write       lock, key, value, varint token
-//     Advance     (none)
-//     CheckedWrite lock, key, value, varint token, byte checks (bit 0
-//                 refuse_unissued, bit 1 require_held; others 0), client
-//     FencedRead  lock, key, varint token
-//     Forget      client
-//     AcquireWithCapacity client, lock, s ttl, byte mode (0 exclusive,
-//                 1 shared, 2 semaphore), varint capacity (< 2^32)
-//     RestartGrace s grace_ticks
-//     SessionOpened  session_id, client
-//     SessionEnded   session_id
-//     RetryAnswered  client, request_id, entry
-//     RetryForgotten client, request_id
-//
-// An Acquire in the contract's modes with capacity 0 is encoded as kind 1,
-// any other (a semaphore) as kind 35; a kind 35 that kind 1 could spell is
-// malformed. Version 2 is version 3 without kind 35 (a data dir written
-// before semaphores): it is still read, and a version-2 entry of kind 35 is
-// malformed.
-// Version 1 is version 2 without kinds 65..68 (a data dir written before
-// sessions and the retry cache were durable): the decoder reads both, so
-// such a dir still opens; the encoder writes version 3 only.
-//
-// A Write whose daemon-only fields are all unset (the contract's write) is
-// encoded as kind 7, any other as CheckedWrite. Version 1 is version 2
-// without kinds 32 to 34; it is still read (data dirs of older builds), and
-// a version-1 entry of a newer kind is malformed.
-// The entry has no length or checksum of its own: the log frames and
-// checksums it. A new field or kind means a new codec version; a decoder
-// refuses versions it does not know rather than guessing.
-//
-// The codec checks structure, not meaning: an operation the core would
-// refuse (an empty name, ttl 0) encodes and decodes unchanged, because the
-// log records what was applied, failures included (a failing operation
-// still advances time, contract rule 1).
+// OperationCodec: the binary encoding of one log entry: an Operation the
+// core applied, a RestartGrace (restart_grace.h) or a ServerRecord
+// (server_records.h). Version 3 is written; versions 1 and 2 are still read.
+// The format, and why the codec checks structure but not meaning, are in
+// docs/design/durable-path.md ("The operation codec").
 //
 // Thread-safety: pure functions.
 //

@@ -1,25 +1,14 @@
 // OperationLog: the narrow interface of the ordered log that makes
-// leasekeeperd's state durable (and, later, replicated). Everything the
-// owner of the core changes goes through it as plain data, in apply order:
-// the core's Operations, the restart grace, and the server's own records
-// (sessions, retry cache: server_records.h). Nothing above this interface
-// knows which implementation runs: today the local write-ahead log
-// (DurableStore: log.h segments, group commit, snapshot files), later a
-// replicated log that consumes the same stream.
+// leasekeeperd's state durable: append, learn when a prefix is durable, read
+// from a position, snapshot (after which the covered records may go). The
+// owner of the core sends everything it changes through it as plain data,
+// in apply order: Operations, the restart grace, ServerRecords. Nothing
+// above it knows which implementation runs: DurableStore (durable_store.h,
+// the local write-ahead log) or EtcdLog (cluster/etcd_log.h, replicated
+// through etcd). docs/design/durable-path.md explains the design.
 //
-// What it offers, and nothing more:
-//  - append a record (cheap, never waits for durability) and learn its
-//    position;
-//  - learn when a prefix of the log is durable (a callback, or a blocking
-//    wait for tools and shutdown);
-//  - read the records back from a position;
-//  - take a snapshot of the state the records built, after which the log
-//    may drop (truncate) the records it covers.
-// Recovery (rebuilding the state from the latest snapshot and the records
-// after it) belongs to each implementation's opening.
-//
-// Thread-safety: every method is thread-safe. Callbacks never run under a
-// lock of the log; see each implementation for the thread they run on.
+// Thread-safety: every method is thread-safe; callbacks never run under a
+// lock of the log (each implementation says on which thread).
 //
 // Invariants (every implementation):
 //  1. Positions are 1, 2, 3, ... in Append order, with no gaps.

@@ -1,30 +1,10 @@
 // ServerRecord and ServerState: leasekeeperd's own durable state next to the
 // core's, as plain data: which sessions exist (and for which client), and
-// the first answers of idempotent requests (the retry cache).
-//
-// Why here and not in the core. Sessions and the retry cache are the
-// server's protocols, not the contract's: the core (and leasekeeper-replay)
-// never sees them. Yet a restart must keep them, or a client that rides
-// over the restart finds its session ended and its retries answered anew.
-// So they are records of the same ordered log as the core's operations
-// (operation_codec.h), written by the owner of the core under its lock at
-// the point the change happened, and replayed in that order; a snapshot
-// carries the state they build (snapshot_file.h). Any consumer of the log
-// (the local WAL today, a replicated log later) replays them the same way:
-// ApplyServerRecord is a pure function of the state and the record.
-//
-// What is not recorded, and why.
-//  - A session's stream and its grace deadline: they belong to the process
-//    that serves it. Whoever takes the state over (a restart, a failover)
-//    has no stream for any session, so it gives every restored session a
-//    fresh grace from its takeover (server/core_owner.h says how long).
-//  - A resumption: it changes nothing here (same id, same client), only
-//    the process's stream and deadline.
-//  - A pending retry-cache entry (an Acquire still waiting): a restart
-//    withdraws every wait, and a retry then starts afresh.
-//  The retry-cache entry itself is opaque bytes here (the server's
-//  encoding, server/retry_entry_codec.h): storage does not depend on the
-//  server's answer types.
+// the first answers of idempotent requests (the retry cache; each entry is
+// opaque bytes, the server's encoding). They are records of the same
+// ordered log as the core's operations, replayed in that order by every
+// OperationLog implementation (the local log and the etcd log alike). What
+// is recorded and what is not: docs/design/durable-path.md.
 //
 // Thread-safety: plain values and pure functions; ServerStateReplay has one
 // owner.

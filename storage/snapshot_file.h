@@ -1,50 +1,11 @@
 // SnapshotFile: a CoreSnapshot and the server's ServerState
-// (server_records.h) on disk, written atomically, with the log position
-// they cover, a format version and a checksum.
-//
-// File DIR/snap-<covered position, 20 digits>.snap, format version 3
-// (little-endian; varints as in operation_codec.h):
-//
-//   header (40 bytes): "LKSNAPSH" | u32 format version | u32 0 |
-//                      u64 covered position | u64 payload bytes |
-//                      u32 crc32c(payload) | u32 crc32c(previous 36 bytes)
-//   payload: s now | last_age | last_sequence |
-//            n clients, each: name, age |
-//            n locks, each: name, last_token, capacity,
-//                           n holders, each: client, mode byte, token,
-//                                            s expires_at, s ttl, sequence
-//                           n waiters, each: client, mode byte, s ttl |
-//            n store locks, each: lock, high_water,
-//                                 n values, each: key, value |
-//            server state: n sessions, each: session_id, client |
-//                          n retries, each: client, request_id,
-//                                           s answered_at, entry
-//
-// Mode bytes: 0 exclusive, 1 shared, 2 semaphore. Version 2 is version 3
-// without a lock's capacity and mode 2 (written before semaphores); it is
-// still read, every capacity 0. Version 1 is version 2 without the server
-// state (written before sessions and the retry cache were durable); it is
-// still read, as an empty server state. Files are written in version 3
-// only.
-//
-// "covered position" p means: this state is the result of applying log
-// records 1..p; recovery replays p+1 onwards.
-//
-// Writing is atomic: the bytes go to DIR/snap-....snap.tmp, which is
-// fsynced, renamed over the final name, and the directory fsynced. A crash
-// leaves either no snapshot or a complete one (plus maybe a .tmp that the
-// next open deletes).
-//
-// Reading checks everything before a byte is trusted: the header checksum,
-// the version, the payload size and checksum, and a structural decode that
-// never reads past the payload (a count larger than the bytes left is an
-// error, not a huge allocation). Whether the state is consistent (holders
-// registered, tokens within counters) is StateMachine::Restore's to check.
-//
-// Speed: the payload is built in one string and read with one read(2);
-// vectors are sized from the counts; locks are written in name order, the
-// order in which the core restores fastest. 1,000,000 locks take a few hundred
-// milliseconds each way (see storage/tools/restart_bench.cc).
+// (server_records.h) on disk as DIR/snap-<covered position>.snap: the state
+// after log records 1..covered, with a format version and checksums.
+// Writing is atomic (a .tmp file, fsynced, renamed, the directory fsynced);
+// reading checks header, version, size, checksum and structure before a
+// byte is trusted (whether the state is consistent is
+// StateMachine::Restore's to check). The format:
+// docs/design/durable-path.md ("Snapshot files").
 //
 // Thread-safety: pure functions of their arguments and the file system.
 #ifndef LEASEKEEPER_STORAGE_SNAPSHOT_FILE_H_

@@ -1,31 +1,13 @@
 // EtcdLockClient: a lock on one etcd key, the way etcd's own docs build one
 // from its primitives, through etcd's gRPC API (KV, Lease, Watch) with the
-// raw asynchronous gRPC API.
-//
-// Method, per call:
-//  - Start: LeaseGrant of kSessionTtlMs (30 s), the client's session lease
-//    (as clientv3/concurrency.NewSession does); acquisitions with that ttl
-//    attach to it, so a W1 pair costs two RPCs, as it does on the others.
-//    An Acquire with any other ttl (W4's 2 s) first grants a lease of its
-//    own, ceil(ttl) seconds, and the lease is timed from that LeaseGrant.
-//  - Acquire: one Txn
-//      if CreateRevision(lock) == 0 then Put(lock, client_id, lease)
-//      else Range(lock)
-//    succeeded == true is a grant; the create revision is kept for Release.
-//  - wait: before the first attempt, a watch on the key (NOPUT filter) on
-//    the client's one Watch stream, created once per key and kept for the
-//    run (cheaper for etcd than clientv3's watch per wait, which costs a
-//    round trip each time). After a failed Txn at revision R, wait for a
-//    DELETE event with revision > R (or one already seen), then Txn again.
-//    Every waiter wakes on each delete (etcd's single-key lock has no
-//    queue); one wins.
-//  - Release: one Txn
-//      if CreateRevision(lock) == <ours> then DeleteRange(lock)
-//    so a holder whose lease ran out never deletes its successor's key.
-//  - Expiry: etcd's lessor revokes expired leases (checked every 500 ms),
-//    deleting their keys through raft; the watch then fires.
-// One TCP connection per client; etcd's default durability (an fsync of its
-// WAL per raft batch).
+// raw asynchronous gRPC API: a session lease per client (LeaseGrant at
+// Start); Acquire is one Txn "if CreateRevision(lock) == 0 then Put(lock,
+// lease) else Range(lock)"; a waiter watches the key (one Watch stream per
+// client, a watch per key kept for the run) and tries again after a delete;
+// Release is one Txn "if CreateRevision(lock) == ours then DeleteRange", so
+// a holder whose lease ran out never deletes its successor's key. One TCP
+// connection per client. bench/README.md ("How each system is driven")
+// gives the method in full.
 
 #ifndef LEASEKEEPER_BENCH_ANCHORS_ETCD_LOCK_CLIENT_H_
 #define LEASEKEEPER_BENCH_ANCHORS_ETCD_LOCK_CLIENT_H_

@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,64 @@ double LoadAverage() {
   return load;
 }
 
+// --server_pid and --observed_pids into `target`. False (after saying
+// why) for a text that is not a pid.
+bool ReadPidFlags(Target& target) {
+  for (auto [flag, pids] :
+       {std::pair{&FLAGS_server_pid, &target.server_pids},
+        std::pair{&FLAGS_observed_pids, &target.observed_pids}}) {
+    for (const std::string& text : absl::GetFlag(*flag)) {
+      int pid = 0;
+      if (!absl::SimpleAtoi(text, &pid) || pid <= 0) {
+        std::fprintf(stderr, "not a pid: %s\n", text.c_str());
+        return false;
+      }
+      pids->push_back(pid);
+    }
+  }
+  return true;
+}
+
+WorkloadOptions WorkloadOptionsFromFlags() {
+  WorkloadOptions options;
+  options.clients = absl::GetFlag(FLAGS_clients);
+  options.threads = absl::GetFlag(FLAGS_threads);
+  options.warmup = absl::GetFlag(FLAGS_warmup);
+  options.duration = absl::GetFlag(FLAGS_duration);
+  options.stagger = absl::GetFlag(FLAGS_stagger);
+  return options;
+}
+
+// Runs `workload` (with --samples and --count or their defaults); nullopt
+// for an unknown workload.
+std::optional<nlohmann::json> RunWorkload(const std::string& workload,
+                                          const Target& target,
+                                          WorkloadOptions options) {
+  const int samples = absl::GetFlag(FLAGS_samples);
+  const int64_t count = absl::GetFlag(FLAGS_count);
+  if (workload == "w1") return RunW1(target, options);
+  if (workload == "w2") return RunW2(target, options);
+  if (workload == "w3") {
+    options.samples = samples > 0 ? samples : 1000;
+    return RunW3(target, options);
+  }
+  if (workload == "w4_expiry") {
+    options.samples = samples > 0 ? samples : 20;
+    return RunW4Expiry(target, options);
+  }
+  if (workload == "w4_crash") {
+    options.samples = samples > 0 ? samples : 10;
+    return RunW4Crash(target, options);
+  }
+  if (workload == "mem_held") {
+    return RunMemoryHeld(target, count > 0 ? count : 1'000'000);
+  }
+  if (workload == "mem_waiters") {
+    return RunMemoryWaiters(target, count > 0 ? count : 100'000);
+  }
+  return std::nullopt;
+}
+
 int Main() {
   std::string workload = absl::GetFlag(FLAGS_workload);
   Target target;
@@ -103,32 +162,13 @@ int Main() {
     return 2;
   }
   target.system = *system;
-  for (auto [flag, pids] :
-       {std::pair{&FLAGS_server_pid, &target.server_pids},
-        std::pair{&FLAGS_observed_pids, &target.observed_pids}}) {
-    for (const std::string& text : absl::GetFlag(*flag)) {
-      int pid = 0;
-      if (!absl::SimpleAtoi(text, &pid) || pid <= 0) {
-        std::fprintf(stderr, "not a pid: %s\n", text.c_str());
-        return 2;
-      }
-      pids->push_back(pid);
-    }
-  }
+  if (!ReadPidFlags(target)) return 2;
   target.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   target.prefix = absl::GetFlag(FLAGS_prefix);
   if (target.prefix.empty()) {
     target.prefix =
         absl::StrCat("lkbench/", getpid(), "-", NowNs() / 1'000'000);
   }
-  WorkloadOptions options;
-  options.clients = absl::GetFlag(FLAGS_clients);
-  options.threads = absl::GetFlag(FLAGS_threads);
-  options.warmup = absl::GetFlag(FLAGS_warmup);
-  options.duration = absl::GetFlag(FLAGS_duration);
-  options.stagger = absl::GetFlag(FLAGS_stagger);
-  int samples = absl::GetFlag(FLAGS_samples);
-  int64_t count = absl::GetFlag(FLAGS_count);
   bool leasekeeper_only =
       workload == "w4_crash" || workload.rfind("mem_", 0) == 0;
   if (leasekeeper_only && target.system != System::kLeasekeeper) {
@@ -138,34 +178,18 @@ int Main() {
   }
 
   double load_before = LoadAverage();
-  nlohmann::json out;
-  if (workload == "w1") {
-    out = RunW1(target, options);
-  } else if (workload == "w2") {
-    out = RunW2(target, options);
-  } else if (workload == "w3") {
-    options.samples = samples > 0 ? samples : 1000;
-    out = RunW3(target, options);
-  } else if (workload == "w4_expiry") {
-    options.samples = samples > 0 ? samples : 20;
-    out = RunW4Expiry(target, options);
-  } else if (workload == "w4_crash") {
-    options.samples = samples > 0 ? samples : 10;
-    out = RunW4Crash(target, options);
-  } else if (workload == "mem_held") {
-    out = RunMemoryHeld(target, count > 0 ? count : 1'000'000);
-  } else if (workload == "mem_waiters") {
-    out = RunMemoryWaiters(target, count > 0 ? count : 100'000);
-  } else {
+  std::optional<nlohmann::json> out =
+      RunWorkload(workload, target, WorkloadOptionsFromFlags());
+  if (!out.has_value()) {
     std::fprintf(stderr, "unknown --workload=%s\n", workload.c_str());
     return 2;
   }
-  out["label"] = absl::GetFlag(FLAGS_label);
-  out["run"] = absl::GetFlag(FLAGS_run);
-  out["unix_time"] = absl::ToUnixSeconds(absl::Now());
-  out["loadavg_1m_before"] = load_before;
-  std::cout << out.dump() << std::endl;
-  return out.value("errors", 0) == 0 ? 0 : 1;
+  (*out)["label"] = absl::GetFlag(FLAGS_label);
+  (*out)["run"] = absl::GetFlag(FLAGS_run);
+  (*out)["unix_time"] = absl::ToUnixSeconds(absl::Now());
+  (*out)["loadavg_1m_before"] = load_before;
+  std::cout << out->dump() << std::endl;
+  return out->value("errors", 0) == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -1,30 +1,9 @@
 // The workloads of leasekeeper-bench, written once against LockClient and
 // run unchanged on leasekeeper, Redis and etcd. Each returns one JSON object
-// (the figures, and "errors"/"first_error" when a call failed).
+// (the figures, and "errors"/"first_error" when a call failed). W1 and W2
+// run `warmup` unmeasured, then `duration` measured; an operation counts if
+// it started and ended inside the window. bench/README.md gives the method.
 //
-//  W1 uncontended: `clients` clients, each acquiring (30 s lease) and
-//     releasing a lock of its own in a closed loop. Pairs/s, and p50/p99 of
-//     acquire and of release.
-//  W2 contended: 16 clients on one lock, each waiting for it, releasing it
-//     at once when granted, and asking again. Grants/s, hand-overs/s (a
-//     grant to another client than the previous one) and p50/p99 of the
-//     wait (request sent to grant received).
-//  W3 hand-over: a holder and a waiter on one lock. Once the waiter is
-//     known to wait, after a random 0-10 ms (the same sequence for every
-//     system), the holder sends its release at t0; the sample is the
-//     instant the waiter holds the lock minus t0.
-//  W4 expiry: holders take a 2 s lease and never renew; a waiter per lock
-//     waits. The sample is the waiter's grant minus the lease's expiry
-//     instant, taken as (acquire sent) + ttl: the lease cannot end earlier,
-//     so a sample is never smaller than the truth (it may be larger by up
-//     to the holder's acquire round trip).
-//  W4 crash (leasekeeper only; crash_holder.h): the holder is a process
-//     with a session and a 30 s lease, killed with SIGKILL at t_cut; the
-//     sample is the waiter's grant minus t_cut, to compare with the
-//     session grace.
-//
-// Windows: W1 and W2 run `warmup` unmeasured, then `duration` measured;
-// an operation counts if it started and ended inside the window.
 // Thread-safety: each function blocks the calling thread (never a loop
 // thread) until its clients have stopped.
 
@@ -79,11 +58,30 @@ struct WorkloadOptions {
       absl::Milliseconds(50);  // W4: between samples' starts
 };
 
+// W1 uncontended: `clients` clients, each acquiring (30 s lease) and
+// releasing a lock of its own in a closed loop. Pairs/s, and p50/p99 of
+// acquire and of release.
 nlohmann::json RunW1(const Target& target, const WorkloadOptions& options);
+// W2 contended: 16 clients on one lock, each waiting for it, releasing it at
+// once when granted, and asking again. Grants/s, hand-overs/s (a grant to
+// another client than the previous one) and p50/p99 of the wait (request
+// sent to grant received).
 nlohmann::json RunW2(const Target& target, const WorkloadOptions& options);
+// W3 hand-over: a holder and a waiter on one lock. Once the waiter is known
+// to wait, after a random 0-10 ms (the same sequence for every system), the
+// holder sends its release at t0; the sample is the instant the waiter
+// holds the lock minus t0.
 nlohmann::json RunW3(const Target& target, const WorkloadOptions& options);
+// W4 expiry: holders take a 2 s lease and never renew; a waiter per lock
+// waits. The sample is the waiter's grant minus the lease's expiry instant,
+// taken as (acquire sent) + ttl: the lease cannot end earlier, so a sample
+// is never smaller than the truth (it may be larger by up to the holder's
+// acquire round trip).
 nlohmann::json RunW4Expiry(const Target& target,
                            const WorkloadOptions& options);
+// W4 crash (crash_holder.h): the holder is a process with a session and a
+// 30 s lease, killed with SIGKILL at t_cut; the sample is the waiter's grant
+// minus t_cut, to compare with the session grace.
 // REQUIRES: target.system == kLeasekeeper.
 nlohmann::json RunW4Crash(const Target& target, const WorkloadOptions& options);
 

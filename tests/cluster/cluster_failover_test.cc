@@ -1,5 +1,5 @@
 // Cluster mode end to end: three etcd members, three leasekeeperd nodes,
-// real processes on loopback ports (cluster_harness.h). Each test builds
+// real processes on loopback ports (harness/local_cluster.h). Each test builds
 // its own cluster and takes a few seconds; the waits are for the etcd
 // lease of a dead leader (1 s TTL + etcd's 500 ms expiry check), never a
 // lock's ttl.
@@ -14,17 +14,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/etcd_log.h"
+#include "cluster/etcd_peer_secret.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "harness/local_cluster.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
-#include "storage/etcd_log.h"
-#include "storage/etcd_peer_secret.h"
-#include "storage/snapshot_file.h"
 #include "security/testing/test_pki.h"
-#include "tests/cluster/cluster_harness.h"
+#include "storage/snapshot_file.h"
+#include "tests/server/test_support.h"
 
 namespace leasekeeper::testing {
 namespace {

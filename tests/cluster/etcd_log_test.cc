@@ -1,6 +1,6 @@
 // The replicated log's storage pieces: the batch and key layout, the
 // follower's replica, and the guarded append against a real one-member etcd
-// (tests/cluster/cluster_harness.h).
+// (harness/local_cluster.h).
 #include <signal.h>
 
 #include <chrono>
@@ -13,20 +13,20 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_election.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/etcd_lease.h"
+#include "cluster/etcd_log.h"
+#include "cluster/etcd_log_follower.h"
+#include "cluster/etcd_peer_secret.h"
+#include "cluster/log_replica.h"
+#include "cluster/snapshot_source.h"
 #include "core/state_machine.h"
 #include "gtest/gtest.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_election.h"
-#include "storage/etcd_keys.h"
-#include "storage/etcd_lease.h"
-#include "storage/etcd_log.h"
-#include "storage/etcd_log_follower.h"
-#include "storage/etcd_peer_secret.h"
-#include "storage/log_replica.h"
+#include "harness/local_cluster.h"
 #include "storage/operation_codec.h"
 #include "storage/snapshot_file.h"
-#include "storage/snapshot_source.h"
-#include "tests/cluster/cluster_harness.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace leasekeeper::testing {

@@ -1,5 +1,5 @@
 # Whether a build holds the fault suite's failpoint
-# LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND (storage/etcd_log.h) exactly when
+# LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND (cluster/etcd_log.h) exactly when
 # it was configured with it: leasekeeperd's start-up warning is in the
 # binary, and the define is in the compile commands of the three files that
 # use it and of no other, iff EXPECT is ON. A normal build that caught the

@@ -1,6 +1,7 @@
 // Test support for leasekeeperd: an in-process server with a fake clock, a
 // small synchronous client, asynchronous waiting Acquires, and child
-// processes (the real leasekeeperd and the test client helper).
+// processes (the real leasekeeperd and the test client helper; ChildProcess
+// and NewChannel are harness/'s).
 //
 // Every server listens on 127.0.0.1 only, on a port the kernel picks.
 //
@@ -22,6 +23,8 @@
 
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "harness/channel.h"
+#include "harness/child_process.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
 #include "server/clock.h"
 #include "server/server.h"
@@ -146,12 +149,6 @@ pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
 pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key,
                             uint64_t token = 0);
 
-// A fresh channel with its own TCP connection (not shared with others);
-// plaintext unless `credentials` are given.
-std::shared_ptr<grpc::Channel> NewChannel(
-    const std::string& address,
-    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
-
 // Polls `condition` every millisecond until true or `timeout`; the observer
 // polls, never the server.
 bool Eventually(const std::function<bool()>& condition,
@@ -177,31 +174,6 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<server::LeasekeeperServer> server_;
   std::unique_ptr<TestClient> client_;
   std::string address_;
-};
-
-// A child process with its stdout on a pipe.
-class ChildProcess {
- public:
-  // Starts `path` with `args` (argv[1..]). Check running().
-  ChildProcess(const std::string& path, const std::vector<std::string>& args);
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  // Kills (SIGKILL) and reaps the child if it still runs.
-  ~ChildProcess();
-
-  bool running() const { return pid_ > 0 && !exit_status_.has_value(); }
-  pid_t pid() const { return pid_; }
-  // The next stdout line, waiting at most `timeout`.
-  std::optional<std::string> ReadLine(std::chrono::milliseconds timeout);
-  void Signal(int signal);
-  // The raw wait status once the child exited within `timeout`.
-  std::optional<int> WaitExit(std::chrono::milliseconds timeout);
-
- private:
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  std::string buffer_;
-  std::optional<int> exit_status_;
 };
 
 // Starts build/bin/leasekeeperd on 127.0.0.1:0 with `extra_args` and

@@ -1,4 +1,4 @@
-#include "storage/etcd_keys.h"
+#include "cluster/etcd_keys.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

@@ -2,7 +2,7 @@
 // (127.0.0.1, a port the kernel picks): what a follower accepts from the
 // stream, how a transfer ends when it stalls, and that a transfer which
 // keeps progressing is never cut for its length.
-#include "server/peer_snapshot_source.h"
+#include "cluster/peer_snapshot_source.h"
 
 #include <chrono>
 #include <memory>
@@ -15,14 +15,14 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "cluster/etcd_peer_secret.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
-#include "storage/etcd_peer_secret.h"
 
-namespace leasekeeper::server {
+namespace leasekeeper::storage {
 namespace {
 
 using std::chrono::milliseconds;
@@ -138,7 +138,7 @@ class PeerSnapshotSourceTest : public ::testing::Test {
       const std::string& node_id, std::optional<storage::LeaderView> leader,
       milliseconds stall_timeout) {
     return std::make_unique<PeerSnapshotSource>(
-        kCluster, node_id, SecurityConfig{}, [leader] { return leader; },
+        kCluster, node_id, security::TlsFiles{}, [leader] { return leader; },
         []() -> absl::StatusOr<std::string> { return kSecret; },
         stall_timeout);
   }
@@ -271,4 +271,4 @@ TEST_F(PeerSnapshotSourceTest, ALeaderThatIsThisNodeIsNotAsked) {
 }
 
 }  // namespace
-}  // namespace leasekeeper::server
+}  // namespace leasekeeper::storage

@@ -1,4 +1,4 @@
-#include "tests/cluster/cluster_harness.h"
+#include "harness/local_cluster.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -6,14 +6,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gtest/gtest.h"
-#include "storage/etcd_client.h"
+#include "cluster/etcd_client.h"
+#include "harness/channel.h"
 
 namespace leasekeeper::testing {
 namespace {
@@ -22,6 +23,12 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr char kEtcdPath[] = "/usr/bin/etcd";
+
+// Why a harness step failed, for the caller's log (the caller decides what
+// the failure means: a test asserts on the result, a benchmark gives up).
+void Complain(const std::string& what) {
+  std::fprintf(stderr, "local cluster: %s\n", what.c_str());
+}
 
 // True once 127.0.0.1:port accepts a TCP connection (before `deadline`).
 bool WaitForPort(int port, steady_clock::time_point deadline) {
@@ -65,7 +72,7 @@ TempDir::TempDir() {
   std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp",
                                      "/leasekeeper-cluster-XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) {
-    ADD_FAILURE() << "mkdtemp " << pattern;
+    Complain(absl::StrCat("mkdtemp ", pattern));
   }
   path_ = pattern;
 }
@@ -98,7 +105,7 @@ std::unique_ptr<EtcdCluster> EtcdCluster::Start(const std::string& dir,
     if (!cluster->Launch(member, /*existing=*/false)) return nullptr;
   }
   if (!cluster->WaitWritable(milliseconds(20'000))) {
-    ADD_FAILURE() << "etcd did not become writable";
+    Complain("etcd did not become writable");
     return nullptr;
   }
   return cluster;
@@ -121,7 +128,7 @@ bool EtcdCluster::Launch(Member& member, bool existing) {
           "--election-timeout", "500", "--logger", "zap", "--log-level",
           "error"});
   if (!member.process->running()) {
-    ADD_FAILURE() << "cannot start " << kEtcdPath;
+    Complain(absl::StrCat("cannot start ", kEtcdPath));
     return false;
   }
   return true;
@@ -168,7 +175,7 @@ bool EtcdCluster::WaitWritable(milliseconds timeout) const {
     // A gRPC channel that first finds the port closed backs off for
     // seconds; connect only once the member listens.
     if (!WaitForPort(members_[i].client_port, deadline)) {
-      ADD_FAILURE() << "etcd member " << i << " does not listen";
+      Complain(absl::StrCat("etcd member ", i, " does not listen"));
       return false;
     }
     storage::EtcdClientOptions options;
@@ -183,7 +190,8 @@ bool EtcdCluster::WaitWritable(milliseconds timeout) const {
       absl::StatusOr<etcdserverpb::PutResponse> done = (*client)->Put(put);
       if (done.ok()) break;
       if (steady_clock::now() >= deadline) {
-        ADD_FAILURE() << "etcd member " << i << ": " << done.status();
+        Complain(absl::StrCat("etcd member ", i, ": ",
+                              done.status().ToString()));
         return false;
       }
       std::this_thread::sleep_for(milliseconds(50));
@@ -226,13 +234,13 @@ bool LeasekeeperCluster::Launch(Node& node) {
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   node.process = std::make_unique<ChildProcess>(LEASEKEEPERD_PATH, args);
   if (!node.process->running()) {
-    ADD_FAILURE() << "cannot start leasekeeperd " << node.id;
+    Complain(absl::StrCat("cannot start leasekeeperd ", node.id));
     return false;
   }
   // It prints its address once it serves (as a follower at first).
   std::optional<std::string> line = node.process->ReadLine(milliseconds(20'000));
   if (!line.has_value() || line->find("listening on") == std::string::npos) {
-    ADD_FAILURE() << "leasekeeperd " << node.id << " did not start";
+    Complain(absl::StrCat("leasekeeperd ", node.id, " did not start"));
     return false;
   }
   return true;

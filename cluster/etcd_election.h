@@ -1,30 +1,21 @@
-// Leader election on etcd: the leader key (etcd_keys.h), created on the
-// candidate's lease only if it does not exist, in one transaction.
-//
-// Whoever creates the key leads until its lease ends (the node stops
-// renewing, or is too slow to: etcd_lease.h) or it resigns; then etcd
-// deletes the key and the next Campaign of any node can win. The key's
-// create revision is the leadership's epoch: etcd revisions only grow, so
-// every later leadership has a larger epoch, and a transaction that
-// compares the leader key's create revision with an epoch succeeds only
-// during that leadership (etcd_log.h guards every append so).
-//
-// The shape follows etcd's own client/v3/concurrency/election.go
-// (campaign = create-if-absent on a lease; observe = read the key), without
-// its queue of candidates: a loser polls (ClusterNode, every 50 ms) and
-// campaigns again once the key is gone.
+// Leader election on etcd: Campaign creates the leader key (etcd_keys.h) on
+// the candidate's lease only if it does not exist, in one transaction;
+// ReadLeader observes it; Resign deletes it. The key's create revision is
+// the leadership's epoch, which EtcdLog compares in every append. The shape
+// follows etcd's client/v3/concurrency/election.go without its queue of
+// candidates (a loser polls). docs/design/cluster.md ("Election and epoch").
 //
 // Thread-safety: pure functions over a thread-safe client.
-#ifndef LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
-#define LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_ELECTION_H_
+#define LEASEKEEPER_CLUSTER_ETCD_ELECTION_H_
 
 #include <cstdint>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
 
 namespace leasekeeper::storage {
 
@@ -63,4 +54,4 @@ absl::Status Resign(EtcdClient& client, const ClusterKeys& keys,
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_ELECTION_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_ELECTION_H_

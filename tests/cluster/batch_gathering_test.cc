@@ -1,4 +1,4 @@
-#include "storage/batch_gathering.h"
+#include "cluster/batch_gathering.h"
 
 #include <chrono>
 

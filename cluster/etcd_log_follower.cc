@@ -1,4 +1,4 @@
-#include "storage/etcd_log_follower.h"
+#include "cluster/etcd_log_follower.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "storage/etcd_log.h"
+#include "cluster/etcd_log.h"
 #include "storage/snapshot_file.h"
 
 namespace leasekeeper::storage {

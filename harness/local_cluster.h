@@ -1,9 +1,8 @@
-// Test harness for cluster mode: a real etcd cluster and real leasekeeperd
-// nodes, each a child process on free 127.0.0.1 ports, with their data
-// dirs in one temporary directory removed at the end. Everything is
-// stopped by PID (ChildProcess, tests/server/test_support.h: SIGKILL on
-// destruction, and PR_SET_PDEATHSIG so a crashed test leaves nothing
-// behind).
+// A local cluster for tests and benchmarks: a real etcd cluster and real
+// leasekeeperd nodes, each a child process on free 127.0.0.1 ports, with
+// their data dirs in one temporary directory removed at the end. Everything
+// is stopped by PID (harness/child_process.h). A step that fails says why on
+// stderr and returns null or false; the caller decides what that means.
 //
 // etcd runs with --heartbeat-interval 50 --election-timeout 500, so the
 // 1 s leases of leasekeeper's election are kept as asked (etcd raises a TTL
@@ -11,8 +10,8 @@
 // half a second.
 //
 // Thread-safety: a harness belongs to the test's thread.
-#ifndef LEASEKEEPER_TESTS_CLUSTER_CLUSTER_HARNESS_H_
-#define LEASEKEEPER_TESTS_CLUSTER_CLUSTER_HARNESS_H_
+#ifndef LEASEKEEPER_HARNESS_LOCAL_CLUSTER_H_
+#define LEASEKEEPER_HARNESS_LOCAL_CLUSTER_H_
 
 #include <chrono>
 #include <memory>
@@ -20,8 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "grpcpp/grpcpp.h"
+#include "harness/child_process.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
-#include "tests/server/test_support.h"
 
 namespace leasekeeper::testing {
 
@@ -44,7 +44,7 @@ class TempDir {
 class EtcdCluster {
  public:
   // Starts `size` members under `dir` and waits (up to 20 s) until the
-  // cluster takes a write. Null (and a test failure) if it does not.
+  // cluster takes a write. Null if it does not.
   static std::unique_ptr<EtcdCluster> Start(const std::string& dir,
                                             int size = 3);
   ~EtcdCluster();
@@ -89,8 +89,8 @@ class LeasekeeperCluster {
   // (its endpoints), each with its own data dir under `dir`, listening and
   // advertising 127.0.0.1:<free port>, with `extra_args`. The harness's
   // own calls (Status, WaitForLeader) use `credentials` (null: plaintext),
-  // which must match the nodes' TLS flags in `extra_args`. Null (and a test
-  // failure) if one does not start.
+  // which must match the nodes' TLS flags in `extra_args`. Null if one
+  // does not start.
   static std::unique_ptr<LeasekeeperCluster> Start(
       const std::string& dir, const std::string& etcd_endpoints, int nodes = 3,
       std::vector<std::string> extra_args = {}, std::string name = "test",
@@ -143,4 +143,4 @@ std::string LeaderMetadata(const grpc::ClientContext& context);
 
 }  // namespace leasekeeper::testing
 
-#endif  // LEASEKEEPER_TESTS_CLUSTER_CLUSTER_HARNESS_H_
+#endif  // LEASEKEEPER_HARNESS_LOCAL_CLUSTER_H_

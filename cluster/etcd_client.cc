@@ -1,4 +1,4 @@
-#include "storage/etcd_client.h"
+#include "cluster/etcd_client.h"
 
 #include <fstream>
 #include <sstream>

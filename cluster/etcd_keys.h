@@ -1,28 +1,12 @@
-// ClusterKeys: where a leasekeeper cluster keeps its state in etcd, and the
-// encodings of the values stored there.
-//
-//   /leasekeeper/<cluster>/leader           the leader key: "<node id>\n<advertise>",
-//                                           on the leader's lease. Its
-//                                           create revision is the epoch.
-//   /leasekeeper/<cluster>/log/<20 digits>  one batch of log records; the
-//                                           digits are the position of its
-//                                           first record (zero-padded, so
-//                                           key order is log order).
-//   /leasekeeper/<cluster>/members/<id>     a member's report (MemberReport),
-//                                           on that member's lease.
-//   /leasekeeper/<cluster>/peer-secret      the random secret members present
-//                                           to each other's ClusterPeer
-//                                           service (etcd_peer_secret.h).
-//
-// A batch value: varint count, then each record length-prefixed (the
-// operation codec's bytes, operation_codec.h). A batch holds the records a
-// leader appended in one etcd transaction (group commit), so its records
-// are positions first .. first + count - 1 and the next batch starts right
-// after.
+// ClusterKeys: where a leasekeeper cluster keeps its state in etcd (under
+// /leasekeeper/<cluster>/: leader, log/<first position, 20 digits>,
+// members/<id>, peer-secret), and the encodings of the values stored there:
+// a log batch (varint count, then each record length-prefixed), the leader
+// record, a member's report. docs/design/cluster.md ("What lives in etcd").
 //
 // Thread-safety: values and pure functions.
-#ifndef LEASEKEEPER_STORAGE_ETCD_KEYS_H_
-#define LEASEKEEPER_STORAGE_ETCD_KEYS_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_KEYS_H_
+#define LEASEKEEPER_CLUSTER_ETCD_KEYS_H_
 
 #include <optional>
 #include <string>
@@ -84,4 +68,4 @@ std::optional<MemberReport> DecodeMember(absl::string_view value);
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_KEYS_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_KEYS_H_

@@ -1,13 +1,13 @@
-#include "storage/etcd_log.h"
+#include "cluster/etcd_log.h"
 
 #include <algorithm>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cluster/log_replica.h"
 #include "storage/operation_codec.h"
 #include "storage/snapshot_file.h"
-#include "storage/log_replica.h"
 
 namespace leasekeeper::storage {
 namespace {
@@ -372,83 +372,101 @@ absl::Status EtcdLog::CommitBatch(LogPosition first,
 
 void EtcdLog::AppendLoop() {
   while (true) {
-    std::vector<std::string> batch;
-    LogPosition first = 0;
+    AppendBatch batch;
+    AppenderStep step;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return !pending_.empty() || closing_ || !failed_.ok();
-      };
-      // Wakes at least every 50 ms to notice a lapsed lease.
-      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50));
-      if (!pending_.empty() && !closing_) {
-        auto gathered = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-          return closing_ || !failed_.ok() ||
-                 gathering_.CutNow(pending_.size(), pending_bytes_,
-                                   SteadyClock::now());
-        };
-        const SteadyClock::time_point linger_end = gathering_.LingerEnd();
-        const SteadyClock::time_point now = SteadyClock::now();
-        if (!gathered() && linger_end > now) {
-          mu_.AwaitWithTimeout(absl::Condition(&gathered),
-                               absl::FromChrono(linger_end - now));
-        }
-      }
-      if (!failed_.ok() || (pending_.empty() && closing_)) break;
-      if (pending_.empty()) {
-        if (lease_.Valid()) continue;
-      } else {
-        first = durable_ + 1;
-        size_t bytes = 0;
-        size_t taken = 0;
-        while (taken < pending_.size() &&
-               (taken == 0 ||
-                bytes + pending_[taken].size() <= options_.max_batch_bytes)) {
-          bytes += pending_[taken].size();
-          ++taken;
-        }
-        pending_bytes_ -= bytes;
-        batch.assign(std::make_move_iterator(pending_.begin()),
-                     std::make_move_iterator(pending_.begin() + taken));
-        pending_.erase(pending_.begin(), pending_.begin() + taken);
-      }
+      step = NextBatchLocked(batch);
     }
-    if (batch.empty()) {
+    if (step == AppenderStep::kStop) break;
+    if (step == AppenderStep::kIdle) continue;
+    if (step == AppenderStep::kLeaseLapsed) {
       // The lease lapsed while idle: fail now, so that health() and every
       // later call learn it from the log too.
       Fail(NotLeader(kLeaseLapsed));
       break;
     }
-    const SteadyClock::time_point commit_start = SteadyClock::now();
-    absl::Status committed = CommitBatch(first, EncodeBatch(batch));
-    if (!committed.ok()) {
+    if (absl::Status committed = CommitAndAnswer(batch); !committed.ok()) {
       Fail(std::move(committed));
       break;
     }
-    std::vector<DurableCallback> callbacks;
-    size_t pending_at_commit = 0;  // records pending when the commit ended
-    {
-      absl::MutexLock lock(&mu_);
-      durable_ = first + batch.size() - 1;
-      ++stats_.transactions;
-      PublishLocked();
-      auto end = waiting_.upper_bound(durable_);
-      for (auto it = waiting_.begin(); it != end; ++it) {
-        for (DurableCallback& done : it->second) {
-          callbacks.push_back(std::move(done));
-        }
-      }
-      waiting_.erase(waiting_.begin(), end);
-      pending_at_commit = pending_.size();
-    }
-    const SteadyClock::duration took = SteadyClock::now() - commit_start;
-    for (DurableCallback& done : callbacks) std::move(done)(absl::OkStatus());
-    // The linger counts from the last answer sent, not from the commit:
-    // sending the answers can take a good part of it.
-    absl::MutexLock lock(&mu_);
-    gathering_.Committed(callbacks.size(), pending_at_commit, took,
-                         SteadyClock::now());
   }
+  AnswerTheRestOnExit();
+}
+
+EtcdLog::AppenderStep EtcdLog::NextBatchLocked(AppendBatch& batch) {
+  auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return !pending_.empty() || closing_ || !failed_.ok();
+  };
+  // Wakes at least every 50 ms to notice a lapsed lease.
+  mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(50));
+  if (!pending_.empty() && !closing_) {
+    auto gathered = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return closing_ || !failed_.ok() ||
+             gathering_.CutNow(pending_.size(), pending_bytes_,
+                               SteadyClock::now());
+    };
+    const SteadyClock::time_point linger_end = gathering_.LingerEnd();
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (!gathered() && linger_end > now) {
+      mu_.AwaitWithTimeout(absl::Condition(&gathered),
+                           absl::FromChrono(linger_end - now));
+    }
+  }
+  if (!failed_.ok() || (pending_.empty() && closing_)) {
+    return AppenderStep::kStop;
+  }
+  if (pending_.empty()) {
+    return lease_.Valid() ? AppenderStep::kIdle : AppenderStep::kLeaseLapsed;
+  }
+  batch.first = durable_ + 1;
+  size_t bytes = 0;
+  size_t taken = 0;
+  while (taken < pending_.size() &&
+         (taken == 0 ||
+          bytes + pending_[taken].size() <= options_.max_batch_bytes)) {
+    bytes += pending_[taken].size();
+    ++taken;
+  }
+  pending_bytes_ -= bytes;
+  batch.records.assign(std::make_move_iterator(pending_.begin()),
+                       std::make_move_iterator(pending_.begin() + taken));
+  pending_.erase(pending_.begin(), pending_.begin() + taken);
+  return AppenderStep::kCommit;
+}
+
+absl::Status EtcdLog::CommitAndAnswer(const AppendBatch& batch) {
+  const SteadyClock::time_point commit_start = SteadyClock::now();
+  absl::Status committed =
+      CommitBatch(batch.first, EncodeBatch(batch.records));
+  if (!committed.ok()) return committed;
+  std::vector<DurableCallback> callbacks;
+  size_t pending_at_commit = 0;  // records pending when the commit ended
+  {
+    absl::MutexLock lock(&mu_);
+    durable_ = batch.first + batch.records.size() - 1;
+    ++stats_.transactions;
+    PublishLocked();
+    auto end = waiting_.upper_bound(durable_);
+    for (auto it = waiting_.begin(); it != end; ++it) {
+      for (DurableCallback& done : it->second) {
+        callbacks.push_back(std::move(done));
+      }
+    }
+    waiting_.erase(waiting_.begin(), end);
+    pending_at_commit = pending_.size();
+  }
+  const SteadyClock::duration took = SteadyClock::now() - commit_start;
+  for (DurableCallback& done : callbacks) std::move(done)(absl::OkStatus());
+  // The linger counts from the last answer sent, not from the commit:
+  // sending the answers can take a good part of it.
+  absl::MutexLock lock(&mu_);
+  gathering_.Committed(callbacks.size(), pending_at_commit, took,
+                       SteadyClock::now());
+  return absl::OkStatus();
+}
+
+void EtcdLog::AnswerTheRestOnExit() {
   std::vector<DurableCallback> callbacks;
   absl::Status status;
   {

@@ -1,54 +1,38 @@
-// PeerSnapshotSource: the daemon's storage::SnapshotSource
-// (storage/snapshot_source.h). It asks the leader, as the node last read
-// the leader key in etcd (ClusterNode's view, at most one step old; its
-// --advertise address), for its newest snapshot over the internal
-// ClusterPeer service (server/cluster_peer_service.h), presenting the
-// cluster's peer secret (storage/etcd_peer_secret.h) as the node read it
-// from etcd.
-//
-// Transport: plaintext when the node runs without TLS. Under TLS it trusts
-// --client-ca (or, without it, the system's roots) for the leader's
-// certificate and, under mutual TLS, presents its own --tls-cert/--tls-key
-// as its client certificate: every node's certificate must then be valid
-// for both server and client authentication and be signed by a CA in every
-// node's --client-ca. The files are read at each Fetch (a reloaded
-// certificate is used at the next transfer).
-//
-// Checks on what arrives (before any of it is trusted further down):
-// chunks in order without gaps, the size the first chunk announced, at
-// most kMaxSnapshotTransferBytes. The snapshot's own checksums are
-// LogReplica's to check.
-//
-// Time: a transfer has no overall deadline, so a large snapshot over a
-// slow link still arrives; it is abandoned when no chunk arrived for
-// `stall_timeout` (before the first chunk, counted from the call's start:
-// the leader reads its whole file before sending). A watchdog thread per
-// Fetch cancels the call then.
+// PeerSnapshotSource: the daemon's SnapshotSource (snapshot_source.h). It
+// asks the leader the node last knew (its --advertise address) for its
+// newest snapshot over the internal ClusterPeer service
+// (server/cluster_peer_service.h), presenting the cluster's peer secret,
+// with the node's own TLS files (read at each Fetch). It checks the chunks
+// (in order, the announced size, at most kMaxSnapshotTransferBytes) and
+// abandons a transfer that made no progress for `stall_timeout`. ClusterNode
+// owns it. docs/design/cluster.md ("Snapshot transfer between nodes").
 //
 // Thread-safety: Fetch from one thread at a time; Cancel and Resume from
 // any thread.
-#ifndef LEASEKEEPER_SERVER_PEER_SNAPSHOT_SOURCE_H_
-#define LEASEKEEPER_SERVER_PEER_SNAPSHOT_SOURCE_H_
+#ifndef LEASEKEEPER_CLUSTER_PEER_SNAPSHOT_SOURCE_H_
+#define LEASEKEEPER_CLUSTER_PEER_SNAPSHOT_SOURCE_H_
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cluster/etcd_election.h"
+#include "cluster/snapshot_source.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
-#include "server/server_config.h"
-#include "storage/etcd_election.h"
-#include "storage/snapshot_source.h"
+#include "security/tls_config.h"
 
-namespace leasekeeper::server {
+namespace leasekeeper::storage {
 
 inline constexpr uint64_t kMaxSnapshotTransferBytes = uint64_t{4} << 30;
 
-class PeerSnapshotSource final : public storage::SnapshotSource {
+class PeerSnapshotSource final : public SnapshotSource {
  public:
   // `node_id`: this node's (a leader naming it is not asked). `leader`:
   // the leader as the node knows it (nullopt: none known). `peer_secret`:
@@ -57,8 +41,8 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   // may go without a chunk (see Time above).
   PeerSnapshotSource(
       std::string cluster, std::string node_id,
-      SecurityConfig security_config,
-      std::function<std::optional<storage::LeaderView>()> leader,
+      security::TlsFiles tls_files,
+      std::function<std::optional<LeaderView>()> leader,
       std::function<absl::StatusOr<std::string>()> peer_secret,
       std::chrono::milliseconds stall_timeout);
   PeerSnapshotSource(const PeerSnapshotSource&) = delete;
@@ -71,18 +55,31 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   // other than announced; DeadlineExceeded "no chunk from the leader for
   // N ms" when the transfer stalled; Cancelled after Cancel; the leader's
   // status otherwise (code and message as it answered).
-  absl::StatusOr<storage::FetchedSnapshot> Fetch(
-      storage::LogPosition min_covered) override;
+  absl::StatusOr<FetchedSnapshot> Fetch(
+      LogPosition min_covered) override;
   void Cancel() override;
   void Resume() override;
 
  private:
   const std::string cluster_;
   const std::string node_id_;
-  const SecurityConfig security_;
-  const std::function<std::optional<storage::LeaderView>()> leader_;
+  const security::TlsFiles tls_files_;
+  const std::function<std::optional<LeaderView>()> leader_;
   const std::function<absl::StatusOr<std::string>()> peer_secret_;
   const std::chrono::milliseconds stall_timeout_;
+
+  // The leader's channel and the secret to present to it.
+  struct LeaderCall {
+    std::shared_ptr<grpc::Channel> channel;
+    std::string secret;
+  };
+  // Outcomes: the call; Unavailable "leader unknown"; FailedPrecondition
+  // when the leader is this node; peer_secret's error; the TLS files'.
+  absl::StatusOr<LeaderCall> CallLeader() const;
+  // Registers `context` as the transfer in progress (for Cancel and the
+  // watchdog). Outcomes: OK; Cancelled after Cancel.
+  absl::Status BeginTransfer(grpc::ClientContext& context)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The watchdog's loop: until the transfer is done, cancels `context` once
   // no chunk arrived for stall_timeout_ and records that it stalled.
@@ -98,6 +95,6 @@ class PeerSnapshotSource final : public storage::SnapshotSource {
   bool stalled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace leasekeeper::server
+}  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_SERVER_PEER_SNAPSHOT_SOURCE_H_
+#endif  // LEASEKEEPER_CLUSTER_PEER_SNAPSHOT_SOURCE_H_

@@ -1,36 +1,15 @@
-// EtcdLease: an etcd lease kept alive by this process, and the part of its
-// life this process can be sure of.
-//
-// A cluster node holds one lease: its member key (etcd_keys.h) and, while
-// it leads, the leader key live on it, so etcd deletes both when the node
-// stops renewing. Keepalives go out every ttl / 4 on one LeaseKeepAlive
-// stream (a broken stream is reopened at once).
-//
-// What the node may believe. etcd restarts a lease's TTL when it handles a
-// keepalive, which is after this process sent it. So a keepalive sent at
-// local monotonic time s and answered with TTL t proves that the lease
-// lives at least until s + t on etcd's clock; with clocks that run at the
-// same rate (the margin absorbs drift), this process may act as the lease's
-// owner until
-//     valid_until = s + t - margin
-// of the newest answered keepalive, on its own steady clock (as the client
-// library times its leases from the request it sent). Network delay and a
-// paused process only shorten what it believes, never lengthen it.
-// Once valid_until passes, or etcd answers TTL 0 (the lease is gone), the
-// lease is lost for good: Valid() stays false, and the node grants a new
-// lease to take part again.
-//
-// Failpoint (build option LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND, off by
-// default, absent from every normal build): Valid() is always true, so
-// neither its own clock nor etcd's "TTL 0" ever tells the node that its
-// lease lapsed. With etcd_log.h's blind put it makes the deliberately
-// broken leader of tests/fault/run-unguarded; a follower's lapsed lease is
-// not replaced either (that run pauses only leaders).
+// EtcdLease: an etcd lease kept alive by this process (keepalives every
+// ttl / 4 on one stream), and the part of its life this process can be sure
+// of: Valid() until valid_until = s + t - margin of the newest answered
+// keepalive (sent at local monotonic time s, answered with TTL t), and never
+// again once that passed or etcd answered TTL 0. A cluster node's member
+// key and leader key live on it. Why that bound is safe, and the fault
+// suite's failpoint (Valid() always true): docs/design/cluster.md.
 //
 // Thread-safety: every method is thread-safe; the keepalive runs on the
 // lease's own threads.
-#ifndef LEASEKEEPER_STORAGE_ETCD_LEASE_H_
-#define LEASEKEEPER_STORAGE_ETCD_LEASE_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_LEASE_H_
+#define LEASEKEEPER_CLUSTER_ETCD_LEASE_H_
 
 #include <chrono>
 #include <deque>
@@ -41,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/etcd_client.h"
+#include "cluster/etcd_client.h"
 
 namespace leasekeeper::storage {
 
@@ -98,4 +77,4 @@ class EtcdLease {
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_LEASE_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_LEASE_H_

@@ -1,26 +1,18 @@
 // LogReplica: a cluster follower's copy of the state, built by applying the
-// replicated log exactly as recovery replays a local log (durable_store.h):
-// operations to a StateMachine, RestartGrace entries with
-// ApplyRestartGrace, server records to a ServerStateReplay. It keeps local
-// snapshots (snapshot_file.h) in the node's data dir, so that a restarted
-// node, or a follower that wins an election, has little to read.
-//
-// Data dir: LOCK (one process), snap-*.snap (the newest
-// kClusterSnapshotsKept are kept). No log files: the log is etcd's.
-//
-// A replica whose position the log in etcd no longer holds (trimmed while
-// this node was down) is brought forward by InstallSnapshot: another
-// member's snapshot file, checked, restored and written into the data dir
-// before the state is replaced, so a failure anywhere leaves the replica
-// and its dir as they were.
+// replicated log exactly as local recovery replays a local log
+// (durable_store.h), with local snapshots in the node's data dir (LOCK and
+// snap-*.snap, the newest kClusterSnapshotsKept kept; no log files).
+// InstallSnapshot brings a replica trimmed past the log forward from another
+// member's snapshot; a failure anywhere leaves the replica and its dir as
+// they were. ClusterNode owns it; its follower applies to it.
 //
 // Thread-safety: not thread-safe; one thread (the follower's) owns it.
 //
 // Invariants:
 //  1. The state is that of log records 1..applied(), applied in order.
 //  2. Apply accepts only position applied() + 1.
-#ifndef LEASEKEEPER_STORAGE_LOG_REPLICA_H_
-#define LEASEKEEPER_STORAGE_LOG_REPLICA_H_
+#ifndef LEASEKEEPER_CLUSTER_LOG_REPLICA_H_
+#define LEASEKEEPER_CLUSTER_LOG_REPLICA_H_
 
 #include <memory>
 #include <string>
@@ -29,11 +21,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "cluster/snapshot_source.h"
 #include "core/state_machine.h"
 #include "storage/file.h"
 #include "storage/log.h"
 #include "storage/server_records.h"
-#include "storage/snapshot_source.h"
 
 namespace leasekeeper::storage {
 
@@ -121,4 +113,4 @@ inline constexpr size_t kClusterSnapshotsKept = 2;
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_LOG_REPLICA_H_
+#endif  // LEASEKEEPER_CLUSTER_LOG_REPLICA_H_

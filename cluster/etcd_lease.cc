@@ -1,4 +1,4 @@
-#include "storage/etcd_lease.h"
+#include "cluster/etcd_lease.h"
 
 #include <algorithm>
 

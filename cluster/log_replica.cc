@@ -1,4 +1,4 @@
-#include "storage/log_replica.h"
+#include "cluster/log_replica.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "storage/etcd_election.h"
+#include "cluster/etcd_election.h"
 
 namespace leasekeeper::storage {
 namespace {

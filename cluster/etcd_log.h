@@ -1,69 +1,24 @@
-// EtcdLog: the replicated implementation of OperationLog
-// (operation_log.h), for a cluster node while it leads. The records are
-// kept in etcd, in batches under /leasekeeper/<cluster>/log/ (etcd_keys.h);
-// every other node follows them (etcd_log_follower.h) and keeps a replica.
+// EtcdLog: the replicated OperationLog (storage/operation_log.h) of a
+// cluster node while it leads. Records go to etcd in batches under
+// /leasekeeper/<cluster>/log/ (etcd_keys.h), one transaction per batch, each
+// guarded by the leader key's create revision (this leadership's epoch), so
+// a deposed leader can never append. A record is durable, and its callback
+// runs, only once etcd answered that its batch committed. When the lease
+// can no longer be trusted or a compare fails, the log fails for good
+// (Unavailable "not leader: ..."). The transaction, lost answers, batching
+// and the fault suite's failpoint: docs/design/cluster.md.
 //
-// Guarded group commit. Append only enqueues (encode, O(size)). One
-// appender thread takes every record pending when it cuts a batch (at most
-// max_batch_bytes; a larger single record goes alone) and writes them as
-// one batch in one etcd transaction. After a commit it lingers briefly for
-// the callers that commit answered (batch_gathering.h: at most max_linger,
-// at most the commit's time, never for one caller at a time):
-//     compare  create_revision(leader key)      == epoch
-//     compare  create_revision(log/<first pos>) == 0   (the key is new)
-//     success  put log/<first pos> = batch
-//     failure  range leader key; range log/<first pos>
-// The leader key lives on this node's lease and its create revision is the
-// epoch of this leadership, so the transaction succeeds only while this
-// leadership lasts: a deposed leader (its lease expired, a new leader key
-// created) can never append, however late its transaction arrives. Only
-// after etcd answered "succeeded" (the batch is committed by a quorum of
-// etcd members) are the records durable and their OnDurable callbacks run;
-// nothing is acknowledged before that.
+// Thread-safety: every method is thread-safe. Callbacks run on the appender
+// thread (or inline in OnDurable when already durable), never under the
+// log's mutex; they must not call WaitDurable or Close.
 //
-// Fate of a transaction whose answer was lost (a member died mid-call, a
-// deadline): the appender retries the same transaction while the lease is
-// valid. If a retry fails the compare, the failure branch says why: the
-// leader key still has our epoch and log/<first> exists, so the earlier
-// attempt committed (only this leadership can write that key: this node
-// read the log to its end after its leader key was created) and the batch
-// is durable; anything else means this node was deposed.
-//
-// Losing leadership. When the lease can no longer be trusted
-// (etcd_lease.h: measured on this process's monotonic clock from the send
-// time of the last answered keepalive, with a margin, so before etcd can
-// have expired it), or a transaction fails its compare, the log fails for
-// good: health() is Unavailable "not leader: ...", every pending and later
-// callback gets it, Append refuses. The owner of the core then answers
-// nothing more; the node steps down (server/cluster_node.h).
-//
-// Failpoint (build option LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND, off by
-// default, absent from every normal build): the transaction has no compare,
-// so its put is blind: it overwrites or creates log/<first pos> whoever
-// leads. With EtcdLease::Valid() always true (etcd_lease.h) a leader
-// paused past its lease comes back still leading and appends what its stale
-// core grants next to the new leader's batches: the fault suite's proof
-// that its checker catches a node whose append skips the etcd compare
-// (tests/fault/run-unguarded). Invariant 1 does not hold in that build.
-//
-// Snapshots: SubmitSnapshot writes a local snapshot file (snapshot_file.h)
-// into the node's data dir on a snapshot thread, once the records it covers
-// are durable; the newest kClusterSnapshotsKept (log_replica.h) are kept.
-// A failed write is in stats().snapshot_status until the next one. The node reports the newest one's
-// position in its member key; the leader deletes log batches once every
-// member's snapshot is past them (ClusterNode).
-//
-// Thread-safety: every method is thread-safe. Callbacks run on the
-// appender thread (or inline in OnDurable when already durable), never
-// under the log's mutex; they must not call WaitDurable or Close.
-//
-// Invariants: those of OperationLog, and
+// Invariants: those of OperationLog, and (except in the failpoint build)
 //  1. A record is durable only if a transaction guarded by this epoch put
 //     the batch holding it into etcd.
 //  2. Batches are contiguous: the batch at first position f with n records
 //     is followed by the batch at f + n.
-#ifndef LEASEKEEPER_STORAGE_ETCD_LOG_H_
-#define LEASEKEEPER_STORAGE_ETCD_LOG_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_LOG_H_
+#define LEASEKEEPER_CLUSTER_ETCD_LOG_H_
 
 #include <array>
 #include <atomic>
@@ -81,10 +36,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/batch_gathering.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
-#include "storage/etcd_lease.h"
+#include "cluster/batch_gathering.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/etcd_lease.h"
 #include "storage/operation_log.h"
 #include "storage/restart_grace.h"
 
@@ -155,6 +110,12 @@ class EtcdLog final : public OperationLog {
   absl::Status ReadFrom(LogPosition from,
                         const EntryVisitor& visit) const override;
   bool SnapshotDue() const override;
+  // Writes a local snapshot file (snapshot_file.h) into the data dir on the
+  // snapshot thread once record `covered` is durable; the newest
+  // kClusterSnapshotsKept (log_replica.h) are kept. False (and dropped)
+  // while one is being written, after Close, or when `covered` is not in
+  // (last snapshot, last_position()]. A failed write shows in
+  // stats().snapshot_status until the next one.
   bool SubmitSnapshot(CoreSnapshot core, LogPosition covered,
                       ServerState server) override;
   // Appends what is pending (while the lease is valid), stops the threads.
@@ -171,7 +132,31 @@ class EtcdLog final : public OperationLog {
 
   EtcdLog(EtcdClient& client, EtcdLease& lease, EtcdLogOptions options);
   absl::StatusOr<LogPosition> AppendEncoded(std::string record);
+  // The appender thread: takes a batch, commits it, answers its callers,
+  // until the log closes or fails.
   void AppendLoop();
+  // Records taken for one transaction, from position `first` on.
+  struct AppendBatch {
+    LogPosition first = 0;
+    std::vector<std::string> records;
+  };
+  enum class AppenderStep {
+    kStop,         // failed, or closing with nothing pending
+    kIdle,         // nothing pending, the lease valid: wait again
+    kLeaseLapsed,  // nothing pending and the lease lapsed
+    kCommit,       // `batch` holds records to commit
+  };
+  // Waits (at most 50 ms, then for the batch's linger) for records and
+  // takes at most max_batch_bytes of them into `batch`.
+  AppenderStep NextBatchLocked(AppendBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits `batch`, then answers the callers waiting for it and tells the
+  // gathering. Outcomes: OK; CommitBatch's error (nothing answered).
+  absl::Status CommitAndAnswer(const AppendBatch& batch)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks the appender done and answers every caller still waiting with
+  // the failure (or FailedPrecondition after Close).
+  void AnswerTheRestOnExit() ABSL_LOCKS_EXCLUDED(mu_);
   void SnapshotLoop();
   // One batch, retried while the lease is valid. OK once durable.
   absl::Status CommitBatch(LogPosition first, const std::string& value);
@@ -250,4 +235,4 @@ absl::StatusOr<std::optional<LogPosition>> FirstLogPosition(
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_LOG_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_LOG_H_

@@ -1,12 +1,12 @@
 // SnapshotSource: where a cluster follower whose log position was trimmed
 // from etcd gets a snapshot of another member (EtcdLogFollower). The
 // daemon's source asks the leader over the internal ClusterPeer service
-// (server/peer_snapshot_source.h); tests feed the follower a fake.
+// (cluster/peer_snapshot_source.h); tests feed the follower a fake.
 //
 // Thread-safety: Fetch from one thread at a time (the follower's); Cancel
 // and Resume from any thread.
-#ifndef LEASEKEEPER_STORAGE_SNAPSHOT_SOURCE_H_
-#define LEASEKEEPER_STORAGE_SNAPSHOT_SOURCE_H_
+#ifndef LEASEKEEPER_CLUSTER_SNAPSHOT_SOURCE_H_
+#define LEASEKEEPER_CLUSTER_SNAPSHOT_SOURCE_H_
 
 #include <cstdint>
 #include <string>
@@ -44,4 +44,4 @@ class SnapshotSource {
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_SNAPSHOT_SOURCE_H_
+#endif  // LEASEKEEPER_CLUSTER_SNAPSHOT_SOURCE_H_

@@ -1,36 +1,17 @@
 // EtcdLogFollower: keeps a LogReplica (log_replica.h) up with the log in
-// etcd (etcd_log.h), on its own thread: it reads the log from the
-// replica's applied position to the end (ReadLogFrom), then watches the log
-// prefix from the revision it read at, applying each new batch as it is
-// committed. A gap, a broken watch or a compaction sends it back to
-// reading. Every snapshot_every_records applied records it writes a local
-// snapshot (LogReplica::WriteSnapshot), so the leader may trim the log
-// behind it.
-//
-// A follower whose position was trimmed away (it is new, or was down while
-// every live member snapshotted past it) cannot catch up from etcd alone:
-// it asks its SnapshotSource (snapshot_source.h; the daemon's asks the
-// leader) for a snapshot covering at least the record before the log's
-// first, checks it against what the sender announced, installs it
-// (LogReplica::InstallSnapshot: checked, written into the data dir
-// atomically, then the state replaced) and reads the log on from its
-// covered position. A failed transfer (leader unknown, RPC error, bad
-// checksum, a snapshot not past the trimmed point) installs nothing, is in
-// status() as OutOfRange naming the cause, and is tried again after a
-// backoff (kMinFetchBackoff doubling to kMaxFetchBackoff). Without a
-// source, status() stays OutOfRange.
-//
-// Local snapshots: what goes wrong with them (the damaged ones the replica
-// skipped when it opened, a failed write) is in snapshot_status(), apart
-// from status(): a follower that cannot write a snapshot still follows and
-// may lead; it holds the trimming back instead.
+// etcd, on its own thread: reads from the replica's position to the end,
+// then watches, applying each batch as it commits, and writes a local
+// snapshot every snapshot_every_records. A replica trimmed past is brought
+// forward with a snapshot from its SnapshotSource (snapshot_source.h),
+// retried with a backoff. ClusterNode runs one while the node follows.
+// docs/design/cluster.md ("Followers").
 //
 // Thread-safety: Start/Stop from one controlling thread; applied(),
 // snapshot_position(), snapshots_installed(), status() and
 // snapshot_status() from any thread. The replica belongs to the follower
 // thread between Start and Stop, to the caller otherwise.
-#ifndef LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
-#define LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_LOG_FOLLOWER_H_
+#define LEASEKEEPER_CLUSTER_ETCD_LOG_FOLLOWER_H_
 
 #include <atomic>
 #include <chrono>
@@ -40,10 +21,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/etcd_client.h"
-#include "storage/etcd_keys.h"
-#include "storage/log_replica.h"
-#include "storage/snapshot_source.h"
+#include "cluster/etcd_client.h"
+#include "cluster/etcd_keys.h"
+#include "cluster/log_replica.h"
+#include "cluster/snapshot_source.h"
 
 namespace leasekeeper::storage {
 
@@ -139,4 +120,4 @@ class EtcdLogFollower {
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_LOG_FOLLOWER_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_LOG_FOLLOWER_H_

@@ -1,4 +1,4 @@
-#include "storage/etcd_peer_secret.h"
+#include "cluster/etcd_peer_secret.h"
 
 #include <sys/random.h>
 

@@ -10,8 +10,8 @@
 //
 // Thread-safety: every method is thread-safe (gRPC stubs are); the streams
 // the stubs open belong to one caller each.
-#ifndef LEASEKEEPER_STORAGE_ETCD_CLIENT_H_
-#define LEASEKEEPER_STORAGE_ETCD_CLIENT_H_
+#ifndef LEASEKEEPER_CLUSTER_ETCD_CLIENT_H_
+#define LEASEKEEPER_CLUSTER_ETCD_CLIENT_H_
 
 #include <chrono>
 #include <memory>
@@ -116,4 +116,4 @@ absl::StatusOr<PutIfAbsentResult> PutIfAbsent(EtcdClient& client,
 
 }  // namespace leasekeeper::storage
 
-#endif  // LEASEKEEPER_STORAGE_ETCD_CLIENT_H_
+#endif  // LEASEKEEPER_CLUSTER_ETCD_CLIENT_H_
