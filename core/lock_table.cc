@@ -227,6 +227,41 @@ std::optional<Tick> LockTable::NextExpiry() const {
   return expiry_.begin()->expires_at;
 }
 
+absl::Status LockTable::ValidateAcquire(absl::string_view client_name,
+                                        absl::string_view lock_name,
+                                        int64_t ttl, LockMode mode,
+                                        uint32_t capacity) const {
+  const bool semaphore = mode == LockMode::kSemaphore;
+  if (client_name.empty() || lock_name.empty() ||
+      (semaphore ? capacity < 1 || capacity > kMaxSemaphoreCapacity
+                 : capacity != 0)) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  return ValidateTtl(ttl);
+}
+
+absl::Status LockTable::CheckAcquirable(const ClientState* client,
+                                        const LockState* lock,
+                                        absl::string_view lock_name,
+                                        LockMode mode,
+                                        uint32_t capacity) const {
+  if (client != nullptr &&
+      (client->waiting != nullptr ||
+       client->holds.find(lock_name) != client->holds.end())) {
+    return MakeError(ErrorCode::kClientBusy);
+  }
+  if (lock != nullptr && !lock->idle()) {
+    // The lock's kind and capacity stand while anybody holds or waits.
+    if ((lock->capacity() != 0) != (mode == LockMode::kSemaphore)) {
+      return MakeError(ErrorCode::kModeMismatch);
+    }
+    if (lock->capacity() != capacity) {
+      return MakeError(ErrorCode::kCapacityMismatch);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
                                                   absl::string_view client_name,
                                                   absl::string_view lock_name,
@@ -234,29 +269,17 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
                                                   uint32_t capacity) {
   AdvanceTo(now);
   now = now_;
-  const bool semaphore = mode == LockMode::kSemaphore;
-  if (client_name.empty() || lock_name.empty() ||
-      (semaphore ? capacity < 1 || capacity > kMaxSemaphoreCapacity
-                 : capacity != 0)) {
-    return MakeError(ErrorCode::kInvalidArguments);
+  if (absl::Status status =
+          ValidateAcquire(client_name, lock_name, ttl, mode, capacity);
+      !status.ok()) {
+    return status;
   }
-  if (absl::Status status = ValidateTtl(ttl); !status.ok()) return status;
-
   ClientState* client = FindClient(client_name);
-  if (client != nullptr &&
-      (client->waiting != nullptr ||
-       client->holds.find(lock_name) != client->holds.end())) {
-    return MakeError(ErrorCode::kClientBusy);
-  }
   LockState* found = FindLock(lock_name);
-  if (found != nullptr && !found->idle()) {
-    // The lock's kind and capacity stand while anybody holds or waits.
-    if ((found->capacity() != 0) != semaphore) {
-      return MakeError(ErrorCode::kModeMismatch);
-    }
-    if (found->capacity() != capacity) {
-      return MakeError(ErrorCode::kCapacityMismatch);
-    }
+  if (absl::Status status =
+          CheckAcquirable(client, found, lock_name, mode, capacity);
+      !status.ok()) {
+    return status;
   }
   if (client == nullptr) {
     client = clients_.insert(std::make_unique<ClientState>(client_name))
@@ -279,38 +302,12 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
     outcome.expires_at = now + ttl;
     return outcome;
   }
-
-  Queue& queue = lock.MutableQueue();
-  queue.push_back(
-      Waiter{client, static_cast<int32_t>(ttl), mode, request_capacity});
-  client->waiting = &lock;
-  client->waiting_entry = std::prev(queue.end());
-  ++waiter_count_;
-  UpdateActive(lock);
-  MarkBusy(*client);
-
-  // Part 3 rule 5: abort the youngest deadlocked client reachable from the
-  // requester until none is left, the requester is granted, or it is the
-  // victim itself.
-  ClientState* requester = client;
-  while (requester->waiting != nullptr) {
-    std::vector<ClientState*> deadlocked = DeadlockedWith(*requester);
-    if (deadlocked.empty()) break;
-    ClientState* victim =
-        *std::max_element(deadlocked.begin(), deadlocked.end(),
-                          [](const ClientState* a, const ClientState* b) {
-                            return a->age < b->age;
-                          });
-    outcome.aborted.emplace_back(victim->name);
-    const bool requester_aborted = victim == requester;
-    Abort(*victim, now);  // erases the victim's ClientState
-    if (requester_aborted) {
-      outcome.kind = AcquireOutcome::Kind::kDeadlock;
-      return outcome;
-    }
+  Enqueue(lock, *client, ttl, mode, request_capacity);
+  if (AbortDeadlocked(*client, now, outcome.aborted)) {
+    outcome.kind = AcquireOutcome::Kind::kDeadlock;
+    return outcome;
   }
-
-  if (requester->waiting != nullptr) {
+  if (client->waiting != nullptr) {
     outcome.kind = AcquireOutcome::Kind::kQueued;
     // Nothing joins a queue during this call after the requester, so it is
     // still last in line.
@@ -319,13 +316,54 @@ absl::StatusOr<AcquireOutcome> LockTable::Acquire(Tick now,
   }
   // The aborts granted the request.
   const FencingToken token =
-      requester->holds.find(absl::string_view(lock.name))->token;
+      client->holds.find(absl::string_view(lock.name))->token;
   const Holder& holder = *lock.FindHolder(token);
   outcome.kind = AcquireOutcome::Kind::kGranted;
   outcome.token = token;
   outcome.expires_at = holder.expires_at;
   return outcome;
 }
+
+void LockTable::Enqueue(LockState& lock, ClientState& client, int64_t ttl,
+                        LockMode mode, uint16_t capacity) {
+  Queue& queue = lock.MutableQueue();
+  queue.push_back(Waiter{&client, static_cast<int32_t>(ttl), mode, capacity});
+  client.waiting = &lock;
+  client.waiting_entry = std::prev(queue.end());
+  ++waiter_count_;
+  UpdateActive(lock);
+  MarkBusy(client);
+}
+
+bool LockTable::AbortDeadlocked(ClientState& requester, Tick now,
+                                std::vector<std::string>& aborted) {
+  // Part 3 rule 5: abort the youngest deadlocked client reachable from the
+  // requester until none is left, the requester is granted, or it is the
+  // victim itself.
+  while (requester.waiting != nullptr) {
+    std::vector<ClientState*> deadlocked = DeadlockedWith(requester);
+    if (deadlocked.empty()) break;
+    ClientState* victim =
+        *std::max_element(deadlocked.begin(), deadlocked.end(),
+                          [](const ClientState* a, const ClientState* b) {
+                            return a->age < b->age;
+                          });
+    aborted.emplace_back(victim->name);
+    const bool requester_aborted = victim == &requester;
+    Abort(*victim, now);  // erases the victim's ClientState
+    if (requester_aborted) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The deadlock search's marks on a client: reached in the forward pass of
+// search `epoch`, and found free in its backward pass.
+constexpr uint64_t ReachedMark(uint64_t epoch) { return 2 * epoch; }
+constexpr uint64_t FreeMark(uint64_t epoch) { return 2 * epoch + 1; }
+
+}  // namespace
 
 std::vector<LockTable::ClientState*> LockTable::DeadlockedWith(
     ClientState& requester) const {
@@ -338,41 +376,45 @@ std::vector<LockTable::ClientState*> LockTable::DeadlockedWith(
   // the waiters of one queue wait in the same way (a lock's waiters are all
   // semaphore requests or none is), so a waiter behind is free iff the one
   // ahead is, and the head decides from the holders.
-  //
-  // Cheap exit first: a deadlock needs a cycle through the requester, hence
-  // an edge into it, and only the head waiter of a lock it holds has one
-  // (nobody queues behind a request during the call that queued it).
-  bool has_incoming = false;
-  for (const Hold& hold : requester.holds) {
-    if (!hold.lock->queue_empty()) {
-      has_incoming = true;
-      break;
-    }
-  }
-  if (!has_incoming) return {};
-
+  if (!HasIncomingEdge(requester)) return {};
   // Visited marks live on the clients and are compared with a fresh epoch,
   // so a search clears nothing it did not touch.
   const uint64_t epoch = ++search_epoch_;
-  const uint64_t reached_mark = 2 * epoch;
-  const uint64_t free_mark = 2 * epoch + 1;
+  if (!ReachesItself(requester, epoch)) return {};
+  SpreadFreedom(epoch);
+  std::vector<ClientState*> members;
+  for (ClientState* client : search_reached_) {
+    if (client->search_mark == ReachedMark(epoch)) members.push_back(client);
+  }
+  return members;
+}
+
+bool LockTable::HasIncomingEdge(const ClientState& requester) const {
+  // A deadlock needs a cycle through the requester, hence an edge into it,
+  // and only the head waiter of a lock it holds has one (nobody queues
+  // behind a request during the call that queued it).
+  for (const Hold& hold : requester.holds) {
+    if (!hold.lock->queue_empty()) return true;
+  }
+  return false;
+}
+
+bool LockTable::ReachesItself(ClientState& requester, uint64_t epoch) const {
+  // Everything reachable from the requester (the work Part 4 allows). A
+  // deadlocked requester lies on a cycle (every deadlocked client has a
+  // deadlocked successor, and every deadlocked client can reach the
+  // requester), so without one nobody is deadlocked.
   std::vector<ClientState*>& stack = search_stack_;
   std::vector<ClientState*>& successors = search_successors_;
-  std::vector<ClientState*>& reached = search_reached_;
   stack.clear();
-  reached.clear();
-
-  // Forward: everything reachable from the requester (the work Part 4
-  // allows). A deadlocked requester lies on a cycle (every deadlocked client
-  // has a deadlocked successor, and every deadlocked client can reach the
-  // requester), so without one nobody is deadlocked.
+  search_reached_.clear();
   bool cycle = false;
   auto push_forward = [&](ClientState* next) {
     if (next == &requester) cycle = true;
     if (next->search_mark / 2 != epoch) {
-      next->search_mark = reached_mark;
+      next->search_mark = ReachedMark(epoch);
       stack.push_back(next);
-      reached.push_back(next);
+      search_reached_.push_back(next);
     }
   };
   successors.clear();
@@ -385,20 +427,24 @@ std::vector<LockTable::ClientState*> LockTable::DeadlockedWith(
     AppendSuccessors(*current, successors);
     for (ClientState* next : successors) push_forward(next);
   }
-  if (!cycle) return {};
+  return cycle;
+}
 
-  // Backward, inside the reachable set (freedom depends only on what a
-  // client reaches, and the set is closed under successors): start from the
+void LockTable::SpreadFreedom(uint64_t epoch) const {
+  // Inside the reachable set (freedom depends only on what a client
+  // reaches, and the set is closed under successors): start from the
   // reached clients that wait for nothing and spread freedom to
   // predecessors by the AND-OR rule. A client's predecessors are the head
   // waiters of the locks it holds (whose successors are that lock's
   // holders) and the waiter just behind it (whose one successor it is).
+  const uint64_t reached_mark = ReachedMark(epoch);
+  std::vector<ClientState*>& stack = search_stack_;
   search_pending_.clear();
   auto set_free = [&](ClientState* client) {
-    client->search_mark = free_mark;
+    client->search_mark = FreeMark(epoch);
     stack.push_back(client);
   };
-  for (ClientState* client : reached) {
+  for (ClientState* client : search_reached_) {
     if (client->waiting == nullptr) set_free(client);
   }
   while (!stack.empty()) {
@@ -427,11 +473,6 @@ std::vector<LockTable::ClientState*> LockTable::DeadlockedWith(
       }
     }
   }
-  std::vector<ClientState*> members;
-  for (ClientState* client : reached) {
-    if (client->search_mark == reached_mark) members.push_back(client);
-  }
-  return members;
 }
 
 void LockTable::AppendSuccessors(const ClientState& client,
@@ -808,7 +849,15 @@ void LockTable::ExportTo(CoreSnapshot& snapshot) const {
   }
 }
 
-absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
+namespace {
+
+absl::Status BadSnapshot(absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("bad snapshot: ", why));
+}
+
+}  // namespace
+
+void LockTable::Clear() {
   idle_.clear();
   locks_.clear();
   clients_.clear();
@@ -816,91 +865,103 @@ absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
   active_locks_.clear();
   events_.clear();
   waiter_count_ = 0;
+  now_ = kMinTick;
+  last_age_ = 0;
+  last_sequence_ = 0;
+}
+
+absl::Status LockTable::ImportFrom(const CoreSnapshot& snapshot) {
+  Clear();
   now_ = snapshot.now;
   last_age_ = snapshot.last_age;
   last_sequence_ = snapshot.last_sequence;
-  auto fail = [this](absl::string_view why) {
-    idle_.clear();
-    locks_.clear();
-    clients_.clear();
-    expiry_.clear();
-    active_locks_.clear();
-    waiter_count_ = 0;
-    now_ = kMinTick;
-    last_age_ = 0;
-    last_sequence_ = 0;
-    return absl::InvalidArgumentError(absl::StrCat("bad snapshot: ", why));
-  };
-  clients_.reserve(snapshot.clients.size());
   locks_.reserve(snapshot.locks.size());
-  // Ages are distinct: the idle index orders clients by (since, age), so
-  // two clients of one age idle since the same instant would be one entry
-  // and the second would never be forgotten.
-  absl::flat_hash_set<uint64_t> ages;
-  ages.reserve(snapshot.clients.size());
-  for (const CoreSnapshot::Client& in : snapshot.clients) {
-    if (in.name.empty() || in.age < 1 || in.age > last_age_ ||
-        !ages.insert(in.age).second ||
-        !clients_.insert(std::make_unique<ClientState>(in.name)).second) {
-      return fail(absl::StrCat("client ", in.name));
-    }
-    FindClient(in.name)->age = in.age;
-  }
+  absl::Status imported = ImportClients(snapshot.clients);
   for (const CoreSnapshot::Lock& in : snapshot.locks) {
-    if (in.name.empty() ||
-        !locks_.insert(std::make_unique<LockState>(in.name)).second) {
-      return fail(absl::StrCat("lock ", in.name));
-    }
-    LockState& lock = *FindLock(in.name);
-    lock.last_token = in.last_token;
-    if (in.capacity > kMaxSemaphoreCapacity ||
-        (in.capacity != 0 && in.holders.empty() && in.queue.empty())) {
-      return fail(absl::StrCat("capacity of ", in.name));
-    }
-    const auto capacity = static_cast<uint16_t>(in.capacity);
-    // Every holder and waiter is a semaphore request iff the lock is one.
-    auto kind_fits = [capacity](LockMode mode) {
-      return (mode == LockMode::kSemaphore) == (capacity != 0);
-    };
-    for (const CoreSnapshot::Holder& holder : in.holders) {
-      ClientState* client = FindClient(holder.client);
-      if (client == nullptr || !kind_fits(holder.mode) || holder.token < 1 ||
-          holder.token > lock.last_token || holder.ttl < 1 ||
-          holder.ttl > kMaxCoreTtl || holder.expires_at <= now_ ||
-          holder.sequence > last_sequence_ ||
-          !Compatible(lock, holder.mode, capacity) ||
-          !client->holds.insert(Hold{&lock, holder.token}).second ||
-          !lock.InsertHolder(Holder{
-              client, holder.token, holder.expires_at, holder.sequence,
-              static_cast<int32_t>(holder.ttl), holder.mode, capacity})) {
-        return fail(absl::StrCat("holder ", holder.client, " of ", in.name));
-      }
-      expiry_.insert(
-          ExpiryKey{holder.expires_at, holder.sequence, &lock, holder.token});
-    }
-    for (const CoreSnapshot::Waiter& waiter : in.queue) {
-      ClientState* client = FindClient(waiter.client);
-      if (client == nullptr || client->waiting != nullptr ||
-          !kind_fits(waiter.mode) || waiter.ttl < 1 ||
-          waiter.ttl > kMaxCoreTtl) {
-        return fail(absl::StrCat("waiter ", waiter.client, " of ", in.name));
-      }
-      Queue& queue = lock.MutableQueue();
-      queue.push_back(Waiter{client, static_cast<int32_t>(waiter.ttl),
-                             waiter.mode, capacity});
-      client->waiting = &lock;
-      client->waiting_entry = std::prev(queue.end());
-      ++waiter_count_;
-    }
-    if (!lock.queue_empty() &&
-        Compatible(lock, lock.queue().front().mode, capacity)) {
-      return fail(absl::StrCat("grantable head in ", in.name));
-    }
-    UpdateActive(lock);
+    if (!imported.ok()) break;
+    imported = ImportLock(in);
+  }
+  if (!imported.ok()) {
+    Clear();
+    return imported;
   }
   // The snapshot does not say since when a client was idle: its idle time
   // starts again at the snapshot's instant (never earlier than it began).
   for (const auto& client : clients_) MarkIdleIfSo(*client, now_);
+  return absl::OkStatus();
+}
+
+absl::Status LockTable::ImportClients(
+    const std::vector<CoreSnapshot::Client>& clients) {
+  clients_.reserve(clients.size());
+  // Ages are distinct: the idle index orders clients by (since, age), so
+  // two clients of one age idle since the same instant would be one entry
+  // and the second would never be forgotten.
+  absl::flat_hash_set<uint64_t> ages;
+  ages.reserve(clients.size());
+  for (const CoreSnapshot::Client& in : clients) {
+    if (in.name.empty() || in.age < 1 || in.age > last_age_ ||
+        !ages.insert(in.age).second ||
+        !clients_.insert(std::make_unique<ClientState>(in.name)).second) {
+      return BadSnapshot(absl::StrCat("client ", in.name));
+    }
+    FindClient(in.name)->age = in.age;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LockTable::ImportLock(const CoreSnapshot::Lock& in) {
+  if (in.name.empty() ||
+      !locks_.insert(std::make_unique<LockState>(in.name)).second) {
+    return BadSnapshot(absl::StrCat("lock ", in.name));
+  }
+  LockState& lock = *FindLock(in.name);
+  lock.last_token = in.last_token;
+  if (in.capacity > kMaxSemaphoreCapacity ||
+      (in.capacity != 0 && in.holders.empty() && in.queue.empty())) {
+    return BadSnapshot(absl::StrCat("capacity of ", in.name));
+  }
+  const auto capacity = static_cast<uint16_t>(in.capacity);
+  // Every holder and waiter is a semaphore request iff the lock is one.
+  auto kind_fits = [capacity](LockMode mode) {
+    return (mode == LockMode::kSemaphore) == (capacity != 0);
+  };
+  for (const CoreSnapshot::Holder& holder : in.holders) {
+    ClientState* client = FindClient(holder.client);
+    if (client == nullptr || !kind_fits(holder.mode) || holder.token < 1 ||
+        holder.token > lock.last_token || holder.ttl < 1 ||
+        holder.ttl > kMaxCoreTtl || holder.expires_at <= now_ ||
+        holder.sequence > last_sequence_ ||
+        !Compatible(lock, holder.mode, capacity) ||
+        !client->holds.insert(Hold{&lock, holder.token}).second ||
+        !lock.InsertHolder(
+            Holder{client, holder.token, holder.expires_at, holder.sequence,
+                   static_cast<int32_t>(holder.ttl), holder.mode, capacity})) {
+      return BadSnapshot(
+          absl::StrCat("holder ", holder.client, " of ", in.name));
+    }
+    expiry_.insert(
+        ExpiryKey{holder.expires_at, holder.sequence, &lock, holder.token});
+  }
+  for (const CoreSnapshot::Waiter& waiter : in.queue) {
+    ClientState* client = FindClient(waiter.client);
+    if (client == nullptr || client->waiting != nullptr ||
+        !kind_fits(waiter.mode) || waiter.ttl < 1 || waiter.ttl > kMaxCoreTtl) {
+      return BadSnapshot(
+          absl::StrCat("waiter ", waiter.client, " of ", in.name));
+    }
+    Queue& queue = lock.MutableQueue();
+    queue.push_back(Waiter{client, static_cast<int32_t>(waiter.ttl),
+                           waiter.mode, capacity});
+    client->waiting = &lock;
+    client->waiting_entry = std::prev(queue.end());
+    ++waiter_count_;
+  }
+  if (!lock.queue_empty() &&
+      Compatible(lock, lock.queue().front().mode, capacity)) {
+    return BadSnapshot(absl::StrCat("grantable head in ", in.name));
+  }
+  UpdateActive(lock);
   return absl::OkStatus();
 }
 
@@ -910,96 +971,120 @@ absl::Status LockTable::CheckInvariants() const {
   size_t active = 0;
   for (const auto& lock_ptr : locks_) {
     const LockState& lock = *lock_ptr;
-    const std::string& name = lock.name;
     const bool is_active = lock.has_holders() || !lock.queue_empty();
     if (is_active) ++active;
     if (is_active != active_locks_.contains(&lock)) {
-      return absl::InternalError(absl::StrCat("active index: ", name));
+      return absl::InternalError(absl::StrCat("active index: ", lock.name));
     }
-    if (lock.crowd != nullptr && lock.crowd->queue.empty() &&
-        lock.crowd->more_holders.empty()) {
-      return absl::InternalError(absl::StrCat("empty crowd kept: ", name));
+    if (absl::Status status = CheckHolders(lock, leases); !status.ok()) {
+      return status;
     }
-    if (lock.crowd != nullptr && !lock.crowd->more_holders.empty() &&
-        !lock.has_holders()) {
-      return absl::InternalError(absl::StrCat("holders without first: ", name));
-    }
-    size_t exclusive = 0;
-    FencingToken previous_token = 0;
-    absl::Status holder_status;
-    lock.ForEachHolder([&](const Holder& holder) {
-      if (!holder_status.ok()) return;
-      ++leases;
-      const FencingToken token = holder.token;
-      if (token < 1 || token > lock.last_token || token <= previous_token) {
-        holder_status = absl::InternalError(
-            absl::StrCat("token beyond counter or out of order: ", name));
-        return;
-      }
-      previous_token = token;
-      if (holder.mode == LockMode::kExclusive) ++exclusive;
-      if (holder.expires_at <= now_) {
-        holder_status =
-            absl::InternalError(absl::StrCat("lapsed lease held: ", name));
-        return;
-      }
-      auto held = holder.client->holds.find(absl::string_view(lock.name));
-      if (held == holder.client->holds.end() || held->token != token) {
-        holder_status =
-            absl::InternalError(absl::StrCat("client hold index: ", name));
-        return;
-      }
-      if (!expiry_.contains(
-              ExpiryKey{holder.expires_at, holder.sequence, nullptr, 0})) {
-        holder_status =
-            absl::InternalError(absl::StrCat("expiry index: ", name));
-      }
-    });
-    if (!holder_status.ok()) return holder_status;
-    if (lock.crowd != nullptr) {
-      for (const auto& [token, holder] : lock.crowd->more_holders) {
-        if (token != holder.token) {
-          return absl::InternalError(absl::StrCat("holder key: ", name));
-        }
-      }
-    }
-    if (exclusive > 0 && lock.holder_count() != 1) {
-      return absl::InternalError(absl::StrCat("incompatible holders: ", name));
-    }
-    const uint16_t capacity = lock.capacity();
-    if (capacity != 0 && lock.holder_count() > capacity) {
-      return absl::InternalError(absl::StrCat("capacity exceeded: ", name));
-    }
-    // Every holder and waiter is a semaphore request of the lock's capacity
-    // iff the lock is a semaphore.
-    bool kinds_fit = true;
-    auto fits = [&](LockMode mode, uint16_t entry_capacity) {
-      kinds_fit &= entry_capacity == capacity &&
-                   (mode == LockMode::kSemaphore) == (capacity != 0);
-    };
-    lock.ForEachHolder(
-        [&](const Holder& holder) { fits(holder.mode, holder.capacity); });
-    for (const Waiter& waiter : lock.queue()) {
-      fits(waiter.mode, waiter.capacity);
-    }
-    if (!kinds_fit) {
-      return absl::InternalError(absl::StrCat("mixed kinds: ", name));
-    }
-    if (!lock.queue_empty() &&
-        Compatible(lock, lock.queue().front().mode, capacity)) {
-      return absl::InternalError(absl::StrCat("grantable head waits: ", name));
-    }
-    const Queue& queue = lock.queue();
-    for (auto it = queue.begin(); it != queue.end(); ++it) {
-      ++waiters;
-      if (it->client->waiting != &lock || it->client->waiting_entry != it) {
-        return absl::InternalError(absl::StrCat("waiter index: ", name));
-      }
+    if (absl::Status status = CheckQueue(lock, waiters); !status.ok()) {
+      return status;
     }
   }
   if (leases != expiry_.size()) return absl::InternalError("expiry size");
   if (waiters != waiter_count_) return absl::InternalError("waiter count");
   if (active != active_locks_.size()) return absl::InternalError("active size");
+  if (absl::Status status = CheckNobodyDeadlocked(); !status.ok()) {
+    return status;
+  }
+  return CheckClients();
+}
+
+absl::Status LockTable::CheckHolders(const LockState& lock,
+                                     size_t& leases) const {
+  const std::string& name = lock.name;
+  if (lock.crowd != nullptr && lock.crowd->queue.empty() &&
+      lock.crowd->more_holders.empty()) {
+    return absl::InternalError(absl::StrCat("empty crowd kept: ", name));
+  }
+  if (lock.crowd != nullptr && !lock.crowd->more_holders.empty() &&
+      !lock.has_holders()) {
+    return absl::InternalError(absl::StrCat("holders without first: ", name));
+  }
+  size_t exclusive = 0;
+  FencingToken previous_token = 0;
+  absl::Status holder_status;
+  lock.ForEachHolder([&](const Holder& holder) {
+    if (!holder_status.ok()) return;
+    ++leases;
+    const FencingToken token = holder.token;
+    if (token < 1 || token > lock.last_token || token <= previous_token) {
+      holder_status = absl::InternalError(
+          absl::StrCat("token beyond counter or out of order: ", name));
+      return;
+    }
+    previous_token = token;
+    if (holder.mode == LockMode::kExclusive) ++exclusive;
+    if (holder.expires_at <= now_) {
+      holder_status =
+          absl::InternalError(absl::StrCat("lapsed lease held: ", name));
+      return;
+    }
+    auto held = holder.client->holds.find(absl::string_view(lock.name));
+    if (held == holder.client->holds.end() || held->token != token) {
+      holder_status =
+          absl::InternalError(absl::StrCat("client hold index: ", name));
+      return;
+    }
+    if (!expiry_.contains(
+            ExpiryKey{holder.expires_at, holder.sequence, nullptr, 0})) {
+      holder_status = absl::InternalError(absl::StrCat("expiry index: ", name));
+    }
+  });
+  if (!holder_status.ok()) return holder_status;
+  if (lock.crowd != nullptr) {
+    for (const auto& [token, holder] : lock.crowd->more_holders) {
+      if (token != holder.token) {
+        return absl::InternalError(absl::StrCat("holder key: ", name));
+      }
+    }
+  }
+  if (exclusive > 0 && lock.holder_count() != 1) {
+    return absl::InternalError(absl::StrCat("incompatible holders: ", name));
+  }
+  const uint16_t capacity = lock.capacity();
+  if (capacity != 0 && lock.holder_count() > capacity) {
+    return absl::InternalError(absl::StrCat("capacity exceeded: ", name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LockTable::CheckQueue(const LockState& lock,
+                                   size_t& waiters) const {
+  const std::string& name = lock.name;
+  const uint16_t capacity = lock.capacity();
+  // Every holder and waiter is a semaphore request of the lock's capacity
+  // iff the lock is a semaphore.
+  bool kinds_fit = true;
+  auto fits = [&](LockMode mode, uint16_t entry_capacity) {
+    kinds_fit &= entry_capacity == capacity &&
+                 (mode == LockMode::kSemaphore) == (capacity != 0);
+  };
+  lock.ForEachHolder(
+      [&](const Holder& holder) { fits(holder.mode, holder.capacity); });
+  for (const Waiter& waiter : lock.queue()) {
+    fits(waiter.mode, waiter.capacity);
+  }
+  if (!kinds_fit) {
+    return absl::InternalError(absl::StrCat("mixed kinds: ", name));
+  }
+  if (!lock.queue_empty() &&
+      Compatible(lock, lock.queue().front().mode, capacity)) {
+    return absl::InternalError(absl::StrCat("grantable head waits: ", name));
+  }
+  const Queue& queue = lock.queue();
+  for (auto it = queue.begin(); it != queue.end(); ++it) {
+    ++waiters;
+    if (it->client->waiting != &lock || it->client->waiting_entry != it) {
+      return absl::InternalError(absl::StrCat("waiter index: ", name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LockTable::CheckNobodyDeadlocked() const {
   // Invariant 6: nobody is deadlocked. Freedom (the AND-OR rule of the
   // header) over the whole graph, from the clients that wait for nothing,
   // with the contract's edges listed in full (every holder, every waiter
@@ -1044,6 +1129,10 @@ absl::Status LockTable::CheckInvariants() const {
           absl::StrCat("deadlocked client: ", client_ptr->name));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status LockTable::CheckClients() const {
   size_t idle = 0;
   for (const auto& client_ptr : clients_) {
     const ClientState& client = *client_ptr;

@@ -550,6 +550,33 @@ class LockTable {
   };
 
   absl::Status ValidateTtl(int64_t ttl) const;
+  // Acquire's argument checks: INVALID_ARGUMENT, INVALID_TTL or OK.
+  absl::Status ValidateAcquire(absl::string_view client_name,
+                               absl::string_view lock_name, int64_t ttl,
+                               LockMode mode, uint32_t capacity) const;
+  // Acquire's state checks (either may be null): CLIENT_BUSY,
+  // MODE_MISMATCH, CAPACITY_MISMATCH or OK.
+  absl::Status CheckAcquirable(const ClientState* client, const LockState* lock,
+                               absl::string_view lock_name, LockMode mode,
+                               uint32_t capacity) const;
+  // Puts the client at the end of the lock's queue.
+  void Enqueue(LockState& lock, ClientState& client, int64_t ttl, LockMode mode,
+               uint16_t capacity);
+  // Part 3 rule 5 for a requester that waits; appends the victims'
+  // names to `aborted`. True if the requester itself was aborted.
+  bool AbortDeadlocked(ClientState& requester, Tick now,
+                       std::vector<std::string>& aborted);
+  // Empties the table, as a new one (ImportFrom's start and failure).
+  void Clear();
+  // ImportFrom's steps: INVALID_ARGUMENT ("bad snapshot: ...") or OK.
+  absl::Status ImportClients(const std::vector<CoreSnapshot::Client>& clients);
+  absl::Status ImportLock(const CoreSnapshot::Lock& in);
+  // CheckInvariants' steps; CheckHolders and CheckQueue count into
+  // `leases` and `waiters`.
+  absl::Status CheckHolders(const LockState& lock, size_t& leases) const;
+  absl::Status CheckQueue(const LockState& lock, size_t& waiters) const;
+  absl::Status CheckNobodyDeadlocked() const;
+  absl::Status CheckClients() const;
   void Retire(Tick now);
   // Part 2 rule 1, and "fewer than capacity hold" for a semaphore request.
   // REQUIRES: the request (`mode`, `capacity`) is of the lock's kind and
@@ -589,6 +616,11 @@ class LockTable {
   // them; empty if the requester is not deadlocked. REQUIRES: nobody was
   // deadlocked before the requester's wait began.
   std::vector<ClientState*> DeadlockedWith(ClientState& requester) const;
+  // DeadlockedWith's steps: its cheap exit; the forward pass (true if the
+  // requester reaches itself); the backward pass over what it reached.
+  bool HasIncomingEdge(const ClientState& requester) const;
+  bool ReachesItself(ClientState& requester, uint64_t epoch) const;
+  void SpreadFreedom(uint64_t epoch) const;
   LockState* FindLock(absl::string_view name);
   ClientState* FindClient(absl::string_view name);
   HolderView ViewOf(const LockState& lock, const Holder& holder) const;

@@ -335,75 +335,91 @@ ojson Replay::Apply(const json& operation) {
     return Error(ErrorCode::kInvalidArguments);
   }
   const absl::string_view name = arity->name;
-  const json& op = operation;
+  if (name == "acquire") return ApplyAcquire(ts, operation);
+  if (name == "renew") return ApplyRenew(ts, operation);
+  if (name == "release") return ApplyRelease(ts, operation);
+  if (name == "write") return ApplyWrite(ts, operation);
+  if (name == "read") return ApplyRead(ts, operation);
+  if (name == "inspect") return ApplyInspect(ts, operation);
+  if (name == "status") return ApplyStatus(ts, operation);
+  return ApplyRepeat(ts, operation);
+}
 
-  if (name == "acquire" || name == "renew") {
-    if (!IsName(op[2]) || !IsName(op[3]) || !IsInteger(op[4])) {
-      return Error(ErrorCode::kInvalidArguments);
-    }
-    const int64_t ttl = SaturatedInt(op[4]);
-    if (name == "renew") {
-      absl::StatusOr<Reply> reply =
-          machine_.Apply(Operation{ts, op::Renew{Str(op[2]), Str(op[3]), ttl}});
-      if (!reply.ok()) return Error(reply.status());
-      const auto& renewed = std::get<RenewOutcome>(*reply);
-      return ojson::array({"renewed", renewed.token, renewed.expires_at});
-    }
-    LockMode mode = LockMode::kExclusive;
-    if (op.size() == 6) {
-      std::optional<LockMode> parsed =
-          op[5].is_string() ? ParseLockMode(Str(op[5])) : std::nullopt;
-      if (!parsed) return Error(ErrorCode::kInvalidArguments);
-      mode = *parsed;
-    }
-    absl::StatusOr<Reply> reply = machine_.Apply(
-        Operation{ts, op::Acquire{Str(op[2]), Str(op[3]), ttl, mode}});
-    if (!reply.ok()) return Error(reply.status());
-    return AcquireJson(std::get<AcquireOutcome>(*reply));
+ojson Replay::ApplyAcquire(Tick ts, const json& op) {
+  if (!IsName(op[2]) || !IsName(op[3]) || !IsInteger(op[4])) {
+    return Error(ErrorCode::kInvalidArguments);
   }
-  if (name == "release") {
-    if (!IsName(op[2]) || !IsName(op[3])) {
-      return Error(ErrorCode::kInvalidArguments);
-    }
-    absl::StatusOr<Reply> reply =
-        machine_.Apply(Operation{ts, op::Release{Str(op[2]), Str(op[3])}});
-    if (!reply.ok()) return Error(reply.status());
-    return std::get<ReleaseOutcome>(*reply) == ReleaseOutcome::kReleased
-               ? "released"
-               : "withdrawn";
+  const int64_t ttl = SaturatedInt(op[4]);
+  LockMode mode = LockMode::kExclusive;
+  if (op.size() == 6) {
+    std::optional<LockMode> parsed =
+        op[5].is_string() ? ParseLockMode(Str(op[5])) : std::nullopt;
+    if (!parsed) return Error(ErrorCode::kInvalidArguments);
+    mode = *parsed;
   }
-  if (name == "write") {
-    std::optional<FencingToken> token = AsToken(op[5]);
-    if (!IsName(op[2]) || !IsName(op[3]) || !IsName(op[4]) || !token) {
-      return Error(ErrorCode::kInvalidArguments);
-    }
-    absl::StatusOr<Reply> reply = machine_.Apply(
-        Operation{ts, op::Write{Str(op[2]), Str(op[3]), Str(op[4]), *token}});
-    if (!reply.ok()) return Error(reply.status());
-    return "ok";
+  absl::StatusOr<Reply> reply = machine_.Apply(
+      Operation{ts, op::Acquire{Str(op[2]), Str(op[3]), ttl, mode}});
+  if (!reply.ok()) return Error(reply.status());
+  return AcquireJson(std::get<AcquireOutcome>(*reply));
+}
+
+ojson Replay::ApplyRenew(Tick ts, const json& op) {
+  if (!IsName(op[2]) || !IsName(op[3]) || !IsInteger(op[4])) {
+    return Error(ErrorCode::kInvalidArguments);
   }
-  if (name == "read") {
-    if (!IsName(op[2]) || !IsName(op[3])) {
-      return Error(ErrorCode::kInvalidArguments);
-    }
-    absl::StatusOr<std::optional<std::string>> value =
-        machine_.Read(ts, Str(op[2]), Str(op[3]));
-    if (!value.ok()) return Error(value.status());
-    return *value ? ojson(**value) : ojson(nullptr);
+  const int64_t ttl = SaturatedInt(op[4]);
+  absl::StatusOr<Reply> reply =
+      machine_.Apply(Operation{ts, op::Renew{Str(op[2]), Str(op[3]), ttl}});
+  if (!reply.ok()) return Error(reply.status());
+  const auto& renewed = std::get<RenewOutcome>(*reply);
+  return ojson::array({"renewed", renewed.token, renewed.expires_at});
+}
+
+ojson Replay::ApplyRelease(Tick ts, const json& op) {
+  if (!IsName(op[2]) || !IsName(op[3])) {
+    return Error(ErrorCode::kInvalidArguments);
   }
-  if (name == "inspect") {
-    if (!IsName(op[2])) return Error(ErrorCode::kInvalidArguments);
-    absl::StatusOr<LockView> view = machine_.Inspect(ts, Str(op[2]));
-    if (!view.ok()) return Error(view.status());
-    return InspectJson(*view);
+  absl::StatusOr<Reply> reply =
+      machine_.Apply(Operation{ts, op::Release{Str(op[2]), Str(op[3])}});
+  if (!reply.ok()) return Error(reply.status());
+  return std::get<ReleaseOutcome>(*reply) == ReleaseOutcome::kReleased
+             ? "released"
+             : "withdrawn";
+}
+
+ojson Replay::ApplyWrite(Tick ts, const json& op) {
+  std::optional<FencingToken> token = AsToken(op[5]);
+  if (!IsName(op[2]) || !IsName(op[3]) || !IsName(op[4]) || !token) {
+    return Error(ErrorCode::kInvalidArguments);
   }
-  if (name == "status") {
-    if (!IsName(op[2])) return Error(ErrorCode::kInvalidArguments);
-    absl::StatusOr<ClientView> view = machine_.Status(ts, Str(op[2]));
-    if (!view.ok()) return Error(view.status());
-    return StatusJson(*view);
+  absl::StatusOr<Reply> reply = machine_.Apply(
+      Operation{ts, op::Write{Str(op[2]), Str(op[3]), Str(op[4]), *token}});
+  if (!reply.ok()) return Error(reply.status());
+  return "ok";
+}
+
+ojson Replay::ApplyRead(Tick ts, const json& op) {
+  if (!IsName(op[2]) || !IsName(op[3])) {
+    return Error(ErrorCode::kInvalidArguments);
   }
-  return ApplyRepeat(ts, op);
+  absl::StatusOr<std::optional<std::string>> value =
+      machine_.Read(ts, Str(op[2]), Str(op[3]));
+  if (!value.ok()) return Error(value.status());
+  return *value ? ojson(**value) : ojson(nullptr);
+}
+
+ojson Replay::ApplyInspect(Tick ts, const json& op) {
+  if (!IsName(op[2])) return Error(ErrorCode::kInvalidArguments);
+  absl::StatusOr<LockView> view = machine_.Inspect(ts, Str(op[2]));
+  if (!view.ok()) return Error(view.status());
+  return InspectJson(*view);
+}
+
+ojson Replay::ApplyStatus(Tick ts, const json& op) {
+  if (!IsName(op[2])) return Error(ErrorCode::kInvalidArguments);
+  absl::StatusOr<ClientView> view = machine_.Status(ts, Str(op[2]));
+  if (!view.ok()) return Error(view.status());
+  return StatusJson(*view);
 }
 
 ojson Replay::ApplyRepeat(Tick ts, const json& op) {

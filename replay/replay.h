@@ -48,6 +48,14 @@ class Replay {
   nlohmann::ordered_json Apply(const nlohmann::json& operation);
 
  private:
+  // Apply's step per operation, after its time and arity checks.
+  nlohmann::ordered_json ApplyAcquire(Tick ts, const nlohmann::json& operation);
+  nlohmann::ordered_json ApplyRenew(Tick ts, const nlohmann::json& operation);
+  nlohmann::ordered_json ApplyRelease(Tick ts, const nlohmann::json& operation);
+  nlohmann::ordered_json ApplyWrite(Tick ts, const nlohmann::json& operation);
+  nlohmann::ordered_json ApplyRead(Tick ts, const nlohmann::json& operation);
+  nlohmann::ordered_json ApplyInspect(Tick ts, const nlohmann::json& operation);
+  nlohmann::ordered_json ApplyStatus(Tick ts, const nlohmann::json& operation);
   nlohmann::ordered_json ApplyRepeat(Tick ts, const nlohmann::json& operation);
   StateMachine machine_;
 };

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/errors.h"
+#include "proto/lock_mode.h"
 #include "server/limit_checks.h"
 #include "server/server_errors.h"
 
@@ -418,17 +419,7 @@ void ToProto(const ListLocksAnswer& answer, absl::Time wall_now,
   }
 }
 
-pb::LockMode ModeToProto(LockMode mode) {
-  switch (mode) {
-    case LockMode::kExclusive:
-      return pb::LOCK_MODE_EXCLUSIVE;
-    case LockMode::kShared:
-      return pb::LOCK_MODE_SHARED;
-    case LockMode::kSemaphore:
-      return pb::LOCK_MODE_SEMAPHORE;
-  }
-  return pb::LOCK_MODE_EXCLUSIVE;
-}
+pb::LockMode ModeToProto(LockMode mode) { return LockModeToProto(mode); }
 
 absl::StatusOr<WatchTarget> ParseWatch(const pb::WatchRequest& request,
                                        const Limits& limits) {

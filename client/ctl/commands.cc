@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/random/random.h"
@@ -276,13 +277,12 @@ absl::StatusOr<std::string> RunClientId(
   return ClientIdFor(*identity);
 }
 
-int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
-        const client::ChannelOptions& channel_options) {
-  const std::string what = absl::StrCat("run ", in.lock);
-  absl::StatusOr<std::string> client_id = RunClientId(in, channel_options);
-  if (!client_id.ok()) return report.Fail(what, client_id.status());
+// The client `run` connects with: its id, and a holder label that names
+// the host, the pid and the command unless --label gives one.
+client::ClientOptions RunClientOptions(const Invocation& in,
+                                       const std::string& client_id) {
   client::ClientOptions options;
-  options.client_id = *client_id;
+  options.client_id = client_id;
   options.call_timeout = in.timeout;
   options.holder_label = in.label;
   if (options.holder_label.empty()) {
@@ -294,10 +294,16 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
       options.holder_label.resize(client::kMaxHolderLabelBytes);
     }
   }
-  absl::StatusOr<std::unique_ptr<client::Client>> created =
-      client::Client::Connect(in.server, channel_options, options);
-  if (!created.ok()) return report.Fail(what, created.status());
-  client::Client& locks = **created;
+  return options;
+}
+
+// The lease `run` runs its command under, or the exit code to end with
+// (busy, interrupted, refused).
+std::variant<client::Lease, int> AcquireForRun(const Invocation& in,
+                                               const std::string& what,
+                                               client::Client& locks,
+                                               const Reporter& report,
+                                               SignalRelay* relay) {
   // Explained by asking the server: a CLIENT_BUSY refusal (see
   // ExplainClientBusy), and a session the server refused, which the
   // library sees only as a broken stream.
@@ -309,12 +315,10 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
                                                      status, in.timeout),
                                 in.timeout));
   };
-
   client::AcquireOptions acquire_options;
   acquire_options.mode = ModeOf(in);
   acquire_options.capacity = in.semaphore;
   acquire_options.stop = relay->interrupted();
-  std::optional<client::Lease> lease;
   if (in.try_only) {
     absl::StatusOr<std::optional<client::Lease>> tried =
         locks.TryAcquire(in.lock, *in.ttl, acquire_options);
@@ -324,47 +328,39 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
           absl::StrCat(in.lock, " is busy; not running ", in.command_line[0]));
       return kExitBusy;
     }
-    lease.emplace(**std::move(tried));
-  } else {
-    absl::StatusOr<client::Lease> acquired = locks.Acquire(
-        in.lock, *in.ttl, in.wait.value_or(absl::InfiniteDuration()),
-        acquire_options);
-    if (!acquired.ok()) {
-      if (relay->interrupted().stop_requested()) {
-        return 128 + relay->last_signal();
-      }
-      if (acquired.status().code() == absl::StatusCode::kDeadlineExceeded) {
-        report.Note(absl::StrCat(in.lock, " was not granted within ",
-                                 absl::FormatDuration(*in.wait),
-                                 "; not running ", in.command_line[0]));
-        return kExitBusy;
-      }
-      return refused(acquired.status());
-    }
-    lease.emplace(*std::move(acquired));
+    return **std::move(tried);
   }
+  absl::StatusOr<client::Lease> acquired = locks.Acquire(
+      in.lock, *in.ttl, in.wait.value_or(absl::InfiniteDuration()),
+      acquire_options);
+  if (acquired.ok()) return *std::move(acquired);
+  if (relay->interrupted().stop_requested()) {
+    return 128 + relay->last_signal();
+  }
+  if (acquired.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    report.Note(absl::StrCat(in.lock, " was not granted within ",
+                             absl::FormatDuration(*in.wait), "; not running ",
+                             in.command_line[0]));
+    return kExitBusy;
+  }
+  return refused(acquired.status());
+}
 
-  absl::StatusOr<ChildExit> exit =
-      RunChild(in.command_line, JobEnvironment(in, *lease, locks.client_id()),
-               lease->Ended(), in.kill_grace, relay);
-  if (!exit.ok()) {
-    (void)lease->Release();
-    if (exit.status().code() == absl::StatusCode::kCancelled) {
-      return 128 + relay->last_signal();
-    }
-    return report.Fail(what, exit.status());
-  }
-  if (!exit->start_error.empty()) report.Note(exit->start_error);
-  if (std::optional<client::LeaseEndReason> lost = lease->EndReason()) {
+// `run`'s exit code once its command has ended: the command's, unless the
+// lease was lost meanwhile or its release shows it was.
+int EndRun(const Invocation& in, const std::string& what,
+           const Reporter& report, client::Lease& lease,
+           const ChildExit& exit) {
+  if (std::optional<client::LeaseEndReason> lost = lease.EndReason()) {
     return report.Fail(
         what, absl::AbortedError(absl::StrCat(
-                  "lost the lease on ", in.lock, " (token ", lease->token(),
+                  "lost the lease on ", in.lock, " (token ", lease.token(),
                   "): ", client::LeaseEndReasonName(*lost),
-                  exit->stopped ? "; stopped " : "; ", in.command_line[0],
-                  exit->stopped ? "" : " had exited")));
+                  exit.stopped ? "; stopped " : "; ", in.command_line[0],
+                  exit.stopped ? "" : " had exited")));
   }
-  if (absl::Status released = lease->Release(); !released.ok()) {
-    if (lease->EndReason() == client::LeaseEndReason::kReleased) {
+  if (absl::Status released = lease.Release(); !released.ok()) {
+    if (lease.EndReason() == client::LeaseEndReason::kReleased) {
       // Not confirmed by the server; it frees the lock with the session.
       report.Note(absl::StrCat("warning: release of ", in.lock, ": ",
                                Describe(released)));
@@ -372,10 +368,39 @@ int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
       return report.Fail(
           what, absl::AbortedError(absl::StrCat(
                     "the lease on ", in.lock, " was lost before the release (",
-                    client::LeaseEndReasonName(*lease->EndReason()), ")")));
+                    client::LeaseEndReasonName(*lease.EndReason()), ")")));
     }
   }
-  return exit->exit_code;
+  return exit.exit_code;
+}
+
+int Run(const Invocation& in, const Reporter& report, SignalRelay* relay,
+        const client::ChannelOptions& channel_options) {
+  const std::string what = absl::StrCat("run ", in.lock);
+  absl::StatusOr<std::string> client_id = RunClientId(in, channel_options);
+  if (!client_id.ok()) return report.Fail(what, client_id.status());
+  absl::StatusOr<std::unique_ptr<client::Client>> created =
+      client::Client::Connect(in.server, channel_options,
+                              RunClientOptions(in, *client_id));
+  if (!created.ok()) return report.Fail(what, created.status());
+  client::Client& locks = **created;
+  std::variant<client::Lease, int> acquired =
+      AcquireForRun(in, what, locks, report, relay);
+  if (const int* exit_code = std::get_if<int>(&acquired)) return *exit_code;
+  client::Lease& lease = std::get<client::Lease>(acquired);
+
+  absl::StatusOr<ChildExit> exit =
+      RunChild(in.command_line, JobEnvironment(in, lease, locks.client_id()),
+               lease.Ended(), in.kill_grace, relay);
+  if (!exit.ok()) {
+    (void)lease.Release();
+    if (exit.status().code() == absl::StatusCode::kCancelled) {
+      return 128 + relay->last_signal();
+    }
+    return report.Fail(what, exit.status());
+  }
+  if (!exit->start_error.empty()) report.Note(exit->start_error);
+  return EndRun(in, what, report, lease, *exit);
 }
 
 // Prints each message as it arrives, flushed so that a pipe sees it at
@@ -410,6 +435,145 @@ int Version(const Invocation& in, const client::RpcClient& rpc,
   return kExitOk;
 }
 
+int Renew(const Invocation& in, const client::RpcClient& rpc, std::ostream& out,
+          const Reporter& report) {
+  absl::StatusOr<client::RenewResult> renewed = rpc.Renew(
+      client::RenewCall{in.client_id, in.lock, *in.ttl, RandomRequestId(), ""},
+      Within(in.timeout));
+  if (!renewed.ok()) {
+    return report.Fail(absl::StrCat("renew ", in.lock), renewed.status());
+  }
+  out << FormatRenewed(in.lock, in.client_id, *renewed, in.output);
+  return kExitOk;
+}
+
+int Release(const Invocation& in, const client::RpcClient& rpc,
+            std::ostream& out, const Reporter& report) {
+  absl::StatusOr<client::ReleaseOutcome> released = rpc.Release(
+      client::ReleaseCall{in.client_id, in.lock, RandomRequestId(), ""},
+      Within(in.timeout));
+  if (!released.ok()) {
+    return report.Fail(absl::StrCat("release ", in.lock), released.status());
+  }
+  out << FormatReleased(in.lock, in.client_id, *released, in.output);
+  return kExitOk;
+}
+
+// A holder-checked write, as the client library makes it.
+int Write(const Invocation& in, const client::RpcClient& rpc, std::ostream& out,
+          std::ostream& err, const Reporter& report) {
+  std::string writer = in.client_id;
+  if (const char* env = std::getenv("LEASEKEEPER_CLIENT_ID");
+      writer.empty() && env != nullptr) {
+    writer = env;
+  }
+  if (writer.empty()) {
+    err << "leasekeeper-ctl: write needs --client ID (the lease holder; "
+           "run sets LEASEKEEPER_CLIENT_ID)\n";
+    return kExitUsage;
+  }
+  absl::Status written = rpc.Write(client::WriteCall{.lock = in.lock,
+                                                     .key = in.key,
+                                                     .value = in.value,
+                                                     .token = in.token,
+                                                     .client_id = writer,
+                                                     .require_held = true},
+                                   Within(in.timeout));
+  if (!written.ok()) {
+    return report.Fail(absl::StrCat("write ", in.lock, " ", in.key), written);
+  }
+  out << FormatWritten(in.lock, in.key, in.token, in.output);
+  return kExitOk;
+}
+
+int Read(const Invocation& in, const client::RpcClient& rpc, std::ostream& out,
+         const Reporter& report) {
+  absl::StatusOr<std::optional<std::string>> value =
+      rpc.Read(in.lock, in.key, Within(in.timeout));
+  if (!value.ok()) {
+    return report.Fail(absl::StrCat("read ", in.lock, " ", in.key),
+                       value.status());
+  }
+  out << FormatRead(in.lock, in.key, *value, in.output);
+  if (!value->has_value()) {
+    // The JSON says "found": false; people get a line.
+    if (in.output == OutputFormat::kTable)
+      report.Note(absl::StrCat("nothing was written under (", in.lock, ", ",
+                               in.key, ")"));
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+int Inspect(const Invocation& in, const client::RpcClient& rpc,
+            std::ostream& out, const Reporter& report) {
+  absl::StatusOr<client::LockInfo> info =
+      rpc.Inspect(in.lock, Within(in.timeout));
+  if (!info.ok()) {
+    return report.Fail(absl::StrCat("inspect ", in.lock), info.status());
+  }
+  out << FormatInspect(in.lock, *info, in.output);
+  return kExitOk;
+}
+
+int ShowStatus(const Invocation& in, const client::RpcClient& rpc,
+               std::ostream& out, const Reporter& report) {
+  absl::StatusOr<client::ClientStatus> status =
+      rpc.Status(in.client_id, Within(in.timeout));
+  if (!status.ok()) {
+    return report.Fail(absl::StrCat("status ", in.client_id), status.status());
+  }
+  out << FormatStatus(in.client_id, *status, in.output);
+  return kExitOk;
+}
+
+int ShowLocks(const Invocation& in, const client::RpcClient& rpc,
+              std::ostream& out, const Reporter& report) {
+  constexpr size_t kMaxLocksListed = 100'000;
+  absl::StatusOr<std::vector<client::LockSummary>> locks =
+      rpc.ListAllLocks(in.prefix, kMaxLocksListed, Within(in.timeout));
+  if (!locks.ok()) return report.Fail("locks", locks.status());
+  out << FormatLocks(*locks, in.output);
+  return kExitOk;
+}
+
+int ForceReleaseLock(const Invocation& in, const client::RpcClient& rpc,
+                     std::ostream& out, const Reporter& report) {
+  absl::StatusOr<std::vector<ForcedRelease>> released =
+      ForceRelease(rpc, in.lock, in.holder, in.reason, in.timeout);
+  if (!released.ok()) {
+    return report.Fail(absl::StrCat("force-release ", in.lock),
+                       released.status());
+  }
+  out << FormatForceReleased(in.lock, *released, in.output);
+  return kExitOk;
+}
+
+// Health is a question about one node: the first --server endpoint.
+int Health(const Invocation& in, const client::ChannelOptions& channel_options,
+           std::ostream& out, const Reporter& report) {
+  absl::StatusOr<std::vector<std::string>> endpoints =
+      client::ParseEndpoints(in.server);
+  if (!endpoints.ok()) return report.Fail("--server", endpoints.status());
+  absl::StatusOr<HealthStatus> health =
+      CheckHealth(client::MakeChannel(endpoints->front(), channel_options),
+                  in.service, in.timeout);
+  if (!health.ok()) {
+    return report.Fail(absl::StrCat("health of ", in.server), health.status());
+  }
+  out << FormatHealth(in.server, in.service, *health, in.output);
+  return *health == HealthStatus::kServing ? kExitOk : kExitError;
+}
+
+int ShowClusterStatus(const Invocation& in, const client::RpcClient& rpc,
+                      std::ostream& out, const Reporter& report) {
+  absl::StatusOr<client::ClusterInfo> info =
+      rpc.ClusterStatus(Within(in.timeout));
+  if (!info.ok()) return report.Fail("cluster status", info.status());
+  out << FormatClusterStatus(*info, in.output);
+  return kExitOk;
+}
+
 }  // namespace
 
 int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
@@ -426,135 +590,31 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       client::RpcClient::Connect(in.server, *channel_options);
   if (!connected.ok()) return report.Fail("--server", connected.status());
   const client::RpcClient& rpc = **connected;
-  const CallOptions call = Within(in.timeout);
   switch (in.command) {
     case Command::kAcquire:
       return Acquire(in, rpc, out, report);
-    case Command::kRenew: {
-      absl::StatusOr<client::RenewResult> renewed =
-          rpc.Renew(client::RenewCall{in.client_id, in.lock, *in.ttl,
-                                      RandomRequestId(), ""},
-                    call);
-      if (!renewed.ok()) {
-        return report.Fail(absl::StrCat("renew ", in.lock), renewed.status());
-      }
-      out << FormatRenewed(in.lock, in.client_id, *renewed, in.output);
-      return kExitOk;
-    }
-    case Command::kRelease: {
-      absl::StatusOr<client::ReleaseOutcome> released = rpc.Release(
-          client::ReleaseCall{in.client_id, in.lock, RandomRequestId(), ""},
-          call);
-      if (!released.ok()) {
-        return report.Fail(absl::StrCat("release ", in.lock),
-                           released.status());
-      }
-      out << FormatReleased(in.lock, in.client_id, *released, in.output);
-      return kExitOk;
-    }
-    case Command::kWrite: {
-      // A holder-checked write, as the client library makes it.
-      std::string writer = in.client_id;
-      if (const char* env = std::getenv("LEASEKEEPER_CLIENT_ID");
-          writer.empty() && env != nullptr) {
-        writer = env;
-      }
-      if (writer.empty()) {
-        err << "leasekeeper-ctl: write needs --client ID (the lease holder; "
-               "run sets LEASEKEEPER_CLIENT_ID)\n";
-        return kExitUsage;
-      }
-      absl::Status written = rpc.Write(
-          client::WriteCall{.lock = in.lock,
-                            .key = in.key,
-                            .value = in.value,
-                            .token = in.token,
-                            .client_id = writer,
-                            .require_held = true},
-          call);
-      if (!written.ok()) {
-        return report.Fail(absl::StrCat("write ", in.lock, " ", in.key),
-                           written);
-      }
-      out << FormatWritten(in.lock, in.key, in.token, in.output);
-      return kExitOk;
-    }
-    case Command::kRead: {
-      absl::StatusOr<std::optional<std::string>> value =
-          rpc.Read(in.lock, in.key, call);
-      if (!value.ok()) {
-        return report.Fail(absl::StrCat("read ", in.lock, " ", in.key),
-                           value.status());
-      }
-      out << FormatRead(in.lock, in.key, *value, in.output);
-      if (!value->has_value()) {
-        // The JSON says "found": false; people get a line.
-        if (in.output == OutputFormat::kTable)
-          report.Note(absl::StrCat("nothing was written under (", in.lock, ", ",
-                                   in.key, ")"));
-        return kExitError;
-      }
-      return kExitOk;
-    }
-    case Command::kInspect: {
-      absl::StatusOr<client::LockInfo> info = rpc.Inspect(in.lock, call);
-      if (!info.ok()) {
-        return report.Fail(absl::StrCat("inspect ", in.lock), info.status());
-      }
-      out << FormatInspect(in.lock, *info, in.output);
-      return kExitOk;
-    }
-    case Command::kStatus: {
-      absl::StatusOr<client::ClientStatus> status =
-          rpc.Status(in.client_id, call);
-      if (!status.ok()) {
-        return report.Fail(absl::StrCat("status ", in.client_id),
-                           status.status());
-      }
-      out << FormatStatus(in.client_id, *status, in.output);
-      return kExitOk;
-    }
-    case Command::kLocks: {
-      constexpr size_t kMaxLocksListed = 100'000;
-      absl::StatusOr<std::vector<client::LockSummary>> locks =
-          rpc.ListAllLocks(in.prefix, kMaxLocksListed, call);
-      if (!locks.ok()) return report.Fail("locks", locks.status());
-      out << FormatLocks(*locks, in.output);
-      return kExitOk;
-    }
-    case Command::kForceRelease: {
-      absl::StatusOr<std::vector<ForcedRelease>> released =
-          ForceRelease(rpc, in.lock, in.holder, in.reason, in.timeout);
-      if (!released.ok()) {
-        return report.Fail(absl::StrCat("force-release ", in.lock),
-                           released.status());
-      }
-      out << FormatForceReleased(in.lock, *released, in.output);
-      return kExitOk;
-    }
+    case Command::kRenew:
+      return Renew(in, rpc, out, report);
+    case Command::kRelease:
+      return Release(in, rpc, out, report);
+    case Command::kWrite:
+      return Write(in, rpc, out, err, report);
+    case Command::kRead:
+      return Read(in, rpc, out, report);
+    case Command::kInspect:
+      return Inspect(in, rpc, out, report);
+    case Command::kStatus:
+      return ShowStatus(in, rpc, out, report);
+    case Command::kLocks:
+      return ShowLocks(in, rpc, out, report);
+    case Command::kForceRelease:
+      return ForceReleaseLock(in, rpc, out, report);
     case Command::kVersion:
       return Version(in, rpc, out, report);
-    case Command::kHealth: {
-      // Health is a question about one node: the first --server endpoint.
-      absl::StatusOr<std::vector<std::string>> endpoints =
-          client::ParseEndpoints(in.server);
-      if (!endpoints.ok()) return report.Fail("--server", endpoints.status());
-      absl::StatusOr<HealthStatus> health = CheckHealth(
-          client::MakeChannel(endpoints->front(), *channel_options),
-          in.service, in.timeout);
-      if (!health.ok()) {
-        return report.Fail(absl::StrCat("health of ", in.server),
-                           health.status());
-      }
-      out << FormatHealth(in.server, in.service, *health, in.output);
-      return *health == HealthStatus::kServing ? kExitOk : kExitError;
-    }
-    case Command::kClusterStatus: {
-      absl::StatusOr<client::ClusterInfo> info = rpc.ClusterStatus(call);
-      if (!info.ok()) return report.Fail("cluster status", info.status());
-      out << FormatClusterStatus(*info, in.output);
-      return kExitOk;
-    }
+    case Command::kHealth:
+      return Health(in, *channel_options, out, report);
+    case Command::kClusterStatus:
+      return ShowClusterStatus(in, rpc, out, report);
     case Command::kWatch:
       return Watch(in, rpc, out, report);
     case Command::kRun:

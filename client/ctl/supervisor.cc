@@ -18,14 +18,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-
-extern char** environ;
+#include "client/ctl/exec_image.h"
 
 namespace leasekeeper::ctl {
 namespace {
@@ -53,12 +52,6 @@ std::string ResolveCommand(const std::string& name) {
     }
   }
   return "";
-}
-
-int ShellExitCode(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 1;
 }
 
 // Hands the terminal to `group` (or back) if this process has it in the
@@ -202,7 +195,22 @@ void SignalChildrenOutside(pid_t group, int signal_number) {
   _exit(error == ENOENT ? 127 : 126);
 }
 
-[[noreturn]] void Supervise(const SupervisorPlan& plan) {
+// Waits for `pid` to end and reaps it; its wait status.
+int Reap(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+// Without a signalfd the supervisor's loop polls at this interval instead.
+constexpr int kSignalPollMs = 50;
+
+// The supervisor's first steps: its own group, every signal blocked, only
+// its two descriptors open, a subreaper that learns of the ctl's death.
+// Exits at once if the ctl is gone already. Returns the signalfd that
+// reports SIGCHLD and SIGTERM, or -1 without one.
+int DetachFromCtl(const SupervisorPlan& plan) {
   setpgid(0, 0);
   sigset_t all;
   sigfillset(&all);
@@ -217,10 +225,13 @@ void SignalChildrenOutside(pid_t group, int signal_number) {
   sigemptyset(&wanted);
   sigaddset(&wanted, SIGCHLD);
   sigaddset(&wanted, SIGTERM);
-  // Without a signalfd the loop polls (kSignalPollMs) instead.
-  const int signals = signalfd(-1, &wanted, SFD_CLOEXEC | SFD_NONBLOCK);
-  constexpr int kSignalPollMs = 50;
+  return signalfd(-1, &wanted, SFD_CLOEXEC | SFD_NONBLOCK);
+}
 
+// Forks the command in its own group and tells the ctl its pid; exits
+// (after telling the ctl the errno) if the fork fails. The supervisor's
+// standard descriptors then point to /dev/null.
+pid_t StartCommand(const SupervisorPlan& plan, int signals) {
   const pid_t self = getpid();
   const pid_t job = fork();
   if (job == 0) {
@@ -244,83 +255,271 @@ void SignalChildrenOutside(pid_t group, int signal_number) {
     if (null_fd > STDERR_FILENO) close(null_fd);
   }
   SendAll(plan.channel, &job, sizeof(job));
+  return job;
+}
 
-  bool ctl_gone = false;
-  bool stopping = false;
-  bool killed = false;
-  int job_status = 0;
-  int64_t kill_at = 0;
+// The supervisor's watch over a started command: reaps what exits, stops
+// the group (SIGTERM, SIGKILL after the grace) on the first reason, and
+// keeps the command's wait status.
+class JobWatch {
+ public:
+  JobWatch(const SupervisorPlan& plan, pid_t job) : plan_(plan), job_(job) {}
+
+  // Reaps every child that exited; true once none is left (the command,
+  // a child, is then reaped too).
+  bool ReapExited();
+  // Sends the SIGKILL once the grace is over (and to late descendants
+  // after it); how long the next poll may wait (-1: no limit).
+  int KillDueAndTimeoutMs(int signals);
+  // Reads what the ctl sent: a stop byte or its end of file.
+  void ReadCtl();
+  // Reads the signalfd: SIGTERM means the ctl died.
+  void ReadSignals(int signals);
+
+  bool ctl_gone() const { return ctl_gone_; }
+  int job_status() const { return job_status_; }
+
+ private:
+  // SIGTERM to the group and its strays; the SIGKILL is due after the
+  // grace. Once only.
+  void Stop();
+
+  const SupervisorPlan& plan_;
+  const pid_t job_;
+  bool ctl_gone_ = false;
+  bool stopping_ = false;
+  bool killed_ = false;
+  int job_status_ = 0;
+  int64_t kill_at_ = 0;
+};
+
+void JobWatch::Stop() {
+  if (stopping_) return;
+  stopping_ = true;
   // SIGCONT after the SIGTERM: a stopped process (Ctrl-Z, SIGSTOP) would
   // hold the SIGTERM pending until the SIGKILL.
-  auto stop = [&] {
-    if (stopping) return;
-    stopping = true;
-    for (int signal_number : {SIGTERM, SIGCONT}) {
-      kill(-job, signal_number);
-      SignalChildrenOutside(job, signal_number);
-    }
-    kill_at = MonotonicMs() + plan.kill_grace_ms;
-  };
-  while (true) {
-    // Reap what exited. The command is peeked at before it is reaped, so
-    // that its zombie still holds the group's id while the group is
-    // signalled.
-    bool childless = false;
-    while (true) {
-      siginfo_t info;
-      std::memset(&info, 0, sizeof(info));
-      if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-        if (errno == EINTR) continue;
-        childless = true;
-        break;
-      }
-      if (info.si_pid == 0) break;
-      if (info.si_pid == job) stop();
-      int status = 0;
-      while (waitpid(info.si_pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      if (info.si_pid == job) job_status = status;
-    }
-    if (childless) break;  // the command was a child, so it is reaped too
+  for (int signal_number : {SIGTERM, SIGCONT}) {
+    kill(-job_, signal_number);
+    SignalChildrenOutside(job_, signal_number);
+  }
+  kill_at_ = MonotonicMs() + plan_.kill_grace_ms;
+}
 
-    const int64_t now = MonotonicMs();
-    if (stopping && !killed && now >= kill_at) {
-      killed = true;
-      kill(-job, SIGKILL);
+bool JobWatch::ReapExited() {
+  // The command is peeked at before it is reaped, so that its zombie still
+  // holds the group's id while the group is signalled.
+  while (true) {
+    siginfo_t info;
+    std::memset(&info, 0, sizeof(info));
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      return true;
     }
-    // Descendants outside the group keep coming as their parents die.
-    if (killed) SignalChildrenOutside(job, SIGKILL);
-    int timeout_ms = -1;
-    if (stopping && !killed) {
-      timeout_ms = static_cast<int>(std::min<int64_t>(kill_at - now, INT_MAX));
-    }
-    if (killed || signals < 0) {
-      timeout_ms = timeout_ms < 0 ? kSignalPollMs
-                                  : std::min(timeout_ms, kSignalPollMs);
-    }
-    pollfd fds[2] = {{ctl_gone ? -1 : plan.channel, POLLIN, 0},
+    if (info.si_pid == 0) return false;
+    if (info.si_pid == job_) Stop();
+    const int status = Reap(info.si_pid);
+    if (info.si_pid == job_) job_status_ = status;
+  }
+}
+
+int JobWatch::KillDueAndTimeoutMs(int signals) {
+  const int64_t now = MonotonicMs();
+  if (stopping_ && !killed_ && now >= kill_at_) {
+    killed_ = true;
+    kill(-job_, SIGKILL);
+  }
+  // Descendants outside the group keep coming as their parents die.
+  if (killed_) SignalChildrenOutside(job_, SIGKILL);
+  int timeout_ms = -1;
+  if (stopping_ && !killed_) {
+    timeout_ms = static_cast<int>(std::min<int64_t>(kill_at_ - now, INT_MAX));
+  }
+  if (killed_ || signals < 0) {
+    timeout_ms =
+        timeout_ms < 0 ? kSignalPollMs : std::min(timeout_ms, kSignalPollMs);
+  }
+  return timeout_ms;
+}
+
+void JobWatch::ReadCtl() {
+  char bytes[16];
+  const ssize_t got = recv(plan_.channel, bytes, sizeof(bytes), 0);
+  if (got > 0) {
+    if (std::memchr(bytes, kStopByte, static_cast<size_t>(got))) Stop();
+  } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+    ctl_gone_ = true;
+    Stop();
+  }
+}
+
+void JobWatch::ReadSignals(int signals) {
+  signalfd_siginfo received;
+  while (read(signals, &received, sizeof(received)) ==
+         static_cast<ssize_t>(sizeof(received))) {
+    if (received.ssi_signo == SIGTERM) Stop();  // the ctl died
+  }
+}
+
+[[noreturn]] void Supervise(const SupervisorPlan& plan) {
+  const int signals = DetachFromCtl(plan);
+  JobWatch watch(plan, StartCommand(plan, signals));
+  while (!watch.ReapExited()) {
+    const int timeout_ms = watch.KillDueAndTimeoutMs(signals);
+    pollfd fds[2] = {{watch.ctl_gone() ? -1 : plan.channel, POLLIN, 0},
                      {signals, POLLIN, 0}};
     if (poll(fds, 2, timeout_ms) <= 0) continue;
-    if (fds[0].revents != 0) {
-      char bytes[16];
-      const ssize_t got = recv(plan.channel, bytes, sizeof(bytes), 0);
-      if (got > 0) {
-        if (std::memchr(bytes, kStopByte, static_cast<size_t>(got))) stop();
-      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-        ctl_gone = true;
-        stop();
-      }
-    }
-    if (fds[1].revents != 0) {
-      signalfd_siginfo received;
-      while (read(signals, &received, sizeof(received)) ==
-             static_cast<ssize_t>(sizeof(received))) {
-        if (received.ssi_signo == SIGTERM) stop();  // the ctl died
-      }
-    }
+    if (fds[0].revents != 0) watch.ReadCtl();
+    if (fds[1].revents != 0) watch.ReadSignals(signals);
   }
+  const int job_status = watch.job_status();
   SendAll(plan.channel, &job_status, sizeof(job_status));
   _exit(0);
+}
+
+// ---- The ctl's side of RunChild.
+
+// The running supervisor as the ctl holds it: its pid, the ctl's end of the
+// socket pair and the read end of the command's exec-error pipe.
+struct SupervisorHandle {
+  pid_t pid;
+  int channel;
+  int exec_error;
+  bool own_terminal;  // the command was given the terminal
+};
+
+absl::Status SystemError(absl::string_view what, int error) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(error)));
+}
+
+// Forks the supervisor, which starts `image` (at `path`).
+// Outcomes: its handle; INTERNAL (socketpair, pipe or fork failed).
+absl::StatusOr<SupervisorHandle> StartSupervisor(const std::string& path,
+                                                 const ExecImage& image,
+                                                 absl::Duration kill_grace) {
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
+    return SystemError("socketpair", errno);
+  }
+  // The command reports a failed exec through this pipe (closed on exec).
+  int exec_error[2];
+  if (pipe2(exec_error, O_CLOEXEC) != 0) {
+    const int error = errno;
+    close(channel[0]);
+    close(channel[1]);
+    return SystemError("pipe", error);
+  }
+  const SupervisorPlan plan{
+      .path = path.c_str(),
+      .argv = image.argv(),
+      .envp = image.envp(),
+      .own_terminal =
+          isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(),
+      .channel = channel[1],
+      .exec_error = exec_error[1],
+      .ctl = getpid(),
+      .kill_grace_ms = absl::ToInt64Milliseconds(kill_grace),
+  };
+  const pid_t supervisor = fork();
+  if (supervisor == 0) {
+    close(channel[0]);
+    close(exec_error[0]);
+    Supervise(plan);
+  }
+  const int fork_error = errno;
+  close(channel[1]);
+  close(exec_error[1]);
+  if (supervisor < 0) {
+    close(channel[0]);
+    close(exec_error[0]);
+    return SystemError("fork", fork_error);
+  }
+  return SupervisorHandle{supervisor, channel[0], exec_error[0],
+                          plan.own_terminal};
+}
+
+// The command's pid, once the supervisor started it. Outcomes: the pid;
+// INTERNAL if the supervisor could not fork it or ended first (its
+// descriptors are then closed and it is reaped).
+absl::StatusOr<pid_t> ReceiveJob(const SupervisorHandle& supervisor,
+                                 const std::string& command) {
+  pid_t job = 0;
+  if (ReceiveAll(supervisor.channel, &job, sizeof(job)) && job > 0) return job;
+  close(supervisor.channel);
+  close(supervisor.exec_error);
+  const int status = Reap(supervisor.pid);
+  if (job < 0) {
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(-job)));
+  }
+  return absl::InternalError(absl::StrCat("the supervisor ended (status ",
+                                          ShellExitCode(status),
+                                          ") before starting ", command));
+}
+
+// The errno of the command's failed execve, or nullopt once it exec'd.
+// Closes the pipe.
+std::optional<int> ReadExecError(int exec_error) {
+  int child_errno = 0;
+  ssize_t got;
+  do {
+    got = read(exec_error, &child_errno, sizeof(child_errno));
+  } while (got < 0 && errno == EINTR);
+  close(exec_error);
+  if (got != sizeof(child_errno)) return std::nullopt;
+  return child_errno;
+}
+
+// What the supervisor reported at its end.
+struct SupervisorReport {
+  bool reported = false;  // the command's wait status came (else it died)
+  int wait_status = 0;
+  int supervisor_status = 0;
+  bool signalled = false;  // `stop` came first: the command was stopped
+};
+
+// Waits for the supervisor's report (it comes once the command and all its
+// descendants are gone) or for `stop`, which it passes on; then for the
+// report. Reaps the supervisor and closes the channel.
+SupervisorReport AwaitReport(const SupervisorHandle& supervisor,
+                             std::stop_token stop) {
+  // A thread waits for the report; this one for it or for the stop.
+  absl::Mutex mu;
+  bool done = false;
+  bool stop_requested = false;
+  SupervisorReport report;
+  std::thread waiter([&] {
+    int status = 0;
+    const bool received =
+        ReceiveAll(supervisor.channel, &status, sizeof(status));
+    const int ended = Reap(supervisor.pid);
+    absl::MutexLock lock(&mu);
+    report.reported = received;
+    report.wait_status = status;
+    report.supervisor_status = ended;
+    done = true;
+  });
+  bool signalled = false;
+  {
+    std::stop_callback on_stop(stop, [&] {
+      absl::MutexLock lock(&mu);
+      stop_requested = true;
+    });
+    auto done_or_stopped = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+      return done || stop_requested;
+    };
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(&done_or_stopped));
+    signalled = !done;
+  }
+  if (signalled) {
+    // The supervisor sends SIGTERM, and SIGKILL after the grace.
+    SendAll(supervisor.channel, &kStopByte, 1);
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(&done));
+  }
+  waiter.join();
+  close(supervisor.channel);
+  report.signalled = signalled;
+  return report;
 }
 
 }  // namespace
@@ -403,156 +602,45 @@ absl::StatusOr<ChildExit> RunChild(
     result.start_error = absl::StrCat(argv[0], ": command not found");
     return result;
   }
-
   // Everything the supervisor and the command need is prepared before
   // fork: after it, only async-signal-safe calls.
-  std::map<std::string, std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    absl::string_view text(*entry);
-    const size_t equals = text.find('=');
-    if (equals == absl::string_view::npos) continue;
-    env[std::string(text.substr(0, equals))] =
-        std::string(text.substr(equals + 1));
-  }
-  for (const auto& [name, value] : environment) env[name] = value;
-  std::vector<std::string> env_strings;
-  for (const auto& [name, value] : env) {
-    env_strings.push_back(absl::StrCat(name, "=", value));
-  }
-  std::vector<char*> envp;
-  for (std::string& entry : env_strings) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argvp;
-  for (std::string& arg : args) argvp.push_back(arg.data());
-  argvp.push_back(nullptr);
-
+  const ExecImage image(argv, environment);
   if (relay != nullptr && !relay->BeginChild()) {
     return absl::CancelledError("interrupted before the command started");
   }
-  auto fail = [&](absl::string_view what, int error) {
+  auto child_ended = [relay] {
     if (relay != nullptr) relay->ChildEnded();
-    return absl::InternalError(absl::StrCat(what, ": ", std::strerror(error)));
   };
-  int channel[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) {
-    return fail("socketpair", errno);
+  absl::StatusOr<SupervisorHandle> supervisor =
+      StartSupervisor(path, image, kill_grace);
+  if (!supervisor.ok()) {
+    child_ended();
+    return supervisor.status();
   }
-  // The command reports a failed exec through this pipe (closed on exec).
-  int exec_error[2];
-  if (pipe2(exec_error, O_CLOEXEC) != 0) {
-    const int error = errno;
-    close(channel[0]);
-    close(channel[1]);
-    return fail("pipe", error);
+  absl::StatusOr<pid_t> job = ReceiveJob(*supervisor, argv[0]);
+  if (!job.ok()) {
+    child_ended();
+    return job.status();
   }
-  const SupervisorPlan plan{
-      .path = path.c_str(),
-      .argv = argvp.data(),
-      .envp = envp.data(),
-      .own_terminal =
-          isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(),
-      .channel = channel[1],
-      .exec_error = exec_error[1],
-      .ctl = getpid(),
-      .kill_grace_ms = absl::ToInt64Milliseconds(kill_grace),
-  };
-  const pid_t supervisor = fork();
-  if (supervisor == 0) {
-    close(channel[0]);
-    close(exec_error[0]);
-    Supervise(plan);
-  }
-  const int fork_error = errno;
-  close(channel[1]);
-  close(exec_error[1]);
-  if (supervisor < 0) {
-    close(channel[0]);
-    close(exec_error[0]);
-    return fail("fork", fork_error);
-  }
-  auto reap_supervisor = [supervisor] {
-    int status = 0;
-    while (waitpid(supervisor, &status, 0) < 0 && errno == EINTR) {
-    }
-    return status;
-  };
+  if (relay != nullptr) relay->ChildStarted(*job);
+  const std::optional<int> exec_errno = ReadExecError(supervisor->exec_error);
+  const SupervisorReport report = AwaitReport(*supervisor, stop);
+  child_ended();
+  if (supervisor->own_terminal) GiveTerminalTo(getpgrp());
 
-  pid_t job = 0;
-  if (!ReceiveAll(channel[0], &job, sizeof(job)) || job <= 0) {
-    close(channel[0]);
-    close(exec_error[0]);
-    const int status = reap_supervisor();
-    if (relay != nullptr) relay->ChildEnded();
-    if (job < 0) {
-      return absl::InternalError(absl::StrCat("fork: ", std::strerror(-job)));
-    }
-    return absl::InternalError(
-        absl::StrCat("the supervisor ended (status ", ShellExitCode(status),
-                     ") before starting ", argv[0]));
-  }
-  if (relay != nullptr) relay->ChildStarted(job);
-  int child_errno = 0;
-  ssize_t got;
-  do {
-    got = read(exec_error[0], &child_errno, sizeof(child_errno));
-  } while (got < 0 && errno == EINTR);
-  close(exec_error[0]);
-
-  // A thread waits for the supervisor's report (it comes once the command
-  // and all its descendants are gone); this one for it or for the stop.
-  absl::Mutex mu;
-  bool done = false;
-  bool stop_requested = false;
-  bool reported = false;
-  int wait_status = 0;
-  int supervisor_status = 0;
-  std::thread waiter([&] {
-    int status = 0;
-    const bool received = ReceiveAll(channel[0], &status, sizeof(status));
-    const int ended = reap_supervisor();
-    absl::MutexLock lock(&mu);
-    reported = received;
-    wait_status = status;
-    supervisor_status = ended;
-    done = true;
-  });
-  bool signalled = false;
-  {
-    std::stop_callback on_stop(stop, [&] {
-      absl::MutexLock lock(&mu);
-      stop_requested = true;
-    });
-    auto done_or_stopped = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-      return done || stop_requested;
-    };
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(&done_or_stopped));
-    signalled = !done;
-  }
-  if (signalled) {
-    // The supervisor sends SIGTERM, and SIGKILL after the grace.
-    SendAll(channel[0], &kStopByte, 1);
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(&done));
-  }
-  waiter.join();
-  close(channel[0]);
-  if (relay != nullptr) relay->ChildEnded();
-  if (plan.own_terminal) GiveTerminalTo(getpgrp());
-
-  if (!reported) {
+  if (!report.reported) {
     // What is left of the group must not run on without a supervisor.
-    kill(-job, SIGKILL);
-    return absl::InternalError(absl::StrCat(
-        "the supervisor of ", argv[0], " died (status ",
-        ShellExitCode(supervisor_status), "); its process group was killed"));
+    kill(-*job, SIGKILL);
+    return absl::InternalError(
+        absl::StrCat("the supervisor of ", argv[0], " died (status ",
+                     ShellExitCode(report.supervisor_status),
+                     "); its process group was killed"));
   }
-  result.exit_code = ShellExitCode(wait_status);
-  result.stopped = signalled;
-  if (got == sizeof(child_errno)) {
+  result.exit_code = ShellExitCode(report.wait_status);
+  result.stopped = report.signalled;
+  if (exec_errno.has_value()) {
     result.start_error =
-        absl::StrCat(argv[0], ": ", std::strerror(child_errno));
+        absl::StrCat(argv[0], ": ", std::strerror(*exec_errno));
   }
   return result;
 }

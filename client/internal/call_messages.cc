@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "client/errors.h"
+#include "proto/lock_mode.h"
 
 namespace leasekeeper::client::internal {
 namespace {
@@ -36,18 +37,6 @@ absl::Status CheckAnswers(const pb::SessionCallResult& result,
 
 }  // namespace
 
-pb::LockMode ModeToProto(LockMode mode) {
-  switch (mode) {
-    case LockMode::kExclusive:
-      return pb::LOCK_MODE_EXCLUSIVE;
-    case LockMode::kShared:
-      return pb::LOCK_MODE_SHARED;
-    case LockMode::kSemaphore:
-      return pb::LOCK_MODE_SEMAPHORE;
-  }
-  return pb::LOCK_MODE_EXCLUSIVE;
-}
-
 LockMode ModeFromProto(pb::LockMode mode) {
   switch (mode) {
     case pb::LOCK_MODE_SHARED:
@@ -63,7 +52,7 @@ pb::AcquireRequest ToRequest(const AcquireCall& call) {
   pb::AcquireRequest request;
   SetCaller(call, request);
   request.set_ttl_ms(ToWholeMilliseconds(call.ttl));
-  request.set_mode(ModeToProto(call.mode));
+  request.set_mode(LockModeToProto(call.mode));
   request.set_capacity(call.capacity);
   if (call.wait > absl::ZeroDuration()) {
     request.set_wait_timeout_ms(std::max<int64_t>(

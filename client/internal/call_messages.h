@@ -16,9 +16,8 @@
 
 namespace leasekeeper::client::internal {
 
-// A lock mode each way. An unset or unknown proto mode is EXCLUSIVE, as
+// A proto mode as the client's; an unset or unknown one is EXCLUSIVE, as
 // the server takes it.
-leasekeeper::v1::LockMode ModeToProto(LockMode mode);
 LockMode ModeFromProto(leasekeeper::v1::LockMode mode);
 
 leasekeeper::v1::AcquireRequest ToRequest(const AcquireCall& call);

@@ -169,10 +169,12 @@ void ClientCore::Shutdown() {
 // ---------------------------------------------------------------------------
 // Acquire
 
-absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
-    absl::string_view lock_view, absl::Duration ttl, absl::Duration wait,
-    const AcquireOptions& options, bool try_only) {
-  const std::string lock(lock_view);
+namespace {
+
+// Acquire's checks of its arguments, before anything else.
+absl::Status CheckAcquireArguments(const std::string& lock, absl::Duration ttl,
+                                   absl::Duration wait,
+                                   const std::string& label) {
   if (lock.empty()) {
     return absl::InvalidArgumentError("the lock name must not be empty");
   }
@@ -184,52 +186,76 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
   if (wait < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the wait must not be negative");
   }
-  const std::string& label = options.holder_label.has_value()
-                                 ? *options.holder_label
-                                 : options_.holder_label;
   if (label.size() > kMaxHolderLabelBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the holder label is longer than ", kMaxHolderLabelBytes, " bytes"));
   }
-  {
-    absl::MutexLock guard(&mu_);
-    if (shutting_down_) {
-      return absl::FailedPreconditionError("the client is shut down");
-    }
-    for (const auto& [id, lease] : leases_) {
-      if (lease->lock == lock) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("client busy: this client already holds ", lock,
-                         " (token ", lease->token, ")"));
-      }
-    }
-  }
-  const MonotonicTime started = MonotonicNow();
-  const MonotonicTime wait_deadline =
-      try_only ? started
-               : (wait == absl::InfiniteDuration() ? absl::InfiniteDuration()
-                                                   : started + wait);
-  // Transient failures are retried for at least one call timeout.
-  const MonotonicTime retry_deadline =
-      std::max(wait_deadline, started + options_.call_timeout);
+  return absl::OkStatus();
+}
 
-  // Opening the session (and reopening it below) is part of the wait, with
-  // at least one call timeout: a first endpoint that never answers costs
-  // the stream's open timeout, after which the next one is tried within the
-  // same budget.
-  auto open_session = [&] {
-    return session_->EnsureOpen(
-        std::max(retry_deadline - MonotonicNow(), options_.call_timeout),
-        options.stop);
-  };
+absl::Status AcquireCancelled(const std::string& lock) {
+  return absl::CancelledError(absl::StrCat("acquire of ", lock, " cancelled"));
+}
+
+}  // namespace
+
+struct ClientCore::AcquireAttempts {
+  AcquireAttempts(const std::string& lock, absl::Duration ttl,
+                  absl::Duration wait, const AcquireOptions& options,
+                  bool try_only, absl::Duration call_timeout)
+      : lock(lock), ttl(ttl), wait(wait), options(options), try_only(try_only) {
+    const MonotonicTime started = MonotonicNow();
+    wait_deadline =
+        try_only ? started
+                 : (wait == absl::InfiniteDuration() ? absl::InfiniteDuration()
+                                                     : started + wait);
+    // Transient failures are retried for at least one call timeout.
+    retry_deadline = std::max(wait_deadline, started + call_timeout);
+  }
+
+  // The next attempt is a new request (`request_id`): its answer counts
+  // from its own first send.
+  void Restart(std::string request_id) {
+    call.request_id = std::move(request_id);
+    first_sent_at.reset();
+  }
+
+  const std::string lock;
+  const absl::Duration ttl;
+  const absl::Duration wait;
+  const AcquireOptions& options;
+  const bool try_only;
+  MonotonicTime wait_deadline;
+  MonotonicTime retry_deadline;
   std::string session_id;
+  AcquireCall call;
+  std::optional<MonotonicTime> first_sent_at;
+  Backoff backoff{kFirstRetryDelay, kMaxAcquireRetryDelay};
+  bool retried = false;
+  int session_reopens = 0;
+};
+
+absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
+    absl::string_view lock_view, absl::Duration ttl, absl::Duration wait,
+    const AcquireOptions& options, bool try_only) {
+  const std::string lock(lock_view);
+  const std::string& label = options.holder_label.has_value()
+                                 ? *options.holder_label
+                                 : options_.holder_label;
+  if (absl::Status valid = CheckAcquireArguments(lock, ttl, wait, label);
+      !valid.ok()) {
+    return valid;
+  }
+  if (absl::Status free = CheckNotHeld(lock); !free.ok()) return free;
+  AcquireAttempts attempts(lock, ttl, wait, options, try_only,
+                           options_.call_timeout);
   if (session_ != nullptr) {
-    absl::StatusOr<std::string> opened = open_session();
+    absl::StatusOr<std::string> opened = OpenSessionFor(attempts);
     if (!opened.ok()) return opened.status();
-    session_id = *opened;
+    attempts.session_id = *opened;
   }
 
-  AcquireCall call;
+  AcquireCall& call = attempts.call;
   call.client_id = options_.client_id;
   call.lock = lock;
   call.ttl = ttl;
@@ -237,13 +263,9 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
   call.capacity = options.capacity;
   call.wait = try_only ? absl::ZeroDuration() : std::min(wait, kMaxServerWait);
   call.request_id = NewRequestId();
-  call.session_id = session_id;
+  call.session_id = attempts.session_id;
   call.holder_label = label;
 
-  std::optional<MonotonicTime> first_sent_at;
-  Backoff backoff(kFirstRetryDelay, kMaxAcquireRetryDelay);
-  bool retried = false;
-  int session_reopens = 0;
   while (true) {
     // Before every attempt, since an attempt given up on the stream may
     // leave a background release of the lock behind.
@@ -251,123 +273,169 @@ absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::Acquire(
         !flushed.ok()) {
       return flushed;
     }
-    const MonotonicTime sent_at = MonotonicNow();
-    if (!first_sent_at.has_value()) first_sent_at = sent_at;
-    CallOptions call_options;
-    call_options.cancel = options.stop;
-    call_options.wait_for_ready = retried;
-    call_options.timeout =
-        options_.call_timeout +
-        (try_only ? absl::ZeroDuration()
-                  : std::clamp(wait_deadline - sent_at, absl::ZeroDuration(),
-                               call.wait));
-    bool abandoned = false;
-    absl::StatusOr<AcquireResult> result = Route(
-        call, call_options, &RpcClient::Acquire, &AcquireResultOf, &abandoned);
-    if (abandoned) {
-      // Nothing may stay queued, nor granted to nobody: withdraw it, as the
-      // server does for a cancelled unary Acquire. Its request id is
-      // answered `withdrawn` from now on, so a retry needs a new one.
-      Withdraw(lock, session_id);
-      call.request_id = NewRequestId();
-      first_sent_at.reset();
-    }
-
-    if (result.ok()) {
-      switch (result->outcome) {
-        case AcquireOutcome::kGranted:
-          // The server produced the answer after the request arrived and
-          // after it waited `waited` in the queue, both after the first
-          // send; the lease lasts `ttl` from the answer (rule 1 of
-          // LeaseTimer, with the wait added as a duration, never a clock).
-          return RegisterLease(lock, result->token, options.mode, ttl,
-                               session_id, *first_sent_at + result->waited,
-                               result->ttl);
-        case AcquireOutcome::kQueued:
-          // Only with a zero wait: leave nothing in the queue.
-          Withdraw(lock, session_id);
-          if (try_only) return std::shared_ptr<LeaseState>();
-          return absl::DeadlineExceededError(
-              absl::StrCat(lock, " is busy and the wait is zero"));
-        case AcquireOutcome::kWithdrawn:
-          if (result->withdraw_reason == WithdrawReason::kSessionEnded) {
-            return absl::UnavailableError(
-                absl::StrCat("the session ended while waiting for ", lock));
-          }
-          return absl::AbortedError(
-              absl::StrCat("the wait for ", lock,
-                           " was withdrawn by a release with this client id"));
-      }
-    }
-
-    const absl::Status& status = result.status();
-    if (options.stop.stop_requested()) {
-      return absl::CancelledError(
-          absl::StrCat("acquire of ", lock, " cancelled"));
-    }
-    if (HasErrorReason(status, ErrorReason::kWaitTimeout)) {
-      // The server waits at most kMaxServerWait per call: go on waiting if
-      // the caller's wait is longer.
-      if (!try_only && MonotonicNow() < wait_deadline) {
-        call.request_id = NewRequestId();
-        first_sent_at.reset();
-        continue;
-      }
-      return status;
-    }
-    if (HasErrorReason(status, ErrorReason::kDeadlockVictim)) {
-      {
-        absl::MutexLock guard(&mu_);
-        EndAllLocked(LeaseEndReason::kDeadlockVictim, std::nullopt);
-      }
-      Deliver();
-      return status;
-    }
-    if (HasErrorReason(status, ErrorReason::kSessionEnded) &&
-        session_ != nullptr && session_reopens < 2) {
-      // The server ended the session before this client heard of it. Its
-      // leases are gone; the stream will report the loss. Open a new one.
-      ++session_reopens;
-      {
-        absl::MutexLock guard(&mu_);
-        EndAllLocked(LeaseEndReason::kSessionLost, session_id);
-      }
-      Deliver();
-      session_->Abandon(session_id);
-      absl::StatusOr<std::string> reopened = open_session();
-      if (!reopened.ok()) return reopened.status();
-      session_id = *reopened;
-      call.session_id = session_id;
-      call.request_id = NewRequestId();
-      first_sent_at.reset();
-      continue;
-    }
-    if (HasErrorReason(status, ErrorReason::kClientBusy) && retried) {
-      // A retry after a lost answer: the first attempt may have been
-      // granted. If this client holds the lock, that is our lease.
-      absl::StatusOr<std::shared_ptr<LeaseState>> adopted =
-          AdoptHeldLease(lock, ttl, options.mode, session_id);
-      if (adopted.ok()) return adopted;
-      return status;
-    }
-    const bool retryable =
-        IsTransient(status) ||
-        HasErrorReason(status, ErrorReason::kSupersededByRetry);
-    if (!retryable) return status;
-    const absl::Duration retry_delay = backoff.Next();
-    if (MonotonicNow() + retry_delay >= retry_deadline) {
-      if (status.code() == absl::StatusCode::kDeadlineExceeded) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "not granted ", lock, " within ", absl::FormatDuration(wait)));
-      }
-      return status;
-    }
-    if (!SleepUnlessStopped(retry_delay, options.stop)) {
-      return absl::CancelledError(
-          absl::StrCat("acquire of ", lock, " cancelled"));
-    }
-    retried = true;
+    absl::StatusOr<AcquireResult> result = SendAcquire(attempts);
+    if (result.ok()) return AnswerAcquire(*result, attempts);
+    std::optional<LeaseOrStatus> answer =
+        RecoverFromAcquireError(result.status(), attempts);
+    if (answer.has_value()) return *std::move(answer);
   }
+}
+
+absl::Status ClientCore::CheckNotHeld(const std::string& lock) {
+  absl::MutexLock guard(&mu_);
+  if (shutting_down_) {
+    return absl::FailedPreconditionError("the client is shut down");
+  }
+  for (const auto& [id, lease] : leases_) {
+    if (lease->lock == lock) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("client busy: this client already holds ", lock,
+                       " (token ", lease->token, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ClientCore::OpenSessionFor(
+    const AcquireAttempts& attempts) {
+  // Opening the session (and reopening it) is part of the wait, with at
+  // least one call timeout: a first endpoint that never answers costs the
+  // stream's open timeout, after which the next one is tried within the
+  // same budget.
+  return session_->EnsureOpen(
+      std::max(attempts.retry_deadline - MonotonicNow(), options_.call_timeout),
+      attempts.options.stop);
+}
+
+absl::StatusOr<AcquireResult> ClientCore::SendAcquire(
+    AcquireAttempts& attempts) {
+  const MonotonicTime sent_at = MonotonicNow();
+  if (!attempts.first_sent_at.has_value()) attempts.first_sent_at = sent_at;
+  CallOptions call_options;
+  call_options.cancel = attempts.options.stop;
+  call_options.wait_for_ready = attempts.retried;
+  call_options.timeout =
+      options_.call_timeout +
+      (attempts.try_only
+           ? absl::ZeroDuration()
+           : std::clamp(attempts.wait_deadline - sent_at, absl::ZeroDuration(),
+                        attempts.call.wait));
+  bool abandoned = false;
+  absl::StatusOr<AcquireResult> result =
+      Route(attempts.call, call_options, &RpcClient::Acquire, &AcquireResultOf,
+            &abandoned);
+  if (abandoned) {
+    // Nothing may stay queued, nor granted to nobody: withdraw it, as the
+    // server does for a cancelled unary Acquire. Its request id is
+    // answered `withdrawn` from now on, so a retry needs a new one.
+    Withdraw(attempts.lock, attempts.session_id);
+    attempts.Restart(NewRequestId());
+  }
+  return result;
+}
+
+ClientCore::LeaseOrStatus ClientCore::AnswerAcquire(
+    const AcquireResult& result, const AcquireAttempts& attempts) {
+  const std::string& lock = attempts.lock;
+  switch (result.outcome) {
+    case AcquireOutcome::kGranted:
+      // The server produced the answer after the request arrived and
+      // after it waited `waited` in the queue, both after the first
+      // send; the lease lasts `ttl` from the answer (rule 1 of
+      // LeaseTimer, with the wait added as a duration, never a clock).
+      return RegisterLease(lock, result.token, attempts.options.mode,
+                           attempts.ttl, attempts.session_id,
+                           *attempts.first_sent_at + result.waited, result.ttl);
+    case AcquireOutcome::kQueued:
+      // Only with a zero wait: leave nothing in the queue.
+      Withdraw(lock, attempts.session_id);
+      if (attempts.try_only) return std::shared_ptr<LeaseState>();
+      return absl::DeadlineExceededError(
+          absl::StrCat(lock, " is busy and the wait is zero"));
+    case AcquireOutcome::kWithdrawn:
+      if (result.withdraw_reason == WithdrawReason::kSessionEnded) {
+        return absl::UnavailableError(
+            absl::StrCat("the session ended while waiting for ", lock));
+      }
+      return absl::AbortedError(
+          absl::StrCat("the wait for ", lock,
+                       " was withdrawn by a release with this client id"));
+  }
+  return absl::InternalError(
+      absl::StrCat("an acquire outcome this client does not know for ", lock));
+}
+
+std::optional<ClientCore::LeaseOrStatus> ClientCore::RecoverFromAcquireError(
+    const absl::Status& status, AcquireAttempts& attempts) {
+  const std::string& lock = attempts.lock;
+  if (attempts.options.stop.stop_requested()) return AcquireCancelled(lock);
+  if (HasErrorReason(status, ErrorReason::kWaitTimeout)) {
+    // The server waits at most kMaxServerWait per call: go on waiting if
+    // the caller's wait is longer.
+    if (!attempts.try_only && MonotonicNow() < attempts.wait_deadline) {
+      attempts.Restart(NewRequestId());
+      return std::nullopt;
+    }
+    return status;
+  }
+  if (HasErrorReason(status, ErrorReason::kDeadlockVictim)) {
+    {
+      absl::MutexLock guard(&mu_);
+      EndAllLocked(LeaseEndReason::kDeadlockVictim, std::nullopt);
+    }
+    Deliver();
+    return status;
+  }
+  if (HasErrorReason(status, ErrorReason::kSessionEnded) &&
+      session_ != nullptr && attempts.session_reopens < 2) {
+    absl::Status reopened = ReopenSession(attempts);
+    if (!reopened.ok()) return reopened;
+    return std::nullopt;
+  }
+  if (HasErrorReason(status, ErrorReason::kClientBusy) && attempts.retried) {
+    // A retry after a lost answer: the first attempt may have been
+    // granted. If this client holds the lock, that is our lease.
+    absl::StatusOr<std::shared_ptr<LeaseState>> adopted = AdoptHeldLease(
+        lock, attempts.ttl, attempts.options.mode, attempts.session_id);
+    if (adopted.ok()) return adopted;
+    return status;
+  }
+  const bool retryable =
+      IsTransient(status) ||
+      HasErrorReason(status, ErrorReason::kSupersededByRetry);
+  if (!retryable) return status;
+  const absl::Duration retry_delay = attempts.backoff.Next();
+  if (MonotonicNow() + retry_delay >= attempts.retry_deadline) {
+    if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("not granted ", lock, " within ",
+                       absl::FormatDuration(attempts.wait)));
+    }
+    return status;
+  }
+  if (!SleepUnlessStopped(retry_delay, attempts.options.stop)) {
+    return AcquireCancelled(lock);
+  }
+  attempts.retried = true;
+  return std::nullopt;
+}
+
+absl::Status ClientCore::ReopenSession(AcquireAttempts& attempts) {
+  // The server ended the session before this client heard of it. Its
+  // leases are gone; the stream will report the loss. Open a new one.
+  ++attempts.session_reopens;
+  {
+    absl::MutexLock guard(&mu_);
+    EndAllLocked(LeaseEndReason::kSessionLost, attempts.session_id);
+  }
+  Deliver();
+  session_->Abandon(attempts.session_id);
+  absl::StatusOr<std::string> reopened = OpenSessionFor(attempts);
+  if (!reopened.ok()) return reopened.status();
+  attempts.session_id = *reopened;
+  attempts.call.session_id = attempts.session_id;
+  attempts.Restart(NewRequestId());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<LeaseState>> ClientCore::RegisterLease(
@@ -674,9 +742,16 @@ void ClientCore::MaintenanceLoop() {
 
 absl::Duration ClientCore::PlanLocked(MonotonicTime now, Actions& actions) {
   MonotonicTime wake = now + kMaxSleep;
+  EndExpiredLocked(now, wake);
+  FailOverdueKeepalivesLocked(now, actions, wake);
+  if (!paused_) PlanRenewalsLocked(now, actions, wake);
+  PlanReleasesLocked(now, actions, wake);
+  return std::max(wake - now, absl::ZeroDuration());
+}
 
-  // 1. Leases past their client-side deadline end; release them at the
-  // server too, so that no later keepalive renews them there.
+void ClientCore::EndExpiredLocked(MonotonicTime now, MonotonicTime& wake) {
+  // Leases past their client-side deadline end; release them at the server
+  // too, so that no later keepalive renews them there.
   std::vector<std::shared_ptr<LeaseState>> expired;
   for (const auto& [id, lease] : leases_) {
     if (lease->timer.ExpiredAt(now)) {
@@ -689,8 +764,11 @@ absl::Duration ClientCore::PlanLocked(MonotonicTime now, Actions& actions) {
     EndLocked(*lease, LeaseEndReason::kExpired,
               /*release_at_server=*/!lease->releasing);
   }
+}
 
-  // 2. Keepalives whose ack is overdue.
+void ClientCore::FailOverdueKeepalivesLocked(MonotonicTime now,
+                                             Actions& actions,
+                                             MonotonicTime& wake) {
   std::vector<uint64_t> overdue;
   for (const auto& [sequence, keepalive] : keepalives_) {
     if (now >= keepalive.give_up_at) {
@@ -706,59 +784,64 @@ absl::Duration ClientCore::PlanLocked(MonotonicTime now, Actions& actions) {
     FailKeepaliveLocked(sequence, now,
                         absl::DeadlineExceededError("no keepalive ack"));
   }
+}
 
-  // 3. Renewals.
+void ClientCore::PlanRenewalsLocked(MonotonicTime now, Actions& actions,
+                                    MonotonicTime& wake) {
   const bool session_up = session_ != nullptr && session_->connected();
   const std::string session_id = session_up ? session_->id() : std::string();
-  if (!paused_) {
-    bool keepalive_due = session_up && now >= next_idle_keepalive_at_;
-    for (const auto& [id, lease] : leases_) {
-      if (lease->releasing || lease->renewal != LeaseState::Renewal::kIdle) {
-        continue;
-      }
-      const bool due =
-          lease->renew_now || now >= lease->timer.next_attempt_at();
-      if (!due) {
-        wake = std::min(wake, lease->timer.next_attempt_at());
-        continue;
-      }
-      if (session_up && !lease->renew_by_call &&
-          lease->session_id == session_id) {
-        keepalive_due = true;
-      } else {
-        lease->renewal = LeaseState::Renewal::kCall;
-        lease->renew_now = false;
-        actions.renew_by_call.push_back(lease);
-      }
+  bool keepalive_due = session_up && now >= next_idle_keepalive_at_;
+  for (const auto& [id, lease] : leases_) {
+    if (lease->releasing || lease->renewal != LeaseState::Renewal::kIdle) {
+      continue;
     }
-    if (keepalive_due) {
-      // One keepalive renews every lease of the client at the server, so it
-      // counts as a renewal of every idle lease of this session.
-      const uint64_t sequence = next_keepalive_sequence_++;
-      KeepaliveInFlight keepalive;
-      keepalive.sent_at = now;
-      absl::Duration patience = options_.call_timeout;
-      for (const auto& [id, lease] : leases_) {
-        if (lease->releasing || lease->renew_by_call ||
-            lease->renewal != LeaseState::Renewal::kIdle ||
-            lease->session_id != session_id) {
-          continue;
-        }
-        lease->renewal = LeaseState::Renewal::kKeepalive;
-        lease->keepalive_sequence = sequence;
-        keepalive.leases.push_back(lease);
-        patience = std::min(patience, LeaseTimer::RenewInterval(lease->ttl));
-      }
-      keepalive.give_up_at = now + patience;
-      wake = std::min(wake, keepalive.give_up_at);
-      keepalives_[sequence] = std::move(keepalive);
-      actions.keepalive_sequence = sequence;
-      next_idle_keepalive_at_ = now + options_.idle_keepalive_interval;
+    const bool due = lease->renew_now || now >= lease->timer.next_attempt_at();
+    if (!due) {
+      wake = std::min(wake, lease->timer.next_attempt_at());
+      continue;
     }
-    if (session_up) wake = std::min(wake, next_idle_keepalive_at_);
+    if (session_up && !lease->renew_by_call &&
+        lease->session_id == session_id) {
+      keepalive_due = true;
+    } else {
+      lease->renewal = LeaseState::Renewal::kCall;
+      lease->renew_now = false;
+      actions.renew_by_call.push_back(lease);
+    }
   }
+  if (keepalive_due) PlanKeepaliveLocked(now, session_id, actions, wake);
+  if (session_up) wake = std::min(wake, next_idle_keepalive_at_);
+}
 
-  // 4. Background releases.
+void ClientCore::PlanKeepaliveLocked(MonotonicTime now,
+                                     const std::string& session_id,
+                                     Actions& actions, MonotonicTime& wake) {
+  // One keepalive renews every lease of the client at the server, so it
+  // counts as a renewal of every idle lease of this session.
+  const uint64_t sequence = next_keepalive_sequence_++;
+  KeepaliveInFlight keepalive;
+  keepalive.sent_at = now;
+  absl::Duration patience = options_.call_timeout;
+  for (const auto& [id, lease] : leases_) {
+    if (lease->releasing || lease->renew_by_call ||
+        lease->renewal != LeaseState::Renewal::kIdle ||
+        lease->session_id != session_id) {
+      continue;
+    }
+    lease->renewal = LeaseState::Renewal::kKeepalive;
+    lease->keepalive_sequence = sequence;
+    keepalive.leases.push_back(lease);
+    patience = std::min(patience, LeaseTimer::RenewInterval(lease->ttl));
+  }
+  keepalive.give_up_at = now + patience;
+  wake = std::min(wake, keepalive.give_up_at);
+  keepalives_[sequence] = std::move(keepalive);
+  actions.keepalive_sequence = sequence;
+  next_idle_keepalive_at_ = now + options_.idle_keepalive_interval;
+}
+
+void ClientCore::PlanReleasesLocked(MonotonicTime now, Actions& actions,
+                                    MonotonicTime& wake) {
   for (auto& [lock, release] : pending_releases_) {
     if (release.in_flight) continue;
     if (now >= release.next_attempt_at) {
@@ -768,7 +851,6 @@ absl::Duration ClientCore::PlanLocked(MonotonicTime now, Actions& actions) {
       wake = std::min(wake, release.next_attempt_at);
     }
   }
-  return std::max(wake - now, absl::ZeroDuration());
 }
 
 void ClientCore::Perform(Actions& actions) {

@@ -210,6 +210,25 @@ class ClientCore : private SessionListener {
   // Decides this round's work; returns how long to sleep at most.
   absl::Duration PlanLocked(MonotonicTime now, Actions& actions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PlanLocked's steps, in its order; each lowers `wake` to the next time
+  // it has work. Leases past their deadline end (and are released):
+  void EndExpiredLocked(MonotonicTime now, MonotonicTime& wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keepalives whose ack is overdue fail:
+  void FailOverdueKeepalivesLocked(MonotonicTime now, Actions& actions,
+                                   MonotonicTime& wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Due leases renew, by keepalive on the session or by call (not paused):
+  void PlanRenewalsLocked(MonotonicTime now, Actions& actions,
+                          MonotonicTime& wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PlanKeepaliveLocked(MonotonicTime now, const std::string& session_id,
+                           Actions& actions, MonotonicTime& wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Background releases whose retry is due go out:
+  void PlanReleasesLocked(MonotonicTime now, Actions& actions,
+                          MonotonicTime& wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Perform(Actions& actions) ABSL_LOCKS_EXCLUDED(mu_);
   void StartRenewCall(std::shared_ptr<LeaseState> lease)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -263,6 +282,27 @@ class ClientCore : private SessionListener {
   // One Release call with retries of transient failures for up to
   // call_timeout.
   absl::StatusOr<ReleaseOutcome> ReleaseWithRetries(const ReleaseCall& call);
+  // One Acquire's state across its attempts; defined in client_core.cc.
+  struct AcquireAttempts;
+  using LeaseOrStatus = absl::StatusOr<std::shared_ptr<LeaseState>>;
+  // OK unless shut down or `lock` is held already (FAILED_PRECONDITION).
+  absl::Status CheckNotHeld(const std::string& lock) ABSL_LOCKS_EXCLUDED(mu_);
+  // Opens (or finds open) the session within what is left of the wait.
+  absl::StatusOr<std::string> OpenSessionFor(const AcquireAttempts& attempts);
+  // One attempt; withdraws it and renumbers the call if it was abandoned.
+  absl::StatusOr<AcquireResult> SendAcquire(AcquireAttempts& attempts)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // What Acquire returns for the server's answer.
+  LeaseOrStatus AnswerAcquire(const AcquireResult& result,
+                              const AcquireAttempts& attempts)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // What Acquire returns after a failed attempt; nullopt: try again.
+  std::optional<LeaseOrStatus> RecoverFromAcquireError(
+      const absl::Status& status, AcquireAttempts& attempts)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces a session the server ended by a new one for the next attempt.
+  absl::Status ReopenSession(AcquireAttempts& attempts)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::shared_ptr<LeaseState>> RegisterLease(
       const std::string& lock, FencingToken token, LockMode mode,
       absl::Duration ttl, const std::string& session_id,

@@ -254,16 +254,8 @@ void Session::Run() {
 
 void Session::RunOneStream(const std::string& resume_id) {
   auto context = std::make_shared<grpc::ClientContext>();
-  uint64_t epoch = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    if (state_ == State::kStopped) return;
-    // Abandoned between the decision to resume and now.
-    if (!resume_id.empty() && resume_id == abandoned_id_) return;
-    context_ = context;
-    cut_reason_ = absl::OkStatus();
-    epoch = ++epoch_;
-  }
+  const std::optional<uint64_t> epoch = BeginStream(resume_id, context);
+  if (!epoch.has_value()) return;
   const ChannelSet::Pick pick = channels_.Current();
   // A resume waits for the channel to connect (gRPC's reconnect backoff is
   // bounded by MakeChannel) instead of failing at once while the server is
@@ -272,86 +264,17 @@ void Session::RunOneStream(const std::string& resume_id) {
   // next attempt goes to the next endpoint.
   if (!resume_id.empty() && !pick.can_move) context->set_wait_for_ready(true);
 
-  pb::SessionRequest open;
-  open.mutable_open()->set_client_id(client_id_);
-  open.mutable_open()->set_resume_session_id(resume_id);
-  pb::SessionResponse first;
-  bool open_timed_out = false;
-  bool answered = false;
-  std::unique_ptr<Stream> stream;
-  {
-    // A node that accepts the connection but never answers (paused, hung)
-    // must not hold the session: give up after open_timeout_ where another
-    // node may serve. The watch starts before the stream is made, since
-    // making it waits for the connection's handshake.
-    absl::Notification first_read;
-    std::thread watchdog;
-    if (pick.can_move) {
-      watchdog = std::thread([&] {
-        if (!first_read.WaitForNotificationWithTimeout(open_timeout_)) {
-          open_timed_out = true;
-          context->TryCancel();
-        }
-      });
-    }
-    stream = pick.stub->Session(context.get());
-    answered = stream->Write(open) && stream->Read(&first);
-    first_read.Notify();
-    if (watchdog.joinable()) watchdog.join();
-  }
-  const bool opened = answered && first.has_opened();
-
+  OpenAttempt open = OpenStream(pick, *context, resume_id);
+  Stream& stream = *open.stream;
+  const bool opened = open.answered && open.first.has_opened();
   if (opened) {
-    const std::string session_id = first.opened().session_id();
-    {
-      absl::MutexLock lock(&write_mu_);
-      stream_ = stream.get();
-      stream_epoch_ = epoch;
-    }
-    bool stopped = false;
-    {
-      absl::MutexLock lock(&mu_);
-      stopped = state_ == State::kStopped;
-      if (!stopped) {
-        state_ = State::kOpen;
-        id_ = session_id;
-        backoff_.Reset();
-        last_open_error_ = absl::OkStatus();
-        ++open_attempts_;
-        changed_.SignalAll();
-      }
-    }
-    if (!stopped) {
-      if (!resume_id.empty() && !first.opened().resumed()) {
-        // Asked to resume, given a new session: the old one is gone.
-        listener_.OnSessionLost(resume_id,
-                                absl::FailedPreconditionError("session ended"));
-      }
-      listener_.OnSessionOpened(session_id, first.opened().resumed());
-    }
-    pb::SessionResponse message;
-    while (stream->Read(&message)) {
-      switch (message.kind_case()) {
-        case pb::SessionResponse::kKeepaliveAck:
-          listener_.OnKeepaliveAck(message.keepalive_ack().sequence(),
-                                   message.keepalive_ack().renewed_leases());
-          break;
-        case pb::SessionResponse::kNotice:
-          listener_.OnNotice(message.notice());
-          break;
-        case pb::SessionResponse::kCallResult:
-          Answer(std::move(*message.mutable_call_result()));
-          break;
-        default:
-          break;  // a second `opened` or a kind this client does not know
-      }
-    }
-  } else if (answered) {
+    ServeOpenStream(stream, open.first.opened(), resume_id, *epoch);
+  } else if (open.answered) {
     // The server broke the protocol with a first message that is not
     // `opened`: cut the stream and drain it.
     context->TryCancel();
     pb::SessionResponse ignored;
-    while (stream->Read(&ignored)) {
+    while (stream.Read(&ignored)) {
     }
   }
   // Otherwise the stream has ended (a refused resume: SESSION_ENDED), and
@@ -360,14 +283,14 @@ void Session::RunOneStream(const std::string& resume_id) {
     absl::MutexLock lock(&write_mu_);
     stream_ = nullptr;
   }
-  FailCallsOf(epoch);
-  const grpc::Status finish = stream->Finish();
+  FailCallsOf(*epoch);
+  const grpc::Status finish = stream.Finish();
   absl::Status status = FromGrpcStatus(*context, finish);
-  if (open_timed_out) {
+  if (open.timed_out) {
     status = absl::DeadlineExceededError(absl::StrCat(
         pick.target, " did not answer the session's open within ",
         absl::FormatDuration(open_timeout_)));
-  } else if (!opened && (status.ok() || answered)) {
+  } else if (!opened && (status.ok() || open.answered)) {
     status = absl::InternalError("the session stream did not open");
   }
   absl::Status cut_reason;
@@ -380,6 +303,94 @@ void Session::RunOneStream(const std::string& resume_id) {
   // NOT_LEADER, no answer) moves the choice.
   const bool moved = channels_.Report(pick, cut_reason.ok() ? status : cut_reason);
   HandleStreamEnd(resume_id, opened, status, moved);
+}
+
+std::optional<uint64_t> Session::BeginStream(
+    const std::string& resume_id,
+    std::shared_ptr<grpc::ClientContext> context) {
+  absl::MutexLock lock(&mu_);
+  if (state_ == State::kStopped) return std::nullopt;
+  // Abandoned between the decision to resume and now.
+  if (!resume_id.empty() && resume_id == abandoned_id_) return std::nullopt;
+  context_ = std::move(context);
+  cut_reason_ = absl::OkStatus();
+  return ++epoch_;
+}
+
+Session::OpenAttempt Session::OpenStream(const ChannelSet::Pick& pick,
+                                         grpc::ClientContext& context,
+                                         const std::string& resume_id) {
+  pb::SessionRequest request;
+  request.mutable_open()->set_client_id(client_id_);
+  request.mutable_open()->set_resume_session_id(resume_id);
+  OpenAttempt open;
+  // A node that accepts the connection but never answers (paused, hung)
+  // must not hold the session: give up after open_timeout_ where another
+  // node may serve. The watch starts before the stream is made, since
+  // making it waits for the connection's handshake.
+  absl::Notification first_read;
+  std::thread watchdog;
+  if (pick.can_move) {
+    watchdog = std::thread([&] {
+      if (!first_read.WaitForNotificationWithTimeout(open_timeout_)) {
+        open.timed_out = true;
+        context.TryCancel();
+      }
+    });
+  }
+  open.stream = pick.stub->Session(&context);
+  open.answered = open.stream->Write(request) && open.stream->Read(&open.first);
+  first_read.Notify();
+  if (watchdog.joinable()) watchdog.join();
+  return open;
+}
+
+void Session::ServeOpenStream(Stream& stream, const pb::SessionOpened& opened,
+                              const std::string& resume_id, uint64_t epoch) {
+  const std::string session_id = opened.session_id();
+  {
+    absl::MutexLock lock(&write_mu_);
+    stream_ = &stream;
+    stream_epoch_ = epoch;
+  }
+  bool stopped = false;
+  {
+    absl::MutexLock lock(&mu_);
+    stopped = state_ == State::kStopped;
+    if (!stopped) {
+      state_ = State::kOpen;
+      id_ = session_id;
+      backoff_.Reset();
+      last_open_error_ = absl::OkStatus();
+      ++open_attempts_;
+      changed_.SignalAll();
+    }
+  }
+  if (!stopped) {
+    if (!resume_id.empty() && !opened.resumed()) {
+      // Asked to resume, given a new session: the old one is gone.
+      listener_.OnSessionLost(resume_id,
+                              absl::FailedPreconditionError("session ended"));
+    }
+    listener_.OnSessionOpened(session_id, opened.resumed());
+  }
+  pb::SessionResponse message;
+  while (stream.Read(&message)) {
+    switch (message.kind_case()) {
+      case pb::SessionResponse::kKeepaliveAck:
+        listener_.OnKeepaliveAck(message.keepalive_ack().sequence(),
+                                 message.keepalive_ack().renewed_leases());
+        break;
+      case pb::SessionResponse::kNotice:
+        listener_.OnNotice(message.notice());
+        break;
+      case pb::SessionResponse::kCallResult:
+        Answer(std::move(*message.mutable_call_result()));
+        break;
+      default:
+        break;  // a second `opened` or a kind this client does not know
+    }
+  }
 }
 
 void Session::Answer(pb::SessionCallResult result) {

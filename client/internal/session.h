@@ -191,6 +191,27 @@ class Session {
   // Opens a stream (resuming `resume_id` if not empty), reads it until it
   // ends and handles the end. Returns after the stream is gone.
   void RunOneStream(const std::string& resume_id);
+  // How a stream's open went.
+  struct OpenAttempt {
+    std::unique_ptr<Stream> stream;
+    leasekeeper::v1::SessionResponse first;  // the first message read
+    bool answered = false;   // the open was written and a message read
+    bool timed_out = false;  // no answer within open_timeout_ (cancelled)
+  };
+  // Makes `context` the current stream's; its epoch, or nullopt if stopped
+  // or `resume_id` was abandoned meanwhile.
+  std::optional<uint64_t> BeginStream(
+      const std::string& resume_id,
+      std::shared_ptr<grpc::ClientContext> context) ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes the stream and sends the open; waits for the first answer.
+  OpenAttempt OpenStream(const ChannelSet::Pick& pick,
+                         grpc::ClientContext& context,
+                         const std::string& resume_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks the session open, tells the listener and reads until the end.
+  void ServeOpenStream(Stream& stream,
+                       const leasekeeper::v1::SessionOpened& opened,
+                       const std::string& resume_id, uint64_t epoch)
+      ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   // Hands a call_result to the Call waiting for it (dropped if none is).
   void Answer(leasekeeper::v1::SessionCallResult result);
   // The stream `epoch` ended: the calls still waiting get UNAVAILABLE.

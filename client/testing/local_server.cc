@@ -65,6 +65,103 @@ std::optional<int> WaitForExit(pid_t pid, absl::Duration timeout) {
   }
 }
 
+// leasekeeperd's command line for `options`, at `binary`.
+std::vector<std::string> DaemonArguments(const LocalServerOptions& options,
+                                         const std::string& binary) {
+  std::vector<std::string> args = {
+      binary,
+      "--listen=127.0.0.1:0",
+      absl::StrCat("--session-grace=",
+                   absl::ToInt64Milliseconds(options.session_grace), "ms"),
+      absl::StrCat("--log-level=", options.log_level),
+  };
+  // leasekeeperd persists to ./data by default; a test server keeps
+  // nothing (and shares no directory) unless the caller names a --data-dir.
+  if (std::none_of(options.extra_flags.begin(), options.extra_flags.end(),
+                   [](const std::string& flag) {
+                     return absl::StartsWith(flag, "--data-dir");
+                   })) {
+    args.push_back("--data-dir=");
+  }
+  args.insert(args.end(), options.extra_flags.begin(),
+              options.extra_flags.end());
+  return args;
+}
+
+// A started child process and the read end of a pipe from its stdout.
+struct Spawned {
+  pid_t pid;
+  int stdout_fd;
+};
+
+// Starts args[0] (a path) with its stdout into a pipe; the child is killed
+// when this process dies. Outcomes: the child; INTERNAL (pipe or fork).
+absl::StatusOr<Spawned> SpawnWithStdoutPipe(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(out[0]);
+    close(out[1]);
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only until exec.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died already
+    dup2(out[1], STDOUT_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  return Spawned{pid, out[0]};
+}
+
+// Reads from `fd` until a newline, end of file (`eof`) or `timeout`;
+// what was read. Closes `fd`.
+std::string ReadFirstLine(int fd, absl::Duration timeout, bool& eof) {
+  std::string line;
+  const MonotonicTime deadline = MonotonicNow() + timeout;
+  eof = false;
+  while (line.find('\n') == std::string::npos && !eof) {
+    const absl::Duration left = deadline - MonotonicNow();
+    if (left <= absl::ZeroDuration()) break;
+    pollfd readable{fd, POLLIN, 0};
+    const int ready = poll(
+        &readable, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[256];
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      eof = true;
+      break;
+    }
+    line.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return line;
+}
+
+// Kills (SIGKILL) a daemon that failed to start; `status` with its exit
+// status added if it had ended by itself.
+absl::Status KillFailedStart(pid_t pid, const absl::Status& status) {
+  kill(pid, SIGKILL);
+  std::optional<int> exit = WaitForExit(pid, absl::Seconds(5));
+  if (exit.has_value() && !(WIFSIGNALED(*exit) && WTERMSIG(*exit) == SIGKILL)) {
+    return absl::InternalError(absl::StrCat(status.message(), " (leasekeeperd ",
+                                            DescribeWaitStatus(*exit), ")"));
+  }
+  return status;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FindLeasekeeperd() {
@@ -101,104 +198,40 @@ absl::StatusOr<std::unique_ptr<LocalServer>> LocalServer::Start(
     if (!found.ok()) return found.status();
     binary = *found;
   }
-
-  std::vector<std::string> args = {
-      binary,
-      "--listen=127.0.0.1:0",
-      absl::StrCat("--session-grace=",
-                   absl::ToInt64Milliseconds(options.session_grace), "ms"),
-      absl::StrCat("--log-level=", options.log_level),
-  };
-  // leasekeeperd persists to ./data by default; a test server keeps
-  // nothing (and shares no directory) unless the caller names a --data-dir.
-  if (std::none_of(options.extra_flags.begin(), options.extra_flags.end(),
-                   [](const std::string& flag) {
-                     return absl::StartsWith(flag, "--data-dir");
-                   })) {
-    args.push_back("--data-dir=");
-  }
-  args.insert(args.end(), options.extra_flags.begin(),
-              options.extra_flags.end());
-  std::vector<char*> argv;
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  }
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(out[0]);
-    close(out[1]);
-    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only until exec.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the parent died already
-    dup2(out[1], STDOUT_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(out[1]);
+  absl::StatusOr<Spawned> spawned =
+      SpawnWithStdoutPipe(DaemonArguments(options, binary));
+  if (!spawned.ok()) return spawned.status();
+  const pid_t pid = spawned->pid;
 
   // Read "leasekeeperd listening on 127.0.0.1:PORT\n".
-  std::string line;
-  const MonotonicTime deadline = MonotonicNow() + options.start_timeout;
   bool eof = false;
-  while (line.find('\n') == std::string::npos && !eof) {
-    const absl::Duration left = deadline - MonotonicNow();
-    if (left <= absl::ZeroDuration()) break;
-    pollfd readable{out[0], POLLIN, 0};
-    const int ready = poll(
-        &readable, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
-    char buffer[256];
-    const ssize_t n = read(out[0], buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      eof = true;
-      break;
-    }
-    line.append(buffer, static_cast<size_t>(n));
-  }
-  close(out[0]);
-
-  auto fail = [&](absl::Status status) -> absl::Status {
-    kill(pid, SIGKILL);
-    std::optional<int> exit = WaitForExit(pid, absl::Seconds(5));
-    if (exit.has_value() &&
-        !(WIFSIGNALED(*exit) && WTERMSIG(*exit) == SIGKILL)) {
-      return absl::InternalError(absl::StrCat(
-          status.message(), " (leasekeeperd ", DescribeWaitStatus(*exit), ")"));
-    }
-    return status;
-  };
-
+  const std::string line =
+      ReadFirstLine(spawned->stdout_fd, options.start_timeout, eof);
   const size_t newline = line.find('\n');
   if (newline == std::string::npos) {
     if (eof) {
-      return fail(absl::InternalError(
-          absl::StrCat(binary, " exited without printing its address")));
+      return KillFailedStart(
+          pid, absl::InternalError(absl::StrCat(
+                   binary, " exited without printing its address")));
     }
-    return fail(absl::DeadlineExceededError(
-        absl::StrCat(binary, " did not serve within ",
-                     absl::FormatDuration(options.start_timeout))));
+    return KillFailedStart(
+        pid, absl::DeadlineExceededError(
+                 absl::StrCat(binary, " did not serve within ",
+                              absl::FormatDuration(options.start_timeout))));
   }
   absl::string_view address(line.data(), newline);
   if (!absl::ConsumePrefix(&address, kListeningPrefix) ||
       !absl::StartsWith(address, kLoopbackPrefix)) {
-    return fail(absl::InternalError(absl::StrCat(
-        "unexpected first line from leasekeeperd: ", line.substr(0, newline))));
+    return KillFailedStart(pid, absl::InternalError(absl::StrCat(
+                                    "unexpected first line from leasekeeperd: ",
+                                    line.substr(0, newline))));
   }
   int port = 0;
   if (!absl::SimpleAtoi(address.substr(kLoopbackPrefix.size()), &port) ||
       port <= 0) {
-    return fail(absl::InternalError(
-        absl::StrCat("no port in leasekeeperd's address ", address)));
+    return KillFailedStart(
+        pid, absl::InternalError(
+                 absl::StrCat("no port in leasekeeperd's address ", address)));
   }
   return std::unique_ptr<LocalServer>(
       new LocalServer(pid, std::string(address), port));

@@ -121,6 +121,79 @@ absl::Status ParseLabels(int line, absl::string_view& rest, LabelMap* labels) {
   }
 }
 
+// A `# HELP` or `# TYPE` line into `families`; other comments are skipped.
+// `typed_with_samples`: the families that already have samples.
+absl::Status ParseComment(int line_number, absl::string_view line,
+                          const std::set<std::string>& typed_with_samples,
+                          std::map<std::string, FamilyInfo>& families) {
+  std::vector<absl::string_view> parts =
+      absl::StrSplit(line, absl::MaxSplits(' ', 3));
+  if (parts.size() < 3 || (parts[1] != "HELP" && parts[1] != "TYPE")) {
+    return absl::OkStatus();  // a plain comment
+  }
+  std::string name(parts[2]);
+  if (!IsName(name, /*allow_colon=*/true)) {
+    return LineError(line_number,
+                     absl::StrCat("bad metric name \"", name, "\""));
+  }
+  FamilyInfo& family = families[name];
+  const std::string argument = parts.size() > 3 ? std::string(parts[3]) : "";
+  if (parts[1] == "HELP") {
+    if (!family.help.empty()) {
+      return LineError(line_number, absl::StrCat("second HELP for ", name));
+    }
+    family.help = argument;
+    return absl::OkStatus();
+  }
+  if (!family.type.empty()) {
+    return LineError(line_number, absl::StrCat("second TYPE for ", name));
+  }
+  if (typed_with_samples.count(name)) {
+    return LineError(line_number, absl::StrCat("TYPE after samples of ", name));
+  }
+  static const std::set<std::string> kTypes = {"counter", "gauge", "histogram",
+                                               "summary", "untyped"};
+  if (!kTypes.count(argument)) {
+    return LineError(line_number,
+                     absl::StrCat("unknown type \"", argument, "\""));
+  }
+  family.type = argument;
+  return absl::OkStatus();
+}
+
+// A sample line: its name, labels and value (an optional timestamp after
+// the value is read past).
+absl::StatusOr<Sample> ParseSample(int line_number, absl::string_view line) {
+  Sample sample;
+  size_t name_end = 0;
+  while (name_end < line.size() && line[name_end] != '{' &&
+         line[name_end] != ' ') {
+    ++name_end;
+  }
+  sample.name = std::string(line.substr(0, name_end));
+  if (!IsName(sample.name, /*allow_colon=*/true)) {
+    return LineError(line_number,
+                     absl::StrCat("bad metric name \"", sample.name, "\""));
+  }
+  absl::string_view rest = line.substr(name_end);
+  if (!rest.empty() && rest.front() == '{') {
+    if (absl::Status status = ParseLabels(line_number, rest, &sample.labels);
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (rest.empty() || rest.front() != ' ') {
+    return LineError(line_number, "missing value");
+  }
+  rest.remove_prefix(1);
+  std::vector<absl::string_view> fields = absl::StrSplit(rest, ' ');
+  if (fields.empty() || fields.size() > 2 ||
+      !ParseValue(fields[0], &sample.value)) {
+    return LineError(line_number, absl::StrCat("bad value \"", rest, "\""));
+  }
+  return sample;
+}
+
 }  // namespace
 
 absl::StatusOr<Exposition> Exposition::Parse(absl::string_view text) {
@@ -132,91 +205,39 @@ absl::StatusOr<Exposition> Exposition::Parse(absl::string_view text) {
     ++line_number;
     if (line.empty()) continue;
     if (line.front() == '#') {
-      std::vector<absl::string_view> parts =
-          absl::StrSplit(line, absl::MaxSplits(' ', 3));
-      if (parts.size() < 3 || (parts[1] != "HELP" && parts[1] != "TYPE")) {
-        continue;  // a plain comment
-      }
-      std::string name(parts[2]);
-      if (!IsName(name, /*allow_colon=*/true)) {
-        return LineError(line_number,
-                         absl::StrCat("bad metric name \"", name, "\""));
-      }
-      FamilyInfo& family = out.families_[name];
-      const std::string argument =
-          parts.size() > 3 ? std::string(parts[3]) : "";
-      if (parts[1] == "TYPE") {
-        if (!family.type.empty()) {
-          return LineError(line_number, absl::StrCat("second TYPE for ", name));
-        }
-        if (typed_with_samples.count(name)) {
-          return LineError(line_number,
-                           absl::StrCat("TYPE after samples of ", name));
-        }
-        static const std::set<std::string> kTypes = {
-            "counter", "gauge", "histogram", "summary", "untyped"};
-        if (!kTypes.count(argument)) {
-          return LineError(line_number,
-                           absl::StrCat("unknown type \"", argument, "\""));
-        }
-        family.type = argument;
-      } else {
-        if (!family.help.empty()) {
-          return LineError(line_number, absl::StrCat("second HELP for ", name));
-        }
-        family.help = argument;
-      }
-      continue;
-    }
-
-    Sample sample;
-    size_t name_end = 0;
-    while (name_end < line.size() && line[name_end] != '{' &&
-           line[name_end] != ' ') {
-      ++name_end;
-    }
-    sample.name = std::string(line.substr(0, name_end));
-    if (!IsName(sample.name, /*allow_colon=*/true)) {
-      return LineError(line_number,
-                       absl::StrCat("bad metric name \"", sample.name, "\""));
-    }
-    absl::string_view rest = line.substr(name_end);
-    if (!rest.empty() && rest.front() == '{') {
-      if (absl::Status status = ParseLabels(line_number, rest, &sample.labels);
+      if (absl::Status status = ParseComment(line_number, line,
+                                             typed_with_samples, out.families_);
           !status.ok()) {
         return status;
       }
+      continue;
     }
-    if (rest.empty() || rest.front() != ' ') {
-      return LineError(line_number, "missing value");
-    }
-    rest.remove_prefix(1);
-    std::vector<absl::string_view> fields = absl::StrSplit(rest, ' ');
-    if (fields.empty() || fields.size() > 2 ||
-        !ParseValue(fields[0], &sample.value)) {
-      return LineError(line_number, absl::StrCat("bad value \"", rest, "\""));
-    }
-    const std::string family = FamilyOf(sample.name, out.families_);
+    absl::StatusOr<Sample> sample = ParseSample(line_number, line);
+    if (!sample.ok()) return sample.status();
+    const std::string family = FamilyOf(sample->name, out.families_);
     if (family.empty() || out.families_[family].type.empty()) {
       return LineError(
           line_number,
-          absl::StrCat("sample ", sample.name, " before its family's # TYPE"));
+          absl::StrCat("sample ", sample->name, " before its family's # TYPE"));
     }
     typed_with_samples.insert(family);
-    if (!seen.emplace(sample.name, sample.labels).second) {
+    if (!seen.emplace(sample->name, sample->labels).second) {
       return LineError(line_number,
-                       absl::StrCat("duplicate series of ", sample.name));
+                       absl::StrCat("duplicate series of ", sample->name));
     }
-    out.samples_.push_back(std::move(sample));
+    out.samples_.push_back(*std::move(sample));
   }
+  if (absl::Status status = out.CheckHistograms(); !status.ok()) return status;
+  return out;
+}
 
-  // Histogram consistency.
-  for (const auto& [name, family] : out.families_) {
+absl::Status Exposition::CheckHistograms() const {
+  for (const auto& [name, family] : families_) {
     if (family.type != "histogram") continue;
-    for (const Sample& sample : out.samples_) {
+    for (const Sample& sample : samples_) {
       if (sample.name != name + "_count") continue;
       const std::vector<std::pair<double, double>> buckets =
-          out.Buckets(name, sample.labels);
+          Buckets(name, sample.labels);
       if (buckets.empty() || !std::isinf(buckets.back().first)) {
         return absl::InvalidArgumentError(
             absl::StrCat("histogram ", name, " lacks a +Inf bucket"));
@@ -231,13 +252,13 @@ absl::StatusOr<Exposition> Exposition::Parse(absl::string_view text) {
         return absl::InvalidArgumentError(
             absl::StrCat("histogram ", name, " +Inf bucket != _count"));
       }
-      if (!out.Value(name + "_sum", sample.labels).has_value()) {
+      if (!Value(name + "_sum", sample.labels).has_value()) {
         return absl::InvalidArgumentError(
             absl::StrCat("histogram ", name, " lacks _sum"));
       }
     }
   }
-  return out;
+  return absl::OkStatus();
 }
 
 std::optional<double> Exposition::Value(absl::string_view name,

@@ -55,6 +55,10 @@ class Exposition {
   }
 
  private:
+  // Parse's last step: every histogram's buckets end in +Inf, are
+  // cumulative and agree with _count, and it has a _sum.
+  absl::Status CheckHistograms() const;
+
   std::vector<Sample> samples_;
   std::map<std::string, FamilyInfo> families_;
 };

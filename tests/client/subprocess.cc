@@ -9,15 +9,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/ctl/exec_image.h"
 #include "client/lease_timer.h"
-
-extern char** environ;
 
 namespace leasekeeper::client::testing {
 
@@ -32,27 +30,7 @@ std::string BinaryDirectory() {
 absl::StatusOr<Subprocess> Subprocess::Start(
     const std::vector<std::string>& argv,
     const std::vector<std::pair<std::string, std::string>>& environment) {
-  std::map<std::string, std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    std::string text(*entry);
-    const size_t equals = text.find('=');
-    if (equals != std::string::npos) {
-      env[text.substr(0, equals)] = text.substr(equals + 1);
-    }
-  }
-  for (const auto& [name, value] : environment) env[name] = value;
-  std::vector<std::string> env_strings;
-  for (const auto& [name, value] : env) {
-    env_strings.push_back(absl::StrCat(name, "=", value));
-  }
-  std::vector<char*> envp;
-  for (std::string& entry : env_strings) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argvp;
-  for (std::string& arg : args) argvp.push_back(arg.data());
-  argvp.push_back(nullptr);
-
+  const ctl::ExecImage image(argv, environment);
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -68,7 +46,7 @@ absl::StatusOr<Subprocess> Subprocess::Start(
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(argvp[0], argvp.data(), envp.data());
+    execve(image.argv()[0], image.argv(), image.envp());
     _exit(127);
   }
   close(out[1]);
@@ -149,8 +127,7 @@ ProcessResult Subprocess::Wait(absl::Duration timeout) {
     int status = 0;
     const pid_t done = waitpid(pid_, &status, WNOHANG);
     if (done == pid_) {
-      exit_code_ =
-          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exit_code_ = ctl::ShellExitCode(status);
       break;
     }
     if (MonotonicNow() >= deadline) {

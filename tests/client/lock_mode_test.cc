@@ -1,0 +1,20 @@
+#include "proto/lock_mode.h"
+
+#include "client/types.h"
+#include "gtest/gtest.h"
+
+namespace leasekeeper {
+namespace {
+
+namespace pb = ::leasekeeper::v1;
+
+TEST(LockModeToProtoTest, EachClientModeIsItsProtocolMode) {
+  EXPECT_EQ(LockModeToProto(client::LockMode::kExclusive),
+            pb::LOCK_MODE_EXCLUSIVE);
+  EXPECT_EQ(LockModeToProto(client::LockMode::kShared), pb::LOCK_MODE_SHARED);
+  EXPECT_EQ(LockModeToProto(client::LockMode::kSemaphore),
+            pb::LOCK_MODE_SEMAPHORE);
+}
+
+}  // namespace
+}  // namespace leasekeeper
