@@ -1,37 +1,17 @@
-// RpcClient: one typed call per LockService RPC, and nothing else.
+// RpcClient: one typed call per LockService RPC, and nothing else: plain
+// structs in and out, no session, no renewal, no state. leasekeeper-ctl's
+// one-shot commands use it, and Client builds its leases on it.
 //
-// Plain structs in and out, durations as absl::Duration, every failure an
-// absl::Status from FromGrpcStatus (so ErrorReasonOf tells "not holder" from
-// "client busy"). No session, no renewal, no retries, no state: this is the
-// layer leasekeeper-ctl's one-shot commands use, and the one Client builds
-// its leases on. Jobs that hold locks want Client and Lease instead.
+// Every call runs with the deadline CallOptions::timeout (for all attempts
+// together) and returns the server's answer or error as listed per call
+// (and in proto/leasekeeper/v1/lock_service.proto), mapped by
+// FromGrpcStatus; or CANCELLED once CallOptions::cancel is stopped (a
+// waiting Acquire is withdrawn by the server), UNAVAILABLE when the server
+// cannot be reached, DEADLINE_EXCEEDED when the timeout passes. With
+// several endpoints a call follows NOT_LEADER to the leader (at most 8
+// attempts); how: docs/design/clients.md ("Finding the leader").
 //
 // Thread-safety: thread-safe; calls may run concurrently from any thread.
-//
-// Every call:
-//   - runs with the transport deadline `CallOptions::timeout` (none when
-//     infinite; with several endpoints, for all its attempts together) and
-//     is cancelled when `CallOptions::cancel` is stopped, in which case it
-//     fails with CANCELLED (a waiting Acquire is withdrawn by the server);
-//   - fails with UNAVAILABLE when the server cannot be reached and
-//     DEADLINE_EXCEEDED when the timeout passes (both IsTransient);
-//   - otherwise returns the server's answer or its error, as listed per call
-//     and in proto/leasekeeper/v1/lock_service.proto.
-//
-// Several endpoints (Connect("a,b,c"), or one name with several addresses):
-// a cluster's nodes, of which only the leader serves lock calls. A call goes
-// where EndpointChoice (client/internal/endpoint_choice.h) says, and
-//   - a refusal NOT_LEADER is followed within the same call: to the leader
-//     it names, else to the next endpoint (the refusal applied nothing);
-//   - after a transport failure (UNAVAILABLE, no answer within the
-//     deadline) the next call goes to the next endpoint; the failed call
-//     itself goes again there only if repeating it is harmless: the reads,
-//     Write (same token, same value) and Acquire, Renew, Release with a
-//     request_id (the server's retry cache answers a repeat);
-//   - at most 8 attempts are made per call; the last failure
-//     is returned (UNAVAILABLE NOT_LEADER when no node knew a leader).
-// These are not retries of the server's answers: the call is made once at
-// the leader. One caller-given channel (the constructor) never moves.
 #ifndef LEASEKEEPER_CLIENT_RPC_CLIENT_H_
 #define LEASEKEEPER_CLIENT_RPC_CLIENT_H_
 
