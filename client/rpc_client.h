@@ -325,12 +325,16 @@ class RpcClient {
   // A lock's holders and queue (two empty lists for a lock nobody uses),
   // every page of them: one call per page of the server's default size,
   // until the last. Pages are separate reads, so entries that change in
-  // between may be missed or differ from a single snapshot.
+  // between may be missed or differ from a single snapshot. Cost: one call
+  // per page. Outcomes: that; INVALID_ARGUMENT (an empty name);
+  // PERMISSION_DENIED.
   absl::StatusOr<LockInfo> Inspect(absl::string_view lock,
                                    const CallOptions& options = {}) const;
 
   // A client's age, leases, wait and session state, following the pages of
-  // leases as Inspect does.
+  // leases as Inspect does. Outcomes: that (a client the server does not
+  // know is not registered and holds nothing); INVALID_ARGUMENT (an empty
+  // id); PERMISSION_DENIED.
   absl::StatusOr<ClientStatus> Status(absl::string_view client_id,
                                       const CallOptions& options = {}) const;
 
@@ -343,7 +347,8 @@ class RpcClient {
                                      const CallOptions& options = {}) const;
 
   // Every page of ListLocks, up to `max_locks` locks (each page its own
-  // call with `options`). Cost: one call per 1,000 locks.
+  // call with `options`). Cost: one call per 1,000 locks. Outcomes: those of
+  // ListLocks.
   absl::StatusOr<std::vector<LockSummary>> ListAllLocks(
       absl::string_view prefix, size_t max_locks,
       const CallOptions& options = {}) const;
@@ -356,7 +361,8 @@ class RpcClient {
   // Runs `invoke` (a call on the given stub with the given context) as this
   // class's own calls run: deadline, cancel, the endpoint choice. For the
   // RPCs this class leaves to its users (ServerInfo, ForceRelease). With
-  // `repeatable` a transport failure goes again elsewhere (see above).
+  // `repeatable` (repeating the call is harmless: a read, or a call with a
+  // request id) a transport failure goes again to the next endpoint.
   // Outcomes: what `invoke` returned, as FromGrpcStatus maps it.
   absl::Status CallWith(
       const CallOptions& options, bool repeatable,
