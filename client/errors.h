@@ -1,23 +1,8 @@
-// The client's side of the server's error mapping: turns a failed gRPC call
-// into an absl::Status that keeps the server's reason, and lets callers ask
-// for that reason without parsing messages.
-//
-// The server's ToGrpcStatus sends every failure as a gRPC status whose
-// message is the contract's text ("not holder", "client busy", ...) plus two
-// trailing metadata entries, `leasekeeper-reason` (the ErrorReason name) and
-// `leasekeeper-error-bin` (a serialized leasekeeper.v1.ErrorDetail).
-// FromGrpcStatus is its inverse:
-//   - the absl code equals the gRPC code, the message is the server's text;
-//   - the ErrorDetail travels as a payload under kErrorDetailPayloadUrl, so
-//     ErrorReasonOf / DeadlockVictimsOf can read it back anywhere the status
-//     is passed on;
-//   - a status without metadata (an older server, a proxy, a transport
-//     failure) gets its reason from the code and the contract's text where
-//     that is unambiguous, and no reason otherwise.
-// A call made on the session stream gets its failure as a SessionCallError
-// (code, message, ErrorDetail) instead; FromSessionCallError turns it into
-// the very status FromGrpcStatus makes of the unary call's failure, so
-// callers cannot tell (and need not care) which way a call travelled.
+// The client's side of the server's error mapping: FromGrpcStatus (and
+// FromSessionCallError for a call on the session stream) turn a failure
+// into an absl::Status that keeps the server's ErrorReason, which
+// ErrorReasonOf reads back without parsing messages. How the reason
+// travels: docs/design/clients.md ("Errors").
 //
 // Thread-safety: pure functions.
 #ifndef LEASEKEEPER_CLIENT_ERRORS_H_
@@ -74,14 +59,22 @@ inline constexpr absl::string_view kErrorDetailPayloadUrl =
 inline constexpr absl::string_view kLeaderPayloadUrl =
     "type.googleapis.com/leasekeeper.v1.LeaderAddress";
 
-// The absl::Status for a finished call. `context` is the call's context, read
-// for the trailing metadata; OK maps to OK.
+// The absl::Status for a finished call, the inverse of the server's
+// ToGrpcStatus. `context` is the call's context, read for the trailing
+// metadata (`leasekeeper-reason`, `leasekeeper-error-bin`). OK maps to OK;
+// otherwise the absl code is the gRPC code and the message the server's
+// text, with the ErrorDetail as a payload under kErrorDetailPayloadUrl, so
+// ErrorReasonOf / DeadlockVictimsOf read it anywhere the status is passed
+// on. A status without metadata (an older server, a proxy, a transport
+// failure) gets its reason from the code and the contract's text where that
+// is unambiguous, and no reason otherwise.
 absl::Status FromGrpcStatus(const grpc::ClientContext& context,
                             const grpc::Status& status);
 
 // The absl::Status for a call on the session stream that the server answered
-// with `error`: the same code, message and reason payload as FromGrpcStatus
-// gives for that failure on the unary call.
+// with `error`: the very status (code, message, reason payload)
+// FromGrpcStatus gives for that failure on the unary call, so callers cannot
+// tell which way a call travelled.
 absl::Status FromSessionCallError(
     const leasekeeper::v1::SessionCallError& error);
 

@@ -1,57 +1,18 @@
 // RunAsLeader: leader election on one lock. The process whose Client holds
-// the lock runs the work; the others wait; when the leader stops, one of
-// them takes over.
+// the lock runs the work; the others wait in one Acquire parked at the
+// server; when the leader stops or its process dies, one of them takes over.
+// Why it is built so: docs/design/clients.md ("Leader election").
 //
-//   std::stop_source stop;  // e.g. stopped by a SIGTERM handler thread
 //   absl::Status status = RunAsLeader(
 //       *client, "order-sweeper", absl::Seconds(10),
 //       [&](Lease& lease, std::stop_token term) -> absl::Status {
-//         while (!term.stop_requested()) {
-//           if (absl::Status s = client->Write(lease, "cursor", Next());
-//               !s.ok()) return s;
-//           ...
-//         }
+//         while (!term.stop_requested()) { /* Write(lease, ...) */ }
 //         return absl::OkStatus();
 //       },
-//       stop.get_token());
+//       stop.get_token());  // e.g. a std::stop_source a SIGTERM handler stops
 //
-// Contending is one waiting Acquire parked at the server, which answers the
-// moment the lock is free: a follower takes over as soon as the leader
-// releases, and within the server's session grace when the leader's process
-// dies (its session ends and its lease with it), not after a whole ttl.
-//
-// A term ends in one of three ways:
-//  - The lease is lost (expired, not_holder, deadlock_victim, session_lost):
-//    the work's stop token fires; RunAsLeader waits for the work to return,
-//    whatever it returns, and contends again.
-//  - The caller stops `stop`: the work's stop token fires; RunAsLeader waits
-//    for the work, releases the lease and returns CANCELLED, whatever the
-//    work returned.
-//  - The work returns on its own: RunAsLeader releases the lease and returns
-//    what the work returned (OK or its error). A leader that is done hands
-//    the lock on.
-// Contention errors: transient ones (the server unreachable, the session
-// lost while waiting, this client aborted as a deadlock victim, a full
-// queue) are retried after options.retry_delay; any other (bad arguments,
-// CLIENT_BUSY because this Client already waits for another lock) is
-// returned at once, because contending again would change nothing and an
-// election that never leads must not look healthy.
-//
-// The work runs on the calling thread. It must watch its stop token: work
-// that ignores it runs on after the lease is lost, when another process may
-// lead at the same time. Writes that must not happen then go through
-// Client::Write (fenced by the lease's token) or carry lease.token() to a
-// store that checks it. The work must not release the lease itself.
-//
-// Differences from the DynamoDB lock client's RunAsLeaderAsync (seed 000):
-// no ambient "current lease" (Lease.Current): the work gets its Lease as a
-// parameter, because C++ has no AsyncLocal and an implicit lease that leaks
-// into detached threads is how fencing gets bypassed; and no polling (see
-// above).
-//
-// Thread-safety: RunAsLeader may run on any thread; several elections may
-// share a Client only if they never wait at the same time (the server lets a
-// client wait for one lock at a time), so give each election its own Client.
+// Thread-safety: RunAsLeader may run on any thread; give each election its
+// own Client (a Client waits for one lock at a time).
 #ifndef LEASEKEEPER_CLIENT_LEADER_ELECTION_H_
 #define LEASEKEEPER_CLIENT_LEADER_ELECTION_H_
 
@@ -89,7 +50,24 @@ struct LeaderOptions {
 };
 
 // Contends for `lock` with leases of `ttl` until the caller stops `stop` or
-// the work returns on its own (see above).
+// the work returns on its own. The work runs on the calling thread, gets
+// its Lease as a parameter and must watch `term`: work that ignores it runs
+// on after the lease is lost, when another process may lead. Writes that
+// must not happen then go through Client::Write or carry lease.token() to a
+// store that checks it. The work must not release the lease itself.
+// A term ends in one of three ways:
+//  - the lease is lost (kExpired, kNotHolder, kDeadlockVictim,
+//    kSessionLost): `term` stops; RunAsLeader waits for the work, whatever
+//    it returns, and contends again;
+//  - the caller stops `stop`: `term` stops; RunAsLeader waits for the work,
+//    releases the lease and returns CANCELLED, whatever the work returned;
+//  - the work returns on its own: RunAsLeader releases the lease (a leader
+//    that is done hands the lock on) and returns what the work returned.
+// Contention errors: transient ones (the server unreachable, the session
+// lost while waiting, this client aborted as a deadlock victim, a full
+// queue) are retried after options.retry_delay; any other (bad arguments,
+// CLIENT_BUSY because this Client already waits for another lock) is
+// returned at once.
 // Outcomes: CANCELLED when `stop` was requested; the work's own status when
 // it returned on its own; a non-transient contention error.
 absl::Status RunAsLeader(Client& client, absl::string_view lock,

@@ -1,59 +1,19 @@
 // Lease: one held lock, kept alive in the background until it is released
-// or lost. Obtained from Client::Acquire or Client::TryAcquire.
-//
-// A Lease is a move-only RAII handle: destroying it (or assigning another
-// Lease to it) releases the lock if it is still held. It carries the
-// lock's fencing token: pass it to every write the lock protects
-// (Client::Write does), so that a holder that stalled past its lease cannot
-// overwrite the next one.
+// or lost. A move-only RAII handle from Client::Acquire or TryAcquire:
+// destroying it releases the lock. Pass token() to every write the lock
+// protects (Client::Write does). Why it works so: docs/design/clients.md.
 //
 // Guarantees:
-//  1. Renewal. The client renews the lease every third of its ttl (through
-//     the session's keepalive, which renews all of the client's leases at
-//     once, or a Renew call per lease when there is no session stream). A
-//     renewal that fails for a transient reason is retried after 100 ms,
-//     doubling up to a sixth of the ttl, until the client's deadline.
-//  2. Deadline. The client's deadline for the lease is counted on its own
-//     monotonic clock from the moment it SENT the request that granted or
-//     renewed it (for a grant that came out of the queue: the send plus the
-//     time the server says the request waited), less a small safety margin
-//     (LeaseTimer::SafetyMargin: 1 ms + 0.1% of the ttl), so it passes before
-//     the lease ends at the server. It never compares clocks with the
-//     server. When the deadline passes without a successful renewal the
-//     lease ends (kExpired) even if the server is unreachable.
-//  3. Ending. A lease ends exactly once, with one LeaseEndReason. From then
-//     on EndReason() returns it, Ended() is stopped, IsHeld() is false and it
-//     is never renewed again; losing a lease is final.
-//  4. Ended() is a std::stop_token: stop_requested() polls it, a
-//     std::stop_callback registered on it runs when the lease ends (at once,
-//     in the registering thread, if it has ended already), and
-//     std::condition_variable_any / std::jthread-style code can wait on it.
-//     EndReason() is set before the stop is requested, so a callback may
-//     read it.
+//  1. Renewal: every third of the ttl, by the session's keepalive or a Renew
+//     call; a transient failure is retried until the deadline (LeaseTimer).
+//  2. Deadline: counted on the client's monotonic clock from the send of the
+//     request that granted or last renewed it, less a safety margin, so it
+//     passes before the lease ends at the server; unrenewed, the lease then
+//     ends (kExpired), whether the server is reachable or not.
+//  3. A lease ends exactly once, with one LeaseEndReason, and is final.
 //
-// Why a stop_token (the C++ idiom for "stop what you are doing"): it is what
-// work that needs the lock should be passed, exactly like the
-// CancellationToken `Ended` of the DynamoDB lock client this follows; it
-// composes (RunAsLeader links it with the caller's stop); and it needs no
-// thread of its own. WaitForEnd covers "block until lost".
-//
-// Thread-safety: every method may be called from any thread, concurrently,
-// except that moving, assigning or destroying a Lease must not race with any
-// other call on the same Lease object. Stop callbacks registered on Ended()
-// run on the thread that ended the lease: the client's background thread, or
-// the thread that called Release/Renew/Write. They must be quick, must not
-// block, and must not destroy the Lease they watch.
-//
-// Differences from the DynamoDB lock client (seed 000), and why:
-//  - Reasons: `taken_over` and `deleted` become kNotHolder (the server,
-//    not the client, decides who holds a lock; there is no item to delete);
-//    kDeadlockVictim and kSessionLost are new, because the server aborts
-//    deadlock victims and ends sessions.
-//  - A contender never takes a lock over by watching a record version for a
-//    whole lease: the server hands the lock on at the instant a lease lapses,
-//    and within its session grace when a holder's process dies.
-//  - Release of a lease this client no longer holds reports kNotHolder
-//    instead of being silent, so a job learns that its work was not covered.
+// Thread-safety: any method from any thread, except that moving, assigning
+// or destroying a Lease must not race with another call on it.
 #ifndef LEASEKEEPER_CLIENT_LEASE_H_
 #define LEASEKEEPER_CLIENT_LEASE_H_
 
@@ -97,9 +57,14 @@ class Lease {
 
   // True until the lease ends.
   bool IsHeld() const;
-  // Why the lease ended; nullopt while it is held.
+  // Why the lease ended; nullopt while it is held. Set before Ended() stops.
   std::optional<LeaseEndReason> EndReason() const;
-  // Stopped once the lease has ended (guarantee 4).
+  // Stopped once the lease has ended: pass it to the work the lock covers.
+  // A std::stop_callback on it runs when the lease ends (at once, on the
+  // registering thread, if it has ended already), otherwise on the thread
+  // that ended it (the client's background thread, or one in Release,
+  // Renew or Write): it must be quick, must not block and must not destroy
+  // this Lease.
   std::stop_token Ended() const;
   // Blocks until the lease ends or `timeout` passes; the reason, or nullopt
   // on timeout. InfiniteDuration waits for as long as it takes.

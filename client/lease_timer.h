@@ -1,26 +1,16 @@
 // LeaseTimer: when a lease's client-side deadline passes and when to renew
-// it next. Pure arithmetic; time is a parameter.
+// it next. Pure arithmetic; time is a parameter. Why these rules:
+// docs/design/clients.md ("The client's deadline").
 //
-// The rules (issue 4, after the DynamoDB Lock Client's heartbeat):
-//  1. The client's deadline for a lease is counted on its own monotonic
-//     clock from the moment it SENT the request that granted or renewed it:
-//     deadline = sent_at + ttl - SafetyMargin(ttl). The server counts its
-//     lease from when it handled the request, which is later, so the
-//     client's deadline passes first whatever the offset between the two
-//     clocks. It never compares clocks with the server. The margin covers
-//     what "later" cannot: the server reads its clock in whole milliseconds
-//     (so its lease may end up to 1 ms before sent_at + ttl in real time),
-//     and the two clocks may run at slightly different rates (0.1% of the
-//     ttl is allowed, far more than NTP's 500 ppm slew).
+// Rules:
+//  1. deadline = sent_at + ttl - SafetyMargin(ttl), on the client's
+//     monotonic clock, sent_at being the send of the request that granted or
+//     renewed the lease; it never compares clocks with the server.
 //  2. The next renewal is due a third of the ttl after the last successful
-//     one was SENT (not answered), i.e. at deadline - 2/3 ttl, so a slow
-//     server does not push renewals towards the end of the lease.
-//  3. A renewal that fails for a transient reason is retried after 100 ms,
-//     then after twice as long each time, never more than a sixth of the
-//     ttl apart (and never less: with a ttl under 600 ms every retry waits a
-//     sixth), until one succeeds or the deadline passes.
-//  4. A success only ever moves the deadline later: an old renewal whose
-//     answer arrives after a newer one cannot shorten the lease.
+//     one was sent (not answered): at deadline - 2/3 ttl.
+//  3. A transient failure is retried after FirstRetryDelay, doubling, at
+//     most MaxRetryDelay apart, until a success or the deadline.
+//  4. A success only ever moves the deadline later.
 //
 // Thread-safety: a plain value; the owner synchronizes.
 #ifndef LEASEKEEPER_CLIENT_LEASE_TIMER_H_
@@ -41,7 +31,8 @@ class LeaseTimer {
  public:
   // A third of the ttl (rule 2).
   static absl::Duration RenewInterval(absl::Duration ttl) { return ttl / 3; }
-  // The first retry delay: 100 ms, but at most a sixth of the ttl (rule 3).
+  // The first retry delay: 100 ms, but at most a sixth of the ttl (rule 3;
+  // with a ttl under 600 ms every retry waits a sixth).
   static absl::Duration FirstRetryDelay(absl::Duration ttl);
   // The retry delay cap: a sixth of the ttl (rule 3).
   static absl::Duration MaxRetryDelay(absl::Duration ttl) { return ttl / 6; }

@@ -1,37 +1,17 @@
-// RpcClient: one typed call per LockService RPC, and nothing else.
+// RpcClient: one typed call per LockService RPC, and nothing else: plain
+// structs in and out, no session, no renewal, no state. leasekeeper-ctl's
+// one-shot commands use it, and Client builds its leases on it.
 //
-// Plain structs in and out, durations as absl::Duration, every failure an
-// absl::Status from FromGrpcStatus (so ErrorReasonOf tells "not holder" from
-// "client busy"). No session, no renewal, no retries, no state: this is the
-// layer leasekeeper-ctl's one-shot commands use, and the one Client builds
-// its leases on. Jobs that hold locks want Client and Lease instead.
+// Every call runs with the deadline CallOptions::timeout (for all attempts
+// together) and returns the server's answer or error as listed per call
+// (and in proto/leasekeeper/v1/lock_service.proto), mapped by
+// FromGrpcStatus; or CANCELLED once CallOptions::cancel is stopped (a
+// waiting Acquire is withdrawn by the server), UNAVAILABLE when the server
+// cannot be reached, DEADLINE_EXCEEDED when the timeout passes. With
+// several endpoints a call follows NOT_LEADER to the leader (at most 8
+// attempts); how: docs/design/clients.md ("Finding the leader").
 //
 // Thread-safety: thread-safe; calls may run concurrently from any thread.
-//
-// Every call:
-//   - runs with the transport deadline `CallOptions::timeout` (none when
-//     infinite; with several endpoints, for all its attempts together) and
-//     is cancelled when `CallOptions::cancel` is stopped, in which case it
-//     fails with CANCELLED (a waiting Acquire is withdrawn by the server);
-//   - fails with UNAVAILABLE when the server cannot be reached and
-//     DEADLINE_EXCEEDED when the timeout passes (both IsTransient);
-//   - otherwise returns the server's answer or its error, as listed per call
-//     and in proto/leasekeeper/v1/lock_service.proto.
-//
-// Several endpoints (Connect("a,b,c"), or one name with several addresses):
-// a cluster's nodes, of which only the leader serves lock calls. A call goes
-// where EndpointChoice (client/internal/endpoint_choice.h) says, and
-//   - a refusal NOT_LEADER is followed within the same call: to the leader
-//     it names, else to the next endpoint (the refusal applied nothing);
-//   - after a transport failure (UNAVAILABLE, no answer within the
-//     deadline) the next call goes to the next endpoint; the failed call
-//     itself goes again there only if repeating it is harmless: the reads,
-//     Write (same token, same value) and Acquire, Renew, Release with a
-//     request_id (the server's retry cache answers a repeat);
-//   - at most 8 attempts are made per call; the last failure
-//     is returned (UNAVAILABLE NOT_LEADER when no node knew a leader).
-// These are not retries of the server's answers: the call is made once at
-// the leader. One caller-given channel (the constructor) never moves.
 #ifndef LEASEKEEPER_CLIENT_RPC_CLIENT_H_
 #define LEASEKEEPER_CLIENT_RPC_CLIENT_H_
 
@@ -345,12 +325,16 @@ class RpcClient {
   // A lock's holders and queue (two empty lists for a lock nobody uses),
   // every page of them: one call per page of the server's default size,
   // until the last. Pages are separate reads, so entries that change in
-  // between may be missed or differ from a single snapshot.
+  // between may be missed or differ from a single snapshot. Cost: one call
+  // per page. Outcomes: that; INVALID_ARGUMENT (an empty name);
+  // PERMISSION_DENIED.
   absl::StatusOr<LockInfo> Inspect(absl::string_view lock,
                                    const CallOptions& options = {}) const;
 
   // A client's age, leases, wait and session state, following the pages of
-  // leases as Inspect does.
+  // leases as Inspect does. Outcomes: that (a client the server does not
+  // know is not registered and holds nothing); INVALID_ARGUMENT (an empty
+  // id); PERMISSION_DENIED.
   absl::StatusOr<ClientStatus> Status(absl::string_view client_id,
                                       const CallOptions& options = {}) const;
 
@@ -363,7 +347,8 @@ class RpcClient {
                                      const CallOptions& options = {}) const;
 
   // Every page of ListLocks, up to `max_locks` locks (each page its own
-  // call with `options`). Cost: one call per 1,000 locks.
+  // call with `options`). Cost: one call per 1,000 locks. Outcomes: those of
+  // ListLocks.
   absl::StatusOr<std::vector<LockSummary>> ListAllLocks(
       absl::string_view prefix, size_t max_locks,
       const CallOptions& options = {}) const;
@@ -376,7 +361,8 @@ class RpcClient {
   // Runs `invoke` (a call on the given stub with the given context) as this
   // class's own calls run: deadline, cancel, the endpoint choice. For the
   // RPCs this class leaves to its users (ServerInfo, ForceRelease). With
-  // `repeatable` a transport failure goes again elsewhere (see above).
+  // `repeatable` (repeating the call is harmless: a read, or a call with a
+  // request id) a transport failure goes again to the next endpoint.
   // Outcomes: what `invoke` returned, as FromGrpcStatus maps it.
   absl::Status CallWith(
       const CallOptions& options, bool repeatable,

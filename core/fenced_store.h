@@ -2,17 +2,11 @@
 // token (contract rule 6).
 //
 // A write to lock L is accepted iff its token >= the highest token the store
-// has accepted for L (0 if none): a holder may write many keys under one
-// token, and a stalled former holder can never overwrite its successor. The
-// store never looks at leases; L need not exist in the lock table. The
-// daemon's extra checks (token issued, writer holds the lease) need the lock
-// table and live in StateMachine, which calls this store after them.
+// has accepted for L (0 if none). The store never looks at leases; the
+// daemon's checks that need the lock table run in StateMachine first. Fence
+// (a fenced read) raises the mark without writing. Why: docs/design/core-rules.md.
 //
-// Fence (a fenced read, daemon-only) raises the mark without writing, so the
-// writes of any lower token are refused from then on: the external-store
-// form of protection against a holder that stalled between read and write.
-//
-// Thread-safety: none; one owner, like LockTable.
+// Thread-safety: none; one owner (StateMachine), like LockTable.
 //
 // Invariants:
 //  1. A lock's high-water mark never falls.

@@ -1,84 +1,17 @@
-// LockTable: the lease contract's lock table (contract Parts 1-4), and the
-// daemon's counting semaphores.
+// LockTable: the lease contract's lock table (contract Parts 1-4) and the
+// daemon's counting semaphores: named locks with time-limited leases, FIFO
+// queues, exclusive/shared/semaphore modes, per-lock fencing counters,
+// client registration (ages) and deadlock-victim selection. Why it is built
+// so: docs/design/core-rules.md.
 //
-// A pure, single-threaded, in-memory table of named locks with time-limited
-// leases, FIFO wait queues, shared/exclusive modes, per-lock fencing
-// counters, client registration (ages) and deadlock-victim selection. It
-// never reads a clock: every method takes `now`, and the table's state is
-// always "as of now" (rule 1).
+// Thread-safety: none. One owner (StateMachine) calls it, one call at a time.
 //
-// Thread-safety: none. One owner calls it; the server serialises all calls.
-//
-// Time: every mutating or reading method first retires, in the order they
-// happened, every lease whose expires_at <= now, handing each lock on at the
-// instant its lease ended (rule 3). `now` must never decrease; a smaller
-// value is treated as the latest `now` seen (REQUIRES: now in
-// [kMinTick, kMaxTick]).
-//
-// Semaphores (daemon-only; the contract and the replay know only exclusive
-// and shared). A lock is a semaphore of capacity N (1..kMaxSemaphoreCapacity)
-// while its holders and waiters are in LockMode::kSemaphore: the acquire
-// that finds the lock idle (no holder, no waiter) decides, and later
-// requests must name the same mode and N until the lock is idle again.
-// Compatibility (Part 2 rule 1) for a semaphore request is "fewer than N
-// hold"; everything else of Parts 1-2 applies unchanged: FIFO queue,
-// immediate grant only with an empty queue, the queue-grant rule (the head
-// is granted while fewer than N hold; nobody overtakes), the hand-over
-// instant for every grant, a lease and a token of the lock's one counter per
-// holder.
-//
-// Deadlocks (Part 3) with semaphores: the OR-model. A waiter on a full
-// semaphore is unblocked by any one holder's release, so "an edge to every
-// holder" (Part 3 rule 3) read as a cycle test would abort clients that are
-// not stuck. The table keeps the contract's graph (edges to every holder
-// and every waiter ahead) and decides with the AND-OR rule:
-//  - a client that waits for nothing is free;
-//  - an exclusive or shared waiter is free iff all its successors are free
-//    (it needs every holder and every waiter ahead to move: an AND-wait);
-//  - a semaphore waiter is free iff at least one successor is free (one
-//    release by a free holder grants the head, which then waits for nothing
-//    and will release in turn, so the whole queue moves: an OR-wait);
-//  - a client is deadlocked iff it is not free (least fixpoint).
-// Part 3's set C becomes: the deadlocked clients reachable from the
-// requester R (R itself included when it is deadlocked). Only R's new wait
-// can create a deadlock, so every deadlocked client can reach R and R is
-// deadlocked whenever anybody is; the victim, the abort and the loop of
-// Part 3 rules 5-10 are unchanged. Without semaphore waiters, "deadlocked
-// and reachable from R" is exactly "on a cycle through R", so exclusive and
-// shared locks keep the contract's behaviour to the letter.
-//
-// Invariants, true between calls:
-//  1. A lock's holders are either one exclusive lease, or any number of
-//     shared leases, or at most `capacity` semaphore leases; a lock's
-//     holders and waiters are either all semaphore requests of the lock's
-//     capacity or none is.
-//  2. Every lease held has expires_at > the latest now.
-//  3. The head of a non-empty queue is not compatible with the holders
-//     (otherwise it would have been granted).
-//  4. Tokens per lock strictly rise in grant order; a lock's counter is
-//     never reset, even when nobody holds or awaits it.
-//  5. A client waits for at most one lock and holds at most one lease per
-//     lock; a client that holds or waits is registered.
-//  6. No client is deadlocked (each queued acquire resolves the deadlocks
-//     it creates before returning). Without semaphore waiters: the
-//     wait-for graph has no cycle.
-//  7. With CoreConfig::track_idle_clients, a registered client is in the
-//     idle index iff it holds nothing and waits for nothing.
-//
-// Cost: an operation's work depends only on what it touches (Part 4): the
-// leases that lapse before it, the lock and client it names, and, for an
-// acquire that queues, the clients reachable from the requester in the
-// wait-for graph, each with the locks it holds (one forward search, then
-// one pass that spreads freedom backwards along the edges the search
-// found; with semaphores as without). No method scans all locks or
-// clients. Lapses come from an ordered expiry index keyed (expires_at,
-// grant sequence).
-//
-// Effects: besides its result, each call may cause events other parties care
-// about (a waiter granted from the queue, a lapse, an abort). They are
-// appended to an internal list that the owner drains with TakeEvents(); the
-// server uses them to answer parked waiters, log and count, after leaving
-// the table.
+// Time: it never reads a clock. Every method that takes `now` first retires,
+// in order, every lease with expires_at <= now, handing each lock on at the
+// instant its lease ended (rule 3). REQUIRES: now in [kMinTick, kMaxTick];
+// a `now` below the latest seen is taken as the latest. What a call does to
+// other parties (grants from the queue, lapses, aborts) is queued for
+// TakeEvents(). No method scans all locks or clients.
 #ifndef LEASEKEEPER_CORE_LOCK_TABLE_H_
 #define LEASEKEEPER_CORE_LOCK_TABLE_H_
 
@@ -210,6 +143,20 @@ struct Event {
   Tick expires_at = 0;     // kGrantedFromQueue
 };
 
+// Invariants, true between calls:
+//  1. A lock's holders are one exclusive lease, or any number of shared
+//     leases, or at most `capacity` semaphore leases; its holders and
+//     waiters are all semaphore requests of that capacity, or none is.
+//  2. Every lease held has expires_at > the latest now.
+//  3. The head of a non-empty queue is not compatible with the holders.
+//  4. Tokens per lock strictly rise in grant order; a lock's counter is
+//     never reset, even when nobody holds or awaits it.
+//  5. A client waits for at most one lock and holds at most one lease per
+//     lock; a client that holds or waits is registered.
+//  6. No client is deadlocked under the AND-OR rule (without semaphore
+//     waiters: the wait-for graph has no cycle).
+//  7. With CoreConfig::track_idle_clients, a registered client is in the
+//     idle index iff it holds nothing and waits for nothing.
 class LockTable {
  public:
   explicit LockTable(CoreConfig config = {});
@@ -234,12 +181,14 @@ class LockTable {
   //    [now, now + ttl) with the lock's next token.
   //  - kQueued: appended to the queue; while the requester was deadlocked,
   //    the youngest deadlocked client reachable from it was aborted (Part 3
-  //    with the AND-OR rule above), and those aborts may have granted the
+  //    with the AND-OR rule: a semaphore waiter needs one free holder, any
+  //    other waiter all of them), and those aborts may have granted the
   //    request after all (kGranted with `aborted` set).
   //  - kDeadlock: the requester itself was the victim; it is unregistered.
   // Registers an unregistered client before queueing (Part 3 rule 2).
-  // Cost: O(log) plus, when it queues, the deadlock search (see Cost
-  // above) once per abort.
+  // Cost: O(log locks) plus the leases that lapse first; when it queues,
+  // per abort, one search over the clients reachable from the requester in
+  // the wait-for graph and the locks they hold.
   absl::StatusOr<AcquireOutcome> Acquire(Tick now, absl::string_view client,
                                          absl::string_view lock, int64_t ttl,
                                          LockMode mode, uint32_t capacity = 0);
@@ -389,16 +338,12 @@ class LockTable {
   struct LockState;
   struct ClientState;
 
-  // Memory per held lock (issue 6): a lock's usual single holder lives inline
-  // in its LockState, its other holders and its queue in a Crowd allocated
-  // only while they exist, and locks and clients are single allocations that
-  // carry their own name (every other index points at it). A held lock costs
-  // an 88-byte LockState, its hash slot, a 16-byte entry in its client's
-  // holds, 8 in the active-locks index and 32 in the expiry index. A
-  // semaphore's capacity costs nothing more: every lease and queue entry of
-  // a semaphore carries it in the padding beside its mode, so the lock's is
-  // its first holder's (or, between a lapse and the grant it causes, its
-  // head waiter's).
+  // The layout keeps a held lock small (docs/design/core-rules.md, "Memory
+  // per held lock"): the usual single holder inline, the rest in a Crowd
+  // that exists only while needed, names owned once by LockState and
+  // ClientState. A semaphore's capacity rides in every lease and queue
+  // entry beside its mode; the lock's is its first holder's (or, between a
+  // lapse and the grant it causes, its head waiter's).
 
   struct Holder {
     ClientState* client = nullptr;
@@ -611,7 +556,7 @@ class LockTable {
   // is at the head. Nothing for a client that does not wait.
   void AppendSuccessors(const ClientState& client,
                         std::vector<ClientState*>& out) const;
-  // Part 3's set C under the AND-OR rule (see the top of this header): the
+  // Part 3's set C under the AND-OR rule (docs/design/core-rules.md): the
   // deadlocked clients reachable from `requester`, the requester among
   // them; empty if the requester is not deadlocked. REQUIRES: nobody was
   // deadlocked before the requester's wait began.

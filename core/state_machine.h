@@ -1,16 +1,13 @@
 // StateMachine: the whole core (LockTable + FencedStore) driven by a stream
 // of plain-data operations.
 //
-// Every state change of leasekeeper is one Operation applied here, in order.
-// The same ordered stream is what the server logs for durability and what a
-// later replica will consume, so an Operation holds only values (no
-// pointers, no callbacks) and applying the same stream to a fresh
-// StateMachine rebuilds the same state: the core is deterministic.
+// Every state change of leasekeeper is one Operation applied here, in order:
+// plain values, so the same stream, written to the local log or replicated
+// through etcd, rebuilds the same state in a fresh StateMachine (the core is
+// deterministic). Queries (read, inspect, status) change nothing but the
+// passage of time; they are methods, not operations.
 //
-// Queries (read, inspect, status) change nothing but the passage of time and
-// are not operations; they are methods.
-//
-// Thread-safety: none; one owner.
+// Thread-safety: none; one owner (the server's CoreOwner, or the replay).
 #ifndef LEASEKEEPER_CORE_STATE_MACHINE_H_
 #define LEASEKEEPER_CORE_STATE_MACHINE_H_
 

@@ -46,8 +46,8 @@ inline constexpr uint32_t kMaxSemaphoreCapacity = 65535;
 // Limits of the core itself. Everything else (name sizes, waiters per lock)
 // is a server policy and lives in the server's config.
 // The largest max_ttl the core accepts: a lease keeps its ttl in 32 bits
-// (memory per held lock, issue 6). A larger CoreConfig::max_ttl is treated
-// as this value.
+// (docs/design/core-rules.md, "Memory per held lock"). A larger
+// CoreConfig::max_ttl is treated as this value.
 inline constexpr int64_t kMaxCoreTtl = std::numeric_limits<int32_t>::max();
 
 struct CoreConfig {

@@ -1,34 +1,9 @@
 // MetricsExposer: serves the exposition of a set of prometheus-cpp
 // collectables at GET /metrics over plain HTTP/1.1, for Prometheus to
-// scrape. A thin layer over prometheus::Exposer (prometheus-cpp-pull, which
-// runs the civetweb HTTP server) that adds what a daemon's listener needs:
-// an address check with a clear error, start failures as a Status instead
-// of an exception, and connection handling that a few slow or half-open
-// clients cannot exhaust.
-//
-// Slow clients: civetweb serves each connection on one of `num_threads`
-// worker threads, from accept until the connection closes. So that a
-// connection cannot hold its worker for long:
-//  - a connection must deliver its whole request within
-//    `request_timeout_ms` of being picked up (the same bound applies to
-//    writing the response), or it is closed;
-//  - keep-alive is off: a connection is closed after one response, so an
-//    idle client does not keep its worker between scrapes.
-// Hence, with fewer than `num_threads` stalled connections a scrape is
-// answered at once, and a burst of B stalled connections delays scrapes by
-// at most about ceil(B / num_threads) * request_timeout_ms (each round of
-// workers frees itself when its connections time out). Connections beyond
-// the workers wait in the accept queue (`listen_backlog`), not refused.
-//
-// Responses (prometheus-cpp's handler under civetweb): GET /metrics (and
-// any path below or extending it, civetweb matching by prefix) is 200 with
-// Content-Type "text/plain; charset=utf-8", gzip-encoded when the client
-// accepts it; any other path is 404, and any other method (HEAD included)
-// is refused with 404 or 405. Besides the registered collectables the body
-// carries prometheus-cpp's own exposer_* series (scrapes, bytes, latency).
-//
-// Stopping takes up to 2 s: civetweb's accept loop wakes that often to see
-// whether it should stop.
+// scrape. A thin layer over prometheus::Exposer (civetweb underneath) that
+// adds an address check with a clear error, start failures as a Status
+// instead of an exception, and connection handling that a few slow or
+// half-open clients cannot exhaust (ExposerOptions).
 //
 // Thread-safety: Start and the destructor from one controlling thread;
 // port() and address() from any thread. Collectables are read on the HTTP
@@ -52,6 +27,16 @@ class Exposer;
 
 namespace leasekeeper::metrics {
 
+// How connections are served. civetweb serves each connection on one of
+// `num_threads` workers, from accept until it closes; a connection must
+// deliver its whole request (and take the response) within
+// `request_timeout_ms` of being picked up, and keep-alive is off (one
+// response per connection, so an idle client does not keep its worker
+// between scrapes). Hence with fewer than `num_threads` stalled
+// connections a scrape is answered at once, and a burst of B stalled
+// connections delays scrapes by at most about
+// ceil(B / num_threads) * request_timeout_ms. Connections beyond the
+// workers wait in the accept queue (`listen_backlog`), not refused.
 struct ExposerOptions {
   // HTTP worker threads, each serving one connection at a time: the number
   // of stalled connections that cannot delay a scrape. An idle worker costs
@@ -74,7 +59,11 @@ class MetricsExposer {
  public:
   // Binds `listen` ("host:port", "[v6]:port"; host may be a name such as
   // localhost, which resolves to its first address; port 0 picks a free
-  // port) and serves `collectables` at /metrics.
+  // port) and serves `collectables` at /metrics: GET /metrics (and any path
+  // below or extending it: civetweb matches by prefix) is 200 with
+  // Content-Type "text/plain; charset=utf-8", gzip-encoded when the client
+  // accepts it; any other path is 404, any other method (HEAD included) 404
+  // or 405. The body also carries prometheus-cpp's own exposer_* series.
   // Outcomes: the running exposer; INVALID_ARGUMENT for a malformed address
   // or options (num_threads or a timeout below 1); UNAVAILABLE if the
   // address cannot be resolved or bound (the message names the address and
@@ -86,8 +75,9 @@ class MetricsExposer {
 
   MetricsExposer(const MetricsExposer&) = delete;
   MetricsExposer& operator=(const MetricsExposer&) = delete;
-  // Stops accepting, closes every connection and joins the HTTP threads
-  // (up to 2 s, see above).
+  // Stops accepting, closes every connection and joins the HTTP threads.
+  // Takes up to 2 s: civetweb's accept loop wakes that often to see whether
+  // it should stop.
   ~MetricsExposer();
 
   // The bound port (the actual one when started with port 0).

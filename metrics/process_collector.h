@@ -1,20 +1,9 @@
 // ProcessCollector: the standard process_* series of a Linux process, read
 // from /proc when scraped, with the names, types and help texts of
-// Prometheus' Go client (so dashboards made for any exporter work):
-//   process_cpu_seconds_total        counter  user + system CPU time
-//   process_open_fds                 gauge    entries of /proc/self/fd
-//   process_max_fds                  gauge    soft RLIMIT_NOFILE
-//   process_virtual_memory_bytes     gauge    vsize of /proc/self/stat
-//   process_resident_memory_bytes    gauge    rss of /proc/self/stat * page
-//   process_start_time_seconds       gauge    start, seconds since the epoch
-//                                             (boot time of /proc/stat +
-//                                             starttime of /proc/self/stat)
-// A series whose source cannot be read or parsed is left out of that
-// scrape (so a restricted /proc shows fewer series, never wrong ones).
+// Prometheus' Go client (so dashboards made for any exporter work).
 //
 // Thread-safety: Collect may run on several threads at once; it only reads
-// files. Cost per scrape: four small files and one directory listing of
-// the open descriptors, O(open fds).
+// files.
 #ifndef LEASEKEEPER_METRICS_PROCESS_COLLECTOR_H_
 #define LEASEKEEPER_METRICS_PROCESS_COLLECTOR_H_
 
@@ -41,6 +30,19 @@ class ProcessCollector : public prometheus::Collectable {
   ProcessCollector() : ProcessCollector(Options{}) {}
   explicit ProcessCollector(Options options);
 
+  // The series, each left out of this scrape when its source cannot be read
+  // or parsed (a restricted /proc shows fewer series, never wrong ones):
+  //   process_cpu_seconds_total        counter  user + system CPU time
+  //   process_open_fds                 gauge    entries of /proc/self/fd
+  //   process_max_fds                  gauge    soft RLIMIT_NOFILE
+  //   process_virtual_memory_bytes     gauge    vsize of /proc/self/stat
+  //   process_resident_memory_bytes    gauge    rss of /proc/self/stat * page
+  //   process_start_time_seconds       gauge    start, seconds since the
+  //                                             epoch (boot time of
+  //                                             /proc/stat + starttime of
+  //                                             /proc/self/stat)
+  // Cost: four small files and one listing of the open descriptors,
+  // O(open fds).
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:

@@ -1,28 +1,6 @@
-// The contract's run(operations) format over the core: what
-// `leasekeeper-replay` serves.
-//
-// Each operation is [name, ts, ...args]; results are the contract's JSON
-// values and "error: <code>" strings. Validation order, for every operation:
-//  1. not a non-empty list -> "error: invalid arguments";
-//  2. first element not a known operation name -> "error: unknown operation";
-//  3. ts not an integer (booleans and floats are not) or outside
-//     [kMinTick, kMaxTick], or smaller than the previous operation's ts ->
-//     "error: invalid arguments" (time does not move);
-//  4. time advances to ts (rule 1), even if the operation then fails;
-//  5. wrong number of arguments, then each argument's type (non-empty
-//     string, integer, mode spelling, token >= 1) -> "error: invalid
-//     arguments";
-//  6. range checks (ttl in 1..86400) -> "error: invalid ttl";
-//  7. state checks (client busy, not holder, stale token).
-// Shapes the contract leaves open (issue 2):
-//  - ["renew", ts, client, lock, ttl] -> ["renewed", token, expires_at].
-//  - ["repeat", ts, template, count, step] -> {"ops", "results"[, "aborted"]}.
-//    A template is a non-empty list whose first element is not "repeat";
-//    count in 1..100000, step >= 0 integers, and ts + (count-1)*step within
-//    kMaxTick; placeholders {i}, {i+A}, {i%K}, {i+A%K} (A, K decimal digits,
-//    K >= 1; {i%0} makes the template bad). Each run is applied exactly as a
-//    top-level operation would be, so an unknown name in the template is
-//    tallied as "error: unknown operation" per run.
+// Replay: the contract's run(operations) format over the core, what
+// `leasekeeper-replay` serves. Each operation is [name, ts, ...args];
+// results are the contract's JSON values and "error: <code>" strings.
 //
 // Thread-safety: a Replay is single-threaded; separate instances are
 // independent.
@@ -44,7 +22,30 @@ class Replay {
   Replay(const Replay&) = delete;
   Replay& operator=(const Replay&) = delete;
 
-  // Applies one operation (any JSON value) and returns its result.
+  // Applies one operation (any JSON value) and returns its result. Checks,
+  // in this order:
+  //  1. not a non-empty list -> "error: invalid arguments";
+  //  2. first element not a known operation name -> "error: unknown
+  //     operation";
+  //  3. ts not an integer (booleans and floats are not) or outside
+  //     [kMinTick, kMaxTick], or smaller than the previous operation's ts ->
+  //     "error: invalid arguments" (time does not move);
+  //  4. time advances to ts (rule 1), even if the operation then fails;
+  //  5. wrong number of arguments, then each argument's type (non-empty
+  //     string, integer, mode spelling, token >= 1) -> "error: invalid
+  //     arguments";
+  //  6. range checks (ttl in 1..86400) -> "error: invalid ttl";
+  //  7. state checks (client busy, not holder, stale token).
+  // Two shapes the contract leaves open:
+  //  - ["renew", ts, client, lock, ttl] -> ["renewed", token, expires_at].
+  //  - ["repeat", ts, template, count, step] -> {"ops", "results"[,
+  //    "aborted"]}. A template is a non-empty list whose first element is
+  //    not "repeat"; count in 1..100000, step >= 0 integers, and
+  //    ts + (count-1)*step within kMaxTick; placeholders {i}, {i+A}, {i%K},
+  //    {i+A%K} (A, K decimal digits, K >= 1; {i%0} makes the template bad).
+  //    Each run is applied exactly as a top-level operation would be, so an
+  //    unknown name in the template is tallied as "error: unknown
+  //    operation" per run. Cost: O(count) operations.
   nlohmann::ordered_json Apply(const nlohmann::json& operation);
 
  private:

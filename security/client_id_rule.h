@@ -1,17 +1,5 @@
 // The client-id rule of mutual TLS: a request's client id must belong to the
-// certificate that sent it.
-//
-// A client id C belongs to an identity I iff C == I, or C starts with I
-// followed by '/' and at least one more byte (a suffix that lets one
-// certificate run several clients: "billing-worker/7", "billing-worker/a/b").
-// Examples, identity "billing-worker":
-//   "billing-worker"          belongs
-//   "billing-worker/7"        belongs
-//   "billing-worker/"         does not (empty suffix)
-//   "billing-worker7"         does not (no '/')
-//   "billing"                 does not
-//   "other/billing-worker"    does not
-// Comparison is byte-wise and case-sensitive.
+// certificate that sent it (one of its names, or a name, '/', and a suffix).
 //
 // Thread-safety: pure functions.
 #ifndef LEASEKEEPER_SECURITY_CLIENT_ID_RULE_H_
@@ -23,7 +11,11 @@
 
 namespace leasekeeper::security {
 
-// True iff `client_id` belongs to `identity` (see above).
+// True iff `client_id` belongs to `identity`: C == I, or C starts with I
+// followed by '/' and at least one more byte (so one certificate can run
+// several clients), byte-wise and case-sensitive. With I "billing-worker":
+// "billing-worker" and "billing-worker/7" belong; "billing-worker/" (empty
+// suffix), "billing-worker7", "billing" and "other/billing-worker" do not.
 bool ClientIdBelongsTo(absl::string_view client_id, absl::string_view identity);
 
 // Outcomes: OK if `client_id` belongs to one of the peer's names;

@@ -1,15 +1,10 @@
 // PeerIdentity: who is on the other end of a call, as the transport proved
-// it: the names in the client certificate of a mutual-TLS connection.
-//
-// The names are the certificate subject's Common Name followed by its
-// Subject Alternative Name entries (DNS names, URIs such as SPIFFE ids,
-// e-mail addresses, IP addresses), in certificate order, without
-// duplicates. The CA vouched for every one of them, so each is an identity
-// of the peer: a client id may belong to any of them (client_id_rule.h)
-// and the policy's grants of all of them apply (authorizer.h).
-//
-// Plaintext connections and TLS without client certificates authenticate
-// nobody: the names are empty.
+// it: the names in the client certificate of a mutual-TLS connection (the
+// subject's Common Name, then its Subject Alternative Names: DNS names,
+// URIs such as SPIFFE ids, e-mail and IP addresses, in certificate order,
+// without duplicates). Each is an identity of the peer (the CA vouched for
+// all of them). Plaintext connections and TLS without client certificates
+// authenticate nobody: the names are empty.
 //
 // Thread-safety: a plain value; PeerIdentityFromAuthContext is a pure
 // function of its argument.

@@ -1,42 +1,9 @@
 // Policy: which certificate identities may use which lock names, and which
-// are operators (admins). Loaded at startup from a JSON file given by
-// leasekeeperd's --policy flag, and again on SIGHUP (a file that does not
-// load leaves the previous policy in force); only meaningful with mutual
-// TLS.
-//
-// Format (UTF-8 JSON; unknown keys are errors, so a typo never silently
-// grants or drops access):
-//
-//   {
-//     "version": 1,                           optional; must be 1
-//     "description": "free text",             optional
-//     "identities": {                         required; may be empty
-//       "billing-worker": {                   an identity: a certificate's
-//                                             CN or one of its SAN entries
-//         "lock_prefixes": ["billing/", "shared/reports"],
-//         "admin": false,                     optional; default false
-//         "description": "free text"          optional
-//       },
-//       "spiffe://example.org/ops/oncall": { "admin": true }
-//     }
-//   }
-//
-// Meaning:
-//  - An identity may use a lock (Acquire, Renew, Release, Write, Read,
-//    Inspect) iff the lock's name starts with one of its lock_prefixes
-//    (byte-wise, case-sensitive). The prefix "" grants every lock. Prefixes
-//    are plain strings: "billing/" does not grant "billing" nor
-//    "billingX"; "billing" grants all three.
-//  - `admin: true` marks an operator: ListLocks of every prefix, Inspect and
-//    Status of anything, and the forced release. It does not by itself grant
-//    Acquire on any lock (list "" to do that).
-//  - An identity absent from the file is granted nothing: deny by default.
-//    An entry that grants nothing (no prefixes, not admin) is an error.
-//
-// Limits (named, checked at load): the file at most kMaxPolicyBytes, at
-// most kMaxPolicyIdentities identities of 1..kMaxIdentityBytes bytes, each
-// with at most kMaxPrefixesPerIdentity distinct prefixes of at most
-// kMaxPrefixBytes bytes.
+// are operators (admins). Loaded from the JSON file of leasekeeperd's
+// --policy flag at startup and again on SIGHUP (a file that does not load
+// leaves the previous policy in force); only meaningful with mutual TLS.
+// Deny by default: an identity the file does not list is granted nothing.
+// The file's format and meaning: docs/design/security.md.
 //
 // Thread-safety: immutable after Parse/Load; any number of threads may read.
 #ifndef LEASEKEEPER_SECURITY_POLICY_H_
@@ -65,6 +32,11 @@ struct IdentityGrant {
 
 class Policy {
  public:
+  // Parses the policy file's text (UTF-8 JSON: "version" 1, optional
+  // "description", required "identities" mapping each identity to its
+  // "lock_prefixes", "admin" and "description"). Unknown keys are errors,
+  // so a typo never silently grants or drops access; so is an entry that
+  // grants nothing (no prefixes, not admin).
   // Outcomes: the policy; INVALID_ARGUMENT with a message that names the
   // JSON path of the first problem (e.g. `identities."billing".admin: must
   // be true or false`), for text that is not JSON (with the byte offset), a
@@ -80,12 +52,16 @@ class Policy {
   // The grant of `identity`, or nullptr when the file does not list it.
   const IdentityGrant* Find(absl::string_view identity) const;
 
-  // True iff `identity` is listed with a grant that `name` starts with.
+  // True iff `identity` is listed with a grant that `name` starts with
+  // (byte-wise, case-sensitive; "billing/" does not grant "billing", the
+  // prefix "" grants every lock).
   // `name` is a lock name, or a ListLocks prefix: every lock such a listing
   // can return starts with the prefix, hence with the grant.
   // Cost: O(prefixes of that identity).
   bool MayUseLock(absl::string_view identity, absl::string_view name) const;
 
+  // True iff `identity` is listed with admin: true (ListLocks of every
+  // prefix, Inspect and Status of anything, ForceRelease; no lock by itself).
   bool IsAdmin(absl::string_view identity) const;
 
   size_t identity_count() const { return grants_.size(); }

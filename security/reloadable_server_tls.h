@@ -1,31 +1,18 @@
 // ReloadableServerTls: the gRPC server credentials of leasekeeperd's
 // listening port, whose certificate, key and client CAs can be replaced
-// while the daemon serves (leasekeeperd re-reads them on SIGHUP).
-//
-// Mechanism: gRPC's SSL server credentials with a certificate-config
-// fetcher (grpc_ssl_server_credentials_create_options_using_config_fetcher),
-// which gRPC asks before every new TLS handshake whether the configuration
-// changed. Debian 12's gRPC 1.51 offers two certificate providers for
-// TlsServerCredentials, and neither reloads on demand: the static one
-// cannot be changed once given to the credentials, the file watcher polls
-// the files on its own timer (and would pick up a half-written file or a
-// change nobody asked for). The fetcher lets the daemon check the new files
-// first (security/tls_config.h) and switch at the moment it decides.
+// while the daemon serves (leasekeeperd calls Reload on SIGHUP). Why it is
+// built on gRPC's certificate-config fetcher: docs/design/security.md.
 //
 // Guarantees:
 //  1. Reload either replaces the whole material (certificate chain, key and
 //     client CAs together) or, when any new file fails its checks, changes
-//     nothing: handshakes go on with the previous material.
+//     nothing.
 //  2. A handshake that starts after a successful Reload returned uses the
-//     new material. Connections already established, and the calls and
-//     session streams on them, are not touched: TLS authenticated them
-//     once, at their handshake.
-//  3. The transport mode (plaintext, tls, mutual-tls) never changes: it
-//     follows from which flags were given, and the flags stay.
+//     new material; established connections are not touched.
+//  3. The transport mode (plaintext, tls, mutual-tls) never changes.
 //
 // Thread-safety: Reload, summary and the handshakes' fetches may run
-// concurrently (one mutex, held only to copy or swap the material, never
-// while reading files).
+// concurrently (one mutex, never held while reading files).
 #ifndef LEASEKEEPER_SECURITY_RELOADABLE_SERVER_TLS_H_
 #define LEASEKEEPER_SECURITY_RELOADABLE_SERVER_TLS_H_
 

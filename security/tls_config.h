@@ -1,22 +1,11 @@
 // TLS configuration of leasekeeperd: the --tls-cert, --tls-key and
-// --client-ca files turned into gRPC server credentials.
-//
-//   none of the three        plaintext (the loopback default for a first run)
-//   --tls-cert + --tls-key   TLS: clients verify the server; the server
-//                            authenticates nobody
-//   ... + --client-ca        mutual TLS: every client must present a
-//                            certificate signed by a CA in --client-ca, or
-//                            the handshake fails; the certificate's names
-//                            become the call's identity (peer_identity.h)
-//
-// The files are PEM. --tls-cert may hold a chain (leaf first, then
-// intermediates); --client-ca may hold several CA certificates. They are
-// read and checked before they are used, at startup and at every reload
-// (SIGHUP, security/reloadable_server_tls.h), so a wrong file stops the
-// daemon, or is refused by the reload, with a message naming the flag,
-// instead of failing every handshake later: each must parse, the key must
-// match the certificate, and the certificate must be within its validity
-// period.
+// --client-ca PEM files turned into checked material for gRPC server
+// credentials. None of them: plaintext; --tls-cert and --tls-key: TLS
+// (clients verify the server, the server authenticates nobody); with
+// --client-ca too: mutual TLS (every client presents a certificate signed
+// by one of those CAs, whose names become the call's identity). The files
+// are checked before use, at startup and at every reload, so a wrong file
+// is refused with a message naming its flag (docs/design/security.md).
 //
 // Thread-safety: pure functions (they read files).
 #ifndef LEASEKEEPER_SECURITY_TLS_CONFIG_H_

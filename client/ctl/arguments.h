@@ -1,27 +1,8 @@
 // leasekeeper-ctl's command line: one CLI11 subcommand per command, each
 // with its own usage, flags and help, and the global flags that every
-// command takes.
+// command takes:
 //
 //   leasekeeper-ctl [GLOBAL FLAGS] COMMAND ARGS [FLAGS] [-- CMD ARGS...]
-//
-// Rules (the tests check each):
-//  1. Global flags may come before or after the command; a command's own
-//     flags come after it. Flags take --name VALUE or --name=VALUE.
-//  2. Every global flag, and --client, falls back to an environment
-//     variable when not given (LEASEKEEPER_SERVER, LEASEKEEPER_OUTPUT,
-//     LEASEKEEPER_TIMEOUT, LEASEKEEPER_TLS, LEASEKEEPER_CA, LEASEKEEPER_CERT,
-//     LEASEKEEPER_KEY, LEASEKEEPER_TLS_SERVER_NAME, LEASEKEEPER_CLIENT); an
-//     empty variable counts as unset. A flag on the command line wins.
-//  3. Durations take absl::ParseDuration's syntax (duration_flag.h).
-//  4. `COMMAND --help` (or `help COMMAND`) prints that command's usage and
-//     flags; `--help` or no arguments at all print the overview;
-//     `--version` this binary's version; `completion bash|zsh` the shell
-//     completion script (completion.h).
-//  5. A flag a command does not take, a missing or extra argument, a bad
-//     duration, token or format is a usage error: the problem, named after
-//     the command, then that command's usage (exit code 2).
-//  6. For `run`, everything after `--` is the command to run.
-//  7. `watch` takes exactly one of LOCK and --prefix P.
 //
 // Thread-safety: ParseArguments reads the environment (getenv) and is
 // otherwise pure; do not call it while another thread changes the
@@ -123,7 +104,25 @@ struct ParsedArguments {
   std::string text;
 };
 
-// Parses the arguments after the program name.
+// Parses the arguments after the program name. Rules (the tests check
+// each):
+//  1. Global flags may come before or after the command; a command's own
+//     flags come after it. Flags take --name VALUE or --name=VALUE.
+//  2. Every global flag, and --client, falls back to an environment
+//     variable when not given (LEASEKEEPER_SERVER, LEASEKEEPER_OUTPUT,
+//     LEASEKEEPER_TIMEOUT, LEASEKEEPER_TLS, LEASEKEEPER_CA, LEASEKEEPER_CERT,
+//     LEASEKEEPER_KEY, LEASEKEEPER_TLS_SERVER_NAME, LEASEKEEPER_CLIENT); an
+//     empty variable counts as unset. A flag on the command line wins.
+//  3. Durations take absl::ParseDuration's syntax (duration_flag.h).
+//  4. `COMMAND --help` (or `help COMMAND`) prints that command's usage and
+//     flags; `--help` or no arguments at all print the overview;
+//     `--version` this binary's version; `completion bash|zsh` the shell
+//     completion script (completion.h): kPrintText.
+//  5. A flag a command does not take, a missing or extra argument, a bad
+//     duration, token or format is a usage error (kUsageError: the problem,
+//     named after the command, then that command's usage; exit code 2).
+//  6. For `run`, everything after `--` is the command to run.
+//  7. `watch` takes exactly one of LOCK and --prefix P.
 ParsedArguments ParseArguments(const std::vector<std::string>& args);
 
 // The overview help (what `leasekeeper-ctl --help` prints).

@@ -1,25 +1,13 @@
 // ChannelSet: the channels to a leasekeeper service's endpoints and the one
 // calls go to now (the leader, as far as this client knows). Internal to the
 // client library: RpcClient, Session and ClientCore make every call through
-// it.
-//
-// Each call takes a Pick (the current endpoint's stub and the choice's
-// generation), makes the call, and reports its outcome with Report;
-// EndpointChoice decides from the outcomes where later calls go
-// (see its rules: follow NOT_LEADER's leader at once, else the next
-// endpoint, with backoff once a whole round failed). A ChannelSet made of
-// one caller-given channel never moves: the caller's channel is all it has.
-//
-// Channels are made lazily, one per endpoint address, and kept for the
-// ChannelSet's life (at most the endpoints plus the leader addresses the
-// nodes named; a cluster has few). Current() asks a channel that is not
-// connected to connect, so that a call made without wait_for_ready after
-// an outage finds a channel that tried again (gRPC does not reconnect an
-// idle channel by itself) when the call may move (Pick::can_move).
+// it, taking a Pick, making the call and reporting its outcome; its
+// EndpointChoice decides where later calls go. One caller-given channel
+// (Fixed) never moves. Channels are made lazily, one per address, and kept
+// for the set's life (docs/design/clients.md, "Finding the leader").
 //
 // Thread-safety: thread-safe. Its mutex is a leaf: Current and Report take
-// only it and call nothing back, so they may be called with any other lock
-// held.
+// only it and call nothing back, so they may be called with any lock held.
 #ifndef LEASEKEEPER_CLIENT_INTERNAL_CHANNEL_SET_H_
 #define LEASEKEEPER_CLIENT_INTERNAL_CHANNEL_SET_H_
 
@@ -91,7 +79,10 @@ class ChannelSet {
   ChannelSet(const ChannelSet&) = delete;
   ChannelSet& operator=(const ChannelSet&) = delete;
 
-  // Where a call goes now.
+  // Where a call goes now. When the call may move (Pick::can_move), asks a
+  // channel that is not connected to connect (gRPC does not reconnect an
+  // idle channel by itself), so a fail-fast call after an outage finds one
+  // that tried again.
   Pick Current();
   // The outcome of a call made on `pick`. Returns true if the choice moved
   // because of it: a call that may be repeated can go again, to Current(),

@@ -1,37 +1,6 @@
-// ClientCore: the shared state behind a Client and its Leases. Internal.
-//
-// It owns the RpcClient, the Session, the registry of live leases and one
-// maintenance thread, which (in this order, each round):
-//   1. ends leases whose client-side deadline passed (kExpired) and queues a
-//      background release for them, so that a later keepalive cannot revive
-//      them at the server;
-//   2. gives up on keepalives whose ack is overdue (a transient failure for
-//      each lease they covered; the stream is cut and resumed);
-//   3. renews the leases that are due (LeaseTimer): with one keepalive for
-//      all of them while the session stream is connected, otherwise with an
-//      asynchronous Renew call each (a retry after a transient failure
-//      keeps the request id and waits for the channel to reconnect);
-//   4. retries background releases (each with its request id; at once when
-//      the session is resumed);
-//   5. runs the stop callbacks and events of leases that ended (outside the
-//      mutex), then sleeps until the next thing is due or something changes.
-//
-// Which way a call travels (Route): the caller's Acquire, Renew and Release
-// go as calls on the session stream while it is connected to the session
-// the request belongs to, because such a call costs the server no HTTP/2
-// stream or call setup (about +20% throughput on a one-core server). They
-// go as unary calls when there is no session (use_session == false, or a
-// lease of an earlier session) or its stream is down or resuming, and a
-// call whose stream drops before the answer is retried at once as a unary
-// call with the same request id (the server answers a repeat from its
-// retry cache, so it applies once). A call given up on the stream (stop,
-// timeout) cannot be cancelled the way a unary call is: an Acquire is
-// withdrawn with a Release of its lock before Acquire returns or retries
-// (with a new request id: the withdrawn one is answered `withdrawn`), the
-// same guarantee the server gives for a cancelled unary Acquire. The
-// maintenance thread's own calls (background renewals by call, background
-// releases) stay unary and asynchronous: they are the rare fallbacks after
-// a failure, and that thread must never block on an answer.
+// ClientCore: the shared state behind a Client and its Leases (internal):
+// the RpcClient, the Session, the live leases and a maintenance thread that
+// expires, renews and retries releases. How: docs/design/clients.md.
 //
 // Invariants:
 //   1. A lease is in leases_ iff its end_reason is unset.
@@ -40,15 +9,9 @@
 //   3. Nothing is called back, logged or sent while mu_ is held; the
 //      Session's listener methods take mu_ and return quickly.
 //   4. At most one release per lock is in flight, and an Acquire of a lock
-//      first finishes any background release of that lock, so a late
-//      Release (which names only the client and the lock) can never end a
-//      newer lease of the same lock.
-//   5. The core owns each asynchronous call (its reactor and ClientContext)
-//      until a core thread destroys it after its OnDone. gRPC makes its last
-//      use of a call before OnDone, and a ClientContext holds a reference to
-//      the channel, so neither a context nor the channel is ever destroyed
-//      on a gRPC thread. Calls start only before Shutdown, and Shutdown
-//      cancels them and waits for every OnDone.
+//      first finishes any background release of that lock.
+//   5. A core thread, never a gRPC one, destroys each asynchronous call
+//      after its OnDone; Shutdown cancels the calls and waits for them.
 //
 // Thread-safety: thread-safe.
 #ifndef LEASEKEEPER_CLIENT_INTERNAL_CLIENT_CORE_H_
@@ -149,14 +112,18 @@ class ClientCore : private SessionListener {
       absl::string_view lock, absl::Duration ttl, absl::Duration wait,
       const AcquireOptions& options, bool try_only);
 
+  // Lease::Renew, Lease::Release and Client::Write for `lease`, with the
+  // outcomes listed there.
   absl::Status Renew(LeaseState& lease);
   absl::Status Release(LeaseState& lease);
   absl::Status Write(LeaseState& lease, absl::string_view key,
                      absl::string_view value);
 
+  // Client::Read: the value or nullopt; INVALID_ARGUMENT; UNAVAILABLE.
   absl::StatusOr<std::optional<std::string>> Read(absl::string_view lock,
                                                   absl::string_view key) const;
 
+  // Lease::EndReason and Lease::TimeLeft.
   std::optional<LeaseEndReason> EndReason(const LeaseState& lease) const;
   absl::Duration TimeLeft(const LeaseState& lease) const;
 
@@ -265,7 +232,8 @@ class ClientCore : private SessionListener {
   // Withdraws a request TryAcquire left queued.
   void Withdraw(const std::string& lock, const std::string& session_id)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // One Acquire, Renew or Release (see "Which way a call travels"): on the
+  // One Acquire, Renew or Release (docs/design/clients.md, "Which way a
+  // call travels"): on the
   // stream of call.session_id if connected, else (or after the stream
   // dropped, with what is left of options.timeout) by `unary`. Returns what
   // the unary call would. `abandoned` (optional) is set when the call was

@@ -1,30 +1,18 @@
 // EndpointChoice: which of a service's endpoints the next call goes to, and
 // from when. Pure logic over a caller-given time, internal to the client
-// library (ChannelSet wraps it with channels and a mutex).
+// library (ChannelSet wraps it with channels and a mutex). Why:
+// docs/design/clients.md ("Finding the leader").
 //
-// A leasekeeper service is one daemon or a cluster of them, of which only
-// the leader serves lock calls: the others refuse with UNAVAILABLE
-// NOT_LEADER, naming the leader when they know it. The rule:
+// Rules:
 //  1. The first attempt goes to the first endpoint of the list.
-//  2. A refusal NOT_LEADER that names a leader moves to that address (an
-//     address outside the list is fine: it is the cluster's own advertised
-//     address), at once. A refusal that names the endpoint already current
-//     counts as a failure of it (rule 3).
-//  3. Any other failure of the endpoint (NOT_LEADER without a leader, the
-//     server unreachable or shutting down, no answer within the call's
-//     deadline) moves to the next endpoint of the list, in list order,
-//     wrapping around; after a redirect, "next" counts from the endpoint of
-//     the list last chosen by this rule.
-//  4. Moves are immediate until as many moves as there are endpoints (plus
-//     one, for a redirect) have failed since the last success; after that
-//     each move waits Backoff::Next() (100 ms doubling to 1 s, jittered), so
-//     a service that is down, or two nodes naming each other during an
-//     election, cost a bounded rate of attempts and never a busy loop.
-//  5. A success (any answer from the server that is not one of the
-//     failures above) resets the count and the backoff; the choice stays.
-//  6. A failure reported for an attempt made before the choice last moved
-//     (its generation is older) changes nothing: a concurrent call already
-//     moved on, and moving again would skip a good endpoint.
+//  2. NOT_LEADER naming a leader moves to that address at once (one outside
+//     the list is fine); naming the current endpoint, it is a failure (3).
+//  3. Any other failure of the endpoint moves to the next one of the list,
+//     wrapping; after a redirect, "next" counts from the last one so chosen.
+//  4. Moves are immediate until as many as there are endpoints (plus one)
+//     have failed since the last success; then each waits Backoff::Next().
+//  5. A success resets the count and the backoff; the choice stays.
+//  6. A failure reported for an older generation changes nothing.
 //
 // Thread-safety: thread-compatible (a value; its owner synchronizes).
 #ifndef LEASEKEEPER_CLIENT_INTERNAL_ENDPOINT_CHOICE_H_

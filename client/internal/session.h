@@ -1,65 +1,20 @@
 // Session: one client's session stream with leasekeeperd, kept open and
-// resumed by a thread of its own. Internal to the client library.
-//
-// What a session is for (see LockService.Session in the proto): while its
-// stream is connected, one keepalive renews every lease of the client; when
-// the stream ends without `close` the server waits its session grace for a
-// resume and then releases all the client's leases, so a crashed process's
-// locks pass on in about the grace instead of a whole ttl; requests naming an
-// ended session are refused, so a late Acquire can never leak a lock.
-//
-// Calls on the stream: while the stream is connected, Call sends an
-// Acquire, Renew or Release of the client as a SessionCall and waits for the
-// call_result with its call_id, which the session thread reads and hands
-// over. Such a call costs the server no HTTP/2 stream or call setup; what it
-// means is exactly what the unary call means (ClientCore picks the way).
-//
-// Lifecycle:
-//   idle --EnsureOpen--> opening --opened--> open --stream drops--> resuming
-//   resuming --resumed--> open;  resuming --SESSION_ENDED--> idle (lost)
-//   open --Close--> idle (the server released everything)
-//   any --Stop or destructor--> stopped
-// A first open that fails for a transient reason is retried (Backoff: 100 ms
-// doubling to 1 s, jittered) while somebody wants the session. After a
-// dropped stream the first resume is at once, and later ones back off the
-// same way for as long as it takes: the session is lost only when the server
-// says so (SESSION_ENDED, which it answers once its grace has run out or
-// after a restart that did not keep the session; a new session instead of
-// the resumed one; INVALID_ARGUMENT for a session that is not this
-// client's). Unreachable servers, restarts under way, limits and this
-// client's own cuts never end it: the leases then end by their own
-// deadlines (ClientCore), not with the session.
-//
-// Which node: every stream goes to the ChannelSet's current endpoint, and
-// its end is reported there. A stream the node ends at once with NOT_LEADER
-// (a follower) or that cannot reach it moves the choice, and the next
-// attempt (the resume of the same session, or the first open) follows at
-// once; the ChannelSet's own backoff paces a round of endpoints that all
-// failed. When the choice may move (several endpoints) a stream does not
-// wait for its endpoint to connect, and one whose node has not answered the
-// open within `open_timeout` (a hung or paused node) is cut and reported,
-// so that a session resumes on the new leader after a failover exactly as
-// it resumes on a restarted server.
+// resumed by a thread of its own; ClientCore owns it and listens to it
+// (internal). Its lifecycle: docs/design/clients.md ("The session").
 //
 // Invariants:
 //   1. At most one stream exists at a time; its id is id() while the state is
 //      open or resuming, and empty otherwise.
 //   2. The listener is never called with the Session's mutex held, and
-//      always from the session thread, in stream order (acks and notices in
-//      the order the server sent them).
+//      always from the session thread, in stream order.
 //   3. Writes (SendKeepalive, Call, Close) are serialized by a mutex of their
-//      own, so the one reader (the session thread) and one writer gRPC
-//      allows on a stream are never exceeded.
-//   4. Every Call ends exactly once: with its call_result, or with
-//      UNAVAILABLE once the stream it was written on has ended (the session
-//      thread fails the calls still waiting before it opens another stream),
-//      or when the caller gives up. A call is written only on the stream
-//      that was open when it started, never on a later one.
+//      own: one reader and one writer on a stream, as gRPC allows.
+//   4. Every Call ends exactly once (its call_result, UNAVAILABLE once its
+//      stream ended, or the caller gives up), and is written only on the
+//      stream that was open when it started.
 //
-// Thread-safety: every method is thread-safe. Callers must not hold a lock
-// the listener takes while calling SendKeepalive, Call, Close or Stop (they
-// block on the network or the thread); the other methods only take the
-// Session's own mutex.
+// Thread-safety: every method is thread-safe. Do not hold a lock the
+// listener takes while calling SendKeepalive, Call, Close or Stop.
 #ifndef LEASEKEEPER_CLIENT_INTERNAL_SESSION_H_
 #define LEASEKEEPER_CLIENT_INTERNAL_SESSION_H_
 
@@ -109,6 +64,8 @@ class SessionListener {
 
 class Session {
  public:
+  // With several endpoints, a stream whose node has not answered the open
+  // within `open_timeout` is cut and reported to `channels` (a hung node).
   // REQUIRES: `channels` and `listener` outlive the Session;
   // open_timeout > 0.
   Session(ChannelSet& channels, std::string client_id,

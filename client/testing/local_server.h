@@ -4,27 +4,13 @@
 //   absl::StatusOr<std::unique_ptr<LocalServer>> server = LocalServer::Start();
 //   ASSERT_TRUE(server.ok()) << server.status();
 //   auto client = Client::Create((*server)->NewChannel());
-//   ...
 //   // ~LocalServer stops it (SIGTERM, then SIGKILL after a grace).
 //
-// Guarantees:
-//  1. The server listens on 127.0.0.1 only, on a port the kernel picked
-//     (--listen 127.0.0.1:0; the fixture reads the port from the line
-//     "leasekeeperd listening on 127.0.0.1:PORT" the daemon prints), so tests
-//     can run in parallel and nothing is reachable from the network.
-//  2. Start returns only once that line was printed, i.e. the server serves.
-//  3. The child dies with the thread that started it (PR_SET_PDEATHSIG), so a
-//     crashed test never leaves a server behind. Start and stop the fixture
-//     on one long-lived thread (a test body or a SetUp/TearDown pair).
-//  4. The session grace defaults to 500 ms (the daemon's default is 2 s), so
-//     crash tests are quick.
-//
-// Finding the binary (first match): LocalServerOptions::binary; the
-// environment variable LEASEKEEPERD_BINARY; `leasekeeperd` in the directory
-// of the running executable (build/bin, where CMake puts both the tests and
-// the daemon); `../bin/leasekeeperd` from there.
-//
-// Thread-safety: not thread-safe; one owner.
+// It listens on 127.0.0.1 only, on a port the kernel picked, so tests run
+// in parallel. The child dies with the thread that started it
+// (PR_SET_PDEATHSIG), so a crashed test leaves no server behind.
+// Thread-safety: not thread-safe; one owner. Start and stop it on one
+// long-lived thread (a test body or a SetUp/TearDown pair).
 #ifndef LEASEKEEPER_CLIENT_TESTING_LOCAL_SERVER_H_
 #define LEASEKEEPER_CLIENT_TESTING_LOCAL_SERVER_H_
 
@@ -45,9 +31,9 @@ class Channel;
 namespace leasekeeper::client::testing {
 
 struct LocalServerOptions {
-  // Path of leasekeeperd; empty: search as described above.
+  // Path of leasekeeperd; empty: FindLeasekeeperd().
   std::string binary;
-  // --session-grace.
+  // --session-grace; shorter than the daemon's 2 s, so crash tests are quick.
   absl::Duration session_grace = absl::Milliseconds(500);
   // --log-level (the daemon logs to stderr, which the child inherits).
   std::string log_level = "warn";
@@ -58,13 +44,17 @@ struct LocalServerOptions {
   absl::Duration start_timeout = absl::Seconds(20);
 };
 
-// The leasekeeperd binary Start would run with an empty options.binary.
+// The leasekeeperd binary Start would run with an empty options.binary, the
+// first of: the environment variable LEASEKEEPERD_BINARY; `leasekeeperd` in
+// the directory of the running executable (build/bin, where CMake puts both
+// the tests and the daemon); `../bin/leasekeeperd` from there.
 // Outcomes: its path; NOT_FOUND naming the places searched.
 absl::StatusOr<std::string> FindLeasekeeperd();
 
 class LocalServer {
  public:
-  // Starts the daemon and waits until it serves.
+  // Starts the daemon with --listen 127.0.0.1:0 and returns once it printed
+  // "leasekeeperd listening on 127.0.0.1:PORT", i.e. it serves.
   // Outcomes: the server; NOT_FOUND (no binary); INVALID_ARGUMENT (a
   // --listen in extra_flags); INTERNAL (fork/exec failed, or the daemon
   // exited or printed no address: the message has its exit status);

@@ -1,12 +1,12 @@
 // TestPki: a throw-away certificate authority for tests, made with the
 // `openssl` command at test time (no key material is checked in).
 //
-// MakeTestPki creates, under a fresh directory:
+// TestPki::Create makes, under a fresh directory:
 //   ca.crt / ca.key          a self-signed CA (CN=leasekeeper-test-ca)
 //   server.crt / server.key  CN=leasekeeper-test-server, SAN IP:127.0.0.1
 //                            and DNS:localhost, signed by the CA
 // IssueClient adds client certificates signed by the same CA, and
-// MakeTestPki can be called twice to get an unrelated ("wrong") CA.
+// Create can be called twice to get an unrelated ("wrong") CA.
 // Keys are ECDSA P-256; certificates are valid for two days.
 //
 // Thread-safety: none; use from one test thread.
