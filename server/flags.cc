@@ -163,7 +163,7 @@ constexpr char kRetries[] = "Retried requests";
 constexpr char kDurability[] = "Durability";
 constexpr char kSecurity[] = "Security";
 constexpr char kCluster[] =
-    "Cluster (the log replicated through etcd; README \"Cluster mode\")";
+    "Cluster (the log replicated through etcd; docs/cluster.md)";
 constexpr absl::string_view kGroups[] = {kServing,    kSessions, kLimits,
                                          kRetries,    kDurability, kSecurity,
                                          kCluster};

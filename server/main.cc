@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   // clang's -Wthread-safety and the tests instead.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 #ifdef LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND
-  // The fault suite's deliberately broken build (storage/etcd_log.h).
+  // The fault suite's deliberately broken build (cluster/etcd_log.h).
   std::fputs(
       "leasekeeperd: WARNING: built with FAILPOINT unguarded-append "
       "(LEASEKEEPER_FAILPOINT_UNGUARDED_APPEND): a cluster leader appends "
