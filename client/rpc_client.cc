@@ -11,6 +11,7 @@
 #include "client/internal/call_messages.h"
 #include "client/internal/call_timing.h"
 #include "client/internal/channel_set.h"
+#include "proto/lock_mode.h"
 
 namespace leasekeeper::client {
 namespace {
@@ -21,7 +22,7 @@ HolderInfo FromProto(const pb::Holder& holder) {
   HolderInfo info;
   info.client_id = holder.client_id();
   info.lock = holder.lock();
-  info.mode = internal::ModeFromProto(holder.mode());
+  info.mode = LockModeFromProto<LockMode>(holder.mode());
   info.token = holder.token();
   info.expires_in = absl::Milliseconds(holder.expires_in_ms());
   if (holder.has_expires_at()) {
@@ -59,7 +60,7 @@ std::vector<HolderInfo> FromProto(
 WaiterInfo FromProto(const pb::Waiter& waiter) {
   WaiterInfo info;
   info.client_id = waiter.client_id();
-  info.mode = internal::ModeFromProto(waiter.mode());
+  info.mode = LockModeFromProto<LockMode>(waiter.mode());
   info.ttl = absl::Milliseconds(waiter.ttl_ms());
   info.position = waiter.position();
   info.holder_label = waiter.holder_label();
@@ -110,7 +111,7 @@ WatchUpdate FromProto(const pb::WatchResponse& message) {
       update.event.kind = FromProto(e.kind());
       update.event.lock = e.lock();
       update.event.client_id = e.client_id();
-      update.event.mode = internal::ModeFromProto(e.mode());
+      update.event.mode = LockModeFromProto<LockMode>(e.mode());
       update.event.token = e.token();
       update.event.ttl = absl::Milliseconds(e.ttl_ms());
       if (e.has_time()) {

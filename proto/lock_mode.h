@@ -1,6 +1,7 @@
-// LockModeToProto: a lock mode as the protocol's v1::LockMode, for the
-// client's enum and the core's alike (each has kExclusive, kShared and
-// kSemaphore; neither may depend on the other). Header only.
+// LockModeToProto / LockModeFromProto: a lock mode to and from the
+// protocol's v1::LockMode, for the client's enum and the core's alike (each
+// has kExclusive, kShared and kSemaphore; neither may depend on the other).
+// Header only.
 //
 // Thread-safety: a pure function.
 #ifndef LEASEKEEPER_PROTO_LOCK_MODE_H_
@@ -21,6 +22,20 @@ constexpr v1::LockMode LockModeToProto(Mode mode) {
       return v1::LOCK_MODE_SEMAPHORE;
   }
   return v1::LOCK_MODE_EXCLUSIVE;
+}
+
+// A protocol mode as Mode; an unset or unknown value is kExclusive, as the
+// server takes it.
+template <typename Mode>
+constexpr Mode LockModeFromProto(int mode) {
+  switch (mode) {
+    case v1::LOCK_MODE_SHARED:
+      return Mode::kShared;
+    case v1::LOCK_MODE_SEMAPHORE:
+      return Mode::kSemaphore;
+    default:
+      return Mode::kExclusive;
+  }
 }
 
 }  // namespace leasekeeper

@@ -75,17 +75,6 @@ bool ValidCapacity(const pb::AcquireRequest& request) {
          request.capacity() <= kMaxSemaphoreCapacity;
 }
 
-LockMode ModeFromProto(int mode) {
-  switch (mode) {
-    case pb::LOCK_MODE_SHARED:
-      return LockMode::kShared;
-    case pb::LOCK_MODE_SEMAPHORE:
-      return LockMode::kSemaphore;
-    default:
-      return LockMode::kExclusive;
-  }
-}
-
 void SetTimestamp(absl::Time time, google::protobuf::Timestamp* proto) {
   const int64_t nanos = absl::ToUnixNanos(time);
   int64_t seconds = nanos / 1'000'000'000;
@@ -134,7 +123,7 @@ absl::StatusOr<AcquireArgs> ParseAcquire(const pb::AcquireRequest& request,
   args.client = request.client_id();
   args.lock = request.lock();
   args.ttl_ms = request.ttl_ms();
-  args.mode = ModeFromProto(request.mode());
+  args.mode = LockModeFromProto<LockMode>(request.mode());
   args.capacity = request.capacity();
   args.wait_timeout_ms = request.wait_timeout_ms();
   args.request_id = request.request_id();

@@ -6,6 +6,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
+#include "proto/lock_mode.h"
 
 namespace leasekeeper::ctl {
 namespace {
@@ -67,7 +68,7 @@ absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(
   for (const pb::ReleasedLease& lease : response->released()) {
     released.push_back(
         ForcedRelease{lease.client_id(), lease.token(),
-                      client::internal::ModeFromProto(lease.mode())});
+                      LockModeFromProto<client::LockMode>(lease.mode())});
   }
   return released;
 }

@@ -37,17 +37,6 @@ absl::Status CheckAnswers(const pb::SessionCallResult& result,
 
 }  // namespace
 
-LockMode ModeFromProto(pb::LockMode mode) {
-  switch (mode) {
-    case pb::LOCK_MODE_SHARED:
-      return LockMode::kShared;
-    case pb::LOCK_MODE_SEMAPHORE:
-      return LockMode::kSemaphore;
-    default:
-      return LockMode::kExclusive;
-  }
-}
-
 pb::AcquireRequest ToRequest(const AcquireCall& call) {
   pb::AcquireRequest request;
   SetCaller(call, request);

@@ -16,10 +16,6 @@
 
 namespace leasekeeper::client::internal {
 
-// A proto mode as the client's; an unset or unknown one is EXCLUSIVE, as
-// the server takes it.
-LockMode ModeFromProto(leasekeeper::v1::LockMode mode);
-
 leasekeeper::v1::AcquireRequest ToRequest(const AcquireCall& call);
 leasekeeper::v1::RenewRequest ToRequest(const RenewCall& call);
 leasekeeper::v1::ReleaseRequest ToRequest(const ReleaseCall& call);

@@ -16,5 +16,18 @@ TEST(LockModeToProtoTest, EachClientModeIsItsProtocolMode) {
             pb::LOCK_MODE_SEMAPHORE);
 }
 
+TEST(LockModeFromProtoTest, EachProtocolModeIsItsClientModeAndUnsetIsExclusive) {
+  EXPECT_EQ(LockModeFromProto<client::LockMode>(pb::LOCK_MODE_EXCLUSIVE),
+            client::LockMode::kExclusive);
+  EXPECT_EQ(LockModeFromProto<client::LockMode>(pb::LOCK_MODE_SHARED),
+            client::LockMode::kShared);
+  EXPECT_EQ(LockModeFromProto<client::LockMode>(pb::LOCK_MODE_SEMAPHORE),
+            client::LockMode::kSemaphore);
+  EXPECT_EQ(LockModeFromProto<client::LockMode>(pb::LOCK_MODE_UNSPECIFIED),
+            client::LockMode::kExclusive);
+  EXPECT_EQ(LockModeFromProto<client::LockMode>(99),
+            client::LockMode::kExclusive);
+}
+
 }  // namespace
 }  // namespace leasekeeper
