@@ -82,7 +82,8 @@ CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
                [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
                  return ServerStateLocked();
                }),
-      durability_(machine_.durability()) {}
+      durability_(machine_.durability()),
+      storage_(config_.durability, machine_) {}
 
 CoreOwner::~CoreOwner() = default;
 
@@ -119,8 +120,13 @@ int64_t CoreOwner::CoreTtlLocked(int64_t ttl_ms) const {
 }
 
 int64_t CoreOwner::SureLeftLocked(Tick expires_at, Tick now) const {
-  const int64_t rounding = now_inside_tick_ ? kGrantRoundingTicks : 0;
-  return std::max<int64_t>(0, expires_at - now - rounding);
+  return SureLeftMs(expires_at, now,
+                    now_inside_tick_ ? kGrantRoundingTicks : 0);
+}
+
+QueryAnswers CoreOwner::AnswersLocked(Tick now) {
+  return QueryAnswers(machine_, labels_, sessions_.table(), now,
+                      now_inside_tick_ ? kGrantRoundingTicks : 0);
 }
 
 Tick CoreOwner::NextDeadlineLocked() const {
@@ -230,13 +236,6 @@ storage::ServerState CoreOwner::ServerStateLocked() const {
   return state;
 }
 
-size_t CoreOwner::RestoreServerStateLocked(Tick now) {
-  storage::ServerState recovered = std::move(recovered_server_);
-  recovered_server_ = storage::ServerState{};
-  sessions_.Restore(recovered.sessions, now);
-  return retries_.Restore(std::move(recovered.retries));
-}
-
 void CoreOwner::Perform(Effects& fx) {
   if (fx.wake_timer) clock_.Interrupt();
   fx.wake_timer = false;
@@ -275,21 +274,13 @@ void CoreOwner::PerformNow(Effects& fx, const absl::Status& durable) {
   if (fx.answer) std::move(fx.answer)(durable);
 }
 
-void CoreOwner::AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done) {
-  durability_.WhenDurable(durability_.last_position(), std::move(done));
-}
-
-absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage() {
+absl::StatusOr<storage::RecoveryReport> CoreOwner::OpenStorage(
+    std::unique_ptr<storage::OperationLog> log) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<storage::RecoveryReport> report =
-      machine_.Open(config_.durability, &recovered_server_);
+      storage_.Open(std::move(log));
   if (report.ok()) last_tick_ = std::max(last_tick_, machine_.table().now());
   return report;
-}
-
-absl::Status CoreOwner::UseLog(std::unique_ptr<storage::OperationLog> log) {
-  absl::MutexLock lock(&mu_);
-  return machine_.UseLog(std::move(log));
 }
 
 absl::Status CoreOwner::SettleRecoveredState() {
@@ -298,22 +289,20 @@ absl::Status CoreOwner::SettleRecoveredState() {
   {
     absl::MutexLock lock(&mu_);
     if (!machine_.persistent()) return absl::OkStatus();
-    if (machine_.table().waiter_count() > 0) {
+    std::vector<op::Withdraw> withdrawals = storage_.RecoveredWaitWithdrawals();
+    if (!withdrawals.empty()) {
       const Tick now = NowLocked();
-      const CoreSnapshot snapshot = machine_.Snapshot();
-      for (const CoreSnapshot::Lock& lock_state : snapshot.locks) {
-        for (auto it = lock_state.queue.rbegin(); it != lock_state.queue.rend();
-             ++it) {
-          (void)ApplyLocked(
-              Operation{now, op::Withdraw{it->client, lock_state.name}});
-        }
+      for (op::Withdraw& withdrawal : withdrawals) {
+        (void)ApplyLocked(Operation{now, std::move(withdrawal)});
       }
     }
     // Nobody waits for the events of recovery and of these withdrawals.
     (void)machine_.TakeEvents();
     // Before the timer thread starts (LeasekeeperServer::Start), so its
     // first RunDueTimers sees the restored sessions' grace deadlines.
-    unreadable = RestoreServerStateLocked(NowLocked());
+    storage::ServerState recovered = storage_.TakeRecoveredServerState();
+    sessions_.Restore(recovered.sessions, NowLocked());
+    unreadable = retries_.Restore(std::move(recovered.retries));
     settled = machine_.last_position();
   }
   if (unreadable > 0) {
@@ -321,12 +310,6 @@ absl::Status CoreOwner::SettleRecoveredState() {
   }
   return durability_.WaitDurable(settled);
 }
-
-std::optional<storage::DurableStoreStats> CoreOwner::StorageStats() {
-  return durability_.stats();
-}
-
-void CoreOwner::CloseStorage() { durability_.Close(); }
 
 Tick CoreOwner::RunDueTimers() {
   Effects fx;
@@ -458,12 +441,6 @@ void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
   if (sink != nullptr) fx.notices.emplace_back(std::move(sink), std::move(notice));
 }
 
-std::string CoreOwner::LabelLocked(const std::string& client,
-                                   const std::string& lock) const {
-  auto it = labels_.find(WaiterKey(client, lock));
-  return it == labels_.end() ? std::string() : it->second;
-}
-
 void CoreOwner::SetLabelLocked(const std::string& client,
                                const std::string& lock,
                                const std::string& label) {
@@ -472,12 +449,6 @@ void CoreOwner::SetLabelLocked(const std::string& client,
   } else {
     labels_[WaiterKey(client, lock)] = label;
   }
-}
-
-HolderInfo CoreOwner::HolderInfoLocked(const HolderView& view, Tick now) const {
-  return HolderInfo{.view = view,
-                    .expires_in_ms = SureLeftLocked(view.expires_at, now),
-                    .label = LabelLocked(view.client, view.lock)};
 }
 
 // ---------------------------------------------------------------------------
@@ -902,27 +873,9 @@ void CoreOwner::Inspect(const std::string& lock, const InspectCursor& from,
                         size_t limit,
                         Completion<absl::StatusOr<InspectAnswer>> done) {
   QueryAsOfNow<absl::StatusOr<InspectAnswer>>(
-      [&](Tick now)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<InspectAnswer> {
-            if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
-            LockPage page = machine_.InspectPage(now, lock, from, limit);
-            InspectAnswer answer;
-            answer.holders.reserve(page.holders.size());
-            for (const HolderView& holder : page.holders) {
-              answer.holders.push_back(HolderInfoLocked(holder, now));
-            }
-            answer.queue.reserve(page.queue.size());
-            int64_t position = page.first_position;
-            for (WaiterView& waiter : page.queue) {
-              std::string label = LabelLocked(waiter.client, lock);
-              answer.queue.push_back(WaiterInfo{.view = std::move(waiter),
-                                                .position = position++,
-                                                .label = std::move(label)});
-            }
-            answer.capacity = page.capacity;
-            answer.next = page.next;
-            return answer;
-          },
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return AnswersLocked(now).Inspect(lock, from, limit);
+      },
       std::move(done));
 }
 
@@ -930,57 +883,25 @@ void CoreOwner::Status(const std::string& client, const std::string& after,
                        size_t limit,
                        Completion<absl::StatusOr<StatusAnswer>> done) {
   QueryAsOfNow<absl::StatusOr<StatusAnswer>>(
-      [&](Tick now)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<StatusAnswer> {
-            if (client.empty()) return MakeError(ErrorCode::kInvalidArguments);
-            ClientPage page = machine_.StatusPage(now, client, after, limit);
-            StatusAnswer answer;
-            answer.age = page.age;
-            answer.waiting = std::move(page.waiting);
-            answer.holds.reserve(page.holds.size());
-            for (const HolderView& hold : page.holds) {
-              answer.holds.push_back(HolderInfoLocked(hold, now));
-            }
-            answer.session = sessions_.table().StateOf(client);
-            answer.next_after = std::move(page.next_after);
-            return answer;
-          },
+      [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return AnswersLocked(now).Status(client, after, limit);
+      },
       std::move(done));
 }
 
 void CoreOwner::ListLocks(const std::string& prefix, const std::string& after,
                           size_t limit,
                           Completion<absl::StatusOr<ListLocksAnswer>> done) {
-  limit = std::max<size_t>(limit, 1);
   QueryAsOfNow<absl::StatusOr<ListLocksAnswer>>(
       [&](Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
           mu_) -> absl::StatusOr<ListLocksAnswer> {
-        ListLocksAnswer answer;
-        std::vector<std::string> names =
-            machine_.table().ActiveLocks(prefix, after, limit + 1);
-        const size_t shown = std::min(limit, names.size());
-        answer.locks.reserve(shown);
-        for (size_t i = 0; i < shown; ++i) {
-          // Active names are never empty, so the view is never an error.
-          absl::StatusOr<LockView> view = machine_.Inspect(now, names[i]);
-          if (!view.ok()) continue;
-          LockSummary summary;
-          summary.name = names[i];
-          for (const HolderView& holder : view->holders) {
-            summary.holders.push_back(HolderInfoLocked(holder, now));
-          }
-          summary.queue_length = static_cast<int64_t>(view->queue.size());
-          summary.capacity = view->capacity;
-          answer.locks.push_back(std::move(summary));
-        }
-        if (names.size() > limit) answer.next_after = names[limit - 1];
-        return answer;
+        return AnswersLocked(now).ListLocks(prefix, after, limit);
       },
       std::move(done));
 }
 
-absl::StatusOr<CoreOwner::WatchStart> CoreOwner::Watch(
-    const WatchTarget& target, std::shared_ptr<WatchSink> sink) {
+absl::StatusOr<WatchStart> CoreOwner::Watch(const WatchTarget& target,
+                                            std::shared_ptr<WatchSink> sink) {
   Effects fx;
   absl::StatusOr<WatchStart> result;
   {
@@ -988,32 +909,7 @@ absl::StatusOr<CoreOwner::WatchStart> CoreOwner::Watch(
     const Tick now = NowLocked();
     AdvanceLocked(now, fx);
     WatchStart start;
-    std::vector<std::string> names;
-    if (target.prefix) {
-      names = machine_.table().ActiveLocks(target.name, "", SIZE_MAX);
-    } else {
-      names.push_back(target.name);
-    }
-    for (std::string& name : names) {
-      // Names are never empty here (ParseWatch, active names), so the view
-      // is never an error.
-      absl::StatusOr<LockView> view = machine_.Inspect(now, name);
-      if (!view.ok() || (view->holders.empty() && view->queue.empty())) {
-        continue;
-      }
-      WatchStart::Lock lock{.name = std::move(name)};
-      for (const HolderView& holder : view->holders) {
-        lock.holders.push_back(HolderInfoLocked(holder, now));
-      }
-      int64_t position = 1;
-      for (WaiterView& waiter : view->queue) {
-        std::string label = LabelLocked(waiter.client, lock.name);
-        lock.queue.push_back(WaiterInfo{.view = std::move(waiter),
-                                        .position = position++,
-                                        .label = std::move(label)});
-      }
-      start.locks.push_back(std::move(lock));
-    }
+    start.locks = AnswersLocked(now).WatchSnapshot(target);
     absl::StatusOr<WatchHub::Subscribed> subscribed =
         watch_hub_.Subscribe(target, std::move(sink));
     if (subscribed.ok()) {
@@ -1212,11 +1108,6 @@ void CoreOwner::BeginShutdown() {
   watch_hub_.EndAll(ShuttingDown());
 }
 
-CoreOwner::Counters CoreOwner::GetCounters() {
-  absl::MutexLock lock(&mu_);
-  return counters_.counts();
-}
-
 CoreOwner::Stats CoreOwner::GetStats() {
   absl::MutexLock lock(&mu_);
   return Stats{.held_leases = machine_.table().held_lease_count(),
@@ -1225,7 +1116,8 @@ CoreOwner::Stats CoreOwner::GetStats() {
                .sessions = sessions_.table().size(),
                .retry_entries = retries_.size(),
                .labels = labels_.size(),
-               .registered_clients = machine_.table().registered_client_count()};
+               .registered_clients = machine_.table().registered_client_count(),
+               .counters = counters_.counts()};
 }
 
 absl::Status CoreOwner::CheckConsistency() {

@@ -33,11 +33,13 @@
 #include "server/event_log.h"
 #include "server/owner_counters.h"
 #include "server/parked_calls.h"
+#include "server/query_answers.h"
 #include "server/retry_cache.h"
 #include "server/retry_gate.h"
+#include "server/server_config.h"
 #include "server/session_lifecycle.h"
 #include "server/session_table.h"
-#include "server/server_config.h"
+#include "server/storage_lifecycle.h"
 #include "server/watch_hub.h"
 #include "server/watch_publisher.h"
 #include "storage/durable_store.h"
@@ -124,19 +126,12 @@ class CoreOwner {
   // errors.
   void Read(const ReadArgs& args,
             Completion<absl::StatusOr<std::optional<std::string>>> done);
-  // Inspect: a page of at most `limit` (>= 1) holders and waiters of
-  // `lock` from `from` on (LockTable::InspectPage). Status: the client's
-  // state with a page of at most `limit` holds whose lock name comes after
-  // `after` (empty: from the first). Both cost O(log n + the page), plus
-  // the queue positions skipped once Inspect pages through the queue.
-  // Outcomes: core errors (an empty name).
+  // Inspect, Status and ListLocks: QueryAnswers' pages as of now, with
+  // their outcomes and costs; besides, UNAVAILABLE if the log failed.
   void Inspect(const std::string& lock, const InspectCursor& from, size_t limit,
                Completion<absl::StatusOr<InspectAnswer>> done);
   void Status(const std::string& client, const std::string& after, size_t limit,
               Completion<absl::StatusOr<StatusAnswer>> done);
-  // Locks with a holder or waiter whose name starts with `prefix`, after
-  // `after`, at most `limit` (>= 1). Cost: O(log n + sum of holders and
-  // queues of the listed locks). Outcomes: the page; UNAVAILABLE only.
   void ListLocks(const std::string& prefix, const std::string& after,
                  size_t limit,
                  Completion<absl::StatusOr<ListLocksAnswer>> done);
@@ -170,53 +165,27 @@ class CoreOwner {
   // next deadline (kMaxTick if none). For the timer thread.
   Tick RunDueTimers();
 
-  // Opens config.durability.data_dir and recovers the core from it (see
-  // storage::DurableStore::Open), or, when config.durability.open_log is
-  // set, the log that opens (cluster mode). Without either: a fresh report.
-  // REQUIRES: called once, before any other call. Outcomes: the recovery
-  // report; the store's error (a locked data dir, corruption before the
-  // tail of the log, a version mismatch, I/O).
-  absl::StatusOr<storage::RecoveryReport> OpenStorage();
-
-  // Uses `log` as the operation log instead of opening a data dir (tests'
-  // fake logs; later, other implementations). REQUIRES: called once,
-  // instead of OpenStorage, before any other call; the log is empty (the
-  // state starts fresh). Outcomes: OK; FailedPrecondition if a log is in
-  // use already or `log` holds records.
-  absl::Status UseLog(std::unique_ptr<storage::OperationLog> log);
+  // Opens the storage and recovers the core from it, or uses `log`
+  // (StorageLifecycle::Open has the cases and outcomes). REQUIRES: called
+  // once, before any other call.
+  absl::StatusOr<storage::RecoveryReport> OpenStorage(
+      std::unique_ptr<storage::OperationLog> log = nullptr);
 
   // After OpenStorage, once the clock continues from the report's
   // resume_tick: withdraws every wait recovered from the log (its call died
   // with the previous process; the client retries), last in line first so
-  // that no withdrawal grants anything, puts the recovered sessions and retry-cache entries back, and waits until the
-  // withdrawals are durable. A recovered session is in grace until the
-  // first tick + max(session grace, restart grace). Outcomes: OK, or the
-  // store's error.
+  // that no withdrawal grants anything, puts the recovered sessions and
+  // retry-cache entries back, and waits until the withdrawals are durable.
+  // A recovered session is in grace until the first tick + max(session
+  // grace, restart grace). Outcomes: OK, or the store's error.
   absl::Status SettleRecoveredState();
 
-  // Calls `done` once everything applied so far is durable: OK, or
-  // UNAVAILABLE (with the reason) if the store failed, on the thread the
-  // completions above run on. For an answer that no call above produced (a
-  // session call refused before it reached the core) but that must not
-  // overtake the answers to earlier calls on the same stream.
-  void AfterDurable(absl::AnyInvocable<void(absl::Status) &&> done);
-
-  // Calls `observer` once, with the store's error, the first time a call
-  // finds the store failed (on that call's thread, never under the core's
-  // mutex); the server turns its health service NOT_SERVING with it.
-  // REQUIRES: called before any call is served.
-  void SetStorageFailureObserver(
-      absl::AnyInvocable<void(const absl::Status&)> observer) {
-    durability_.SetFailureObserver(std::move(observer));
-  }
-
-  // The store's counters (fsync batch sizes and latencies, ...); nullopt
-  // without a data dir.
-  std::optional<storage::DurableStoreStats> StorageStats();
-
-  // Writes and syncs everything appended, runs the pending answers and
-  // closes the store. For shutdown, after gRPC stopped. Idempotent.
-  void CloseStorage();
+  // The log's thread-safe half, never under the core's mutex: an answer
+  // that must not overtake earlier ones (WhenAllDurable, on the thread the
+  // completions above run on), the failure observer the health service
+  // turns NOT_SERVING with (REQUIRES: set before any call is served), the
+  // store's counters, and Close for shutdown, after gRPC stopped.
+  DurableStateMachine::Durability& durability() { return durability_; }
 
   // Stops taking waits: every parked call is withdrawn and completed with
   // ShuttingDown, every session stream ended with ShuttingDown (sessions are
@@ -224,6 +193,8 @@ class CoreOwner {
   // refused. Idempotent.
   void BeginShutdown();
 
+  // Sizes as of now, and the cumulative counts since the process started,
+  // for metrics (server/server_metrics.h) and tests.
   struct Stats {
     size_t held_leases = 0;
     size_t waiters = 0;
@@ -232,36 +203,20 @@ class CoreOwner {
     size_t retry_entries = 0;
     size_t labels = 0;
     size_t registered_clients = 0;  // the core's: holders, waiters, idle
+    OwnerCounters::Counts counters{};
   };
   Stats GetStats();
 
-  // Cumulative counts since the process started, for metrics
-  // (server/server_metrics.h).
-  using Counters = OwnerCounters::Counts;
-  Counters GetCounters();
-
-  // Watches: registers `sink` with the watch
-  // hub (server/watch_hub.h) for `target` and takes the snapshot of the
-  // matching locks in the same hold of the mutex, so the watcher's first
-  // event is the first change after it. Every change the core applies is
-  // published to the hub as it is applied, with its log position; watchers
-  // are woken once it is durable (Perform). The caller shows the snapshot
-  // only once it is durable (AfterDurable, called after Watch returned).
-  // Unlike the queries it answers at once: the watcher must know its id
-  // before any event can wake it. Outcomes: the watcher
-  // and the snapshot (the matching locks with a holder or a waiter, by
-  // name); the hub's refusals (limits, shutdown). Cost: O(log n + holders
-  // and waiters of the matching locks) under the mutex.
-  struct WatchStart {
-    struct Lock {
-      std::string name{};
-      std::vector<HolderInfo> holders{};  // by token
-      std::vector<WaiterInfo> queue{};    // oldest first
-    };
-    WatchHub::WatcherId id = 0;
-    uint64_t sequence = 0;  // of the last event before the snapshot
-    std::vector<Lock> locks{};
-  };
+  // Watches: registers `sink` with the watch hub (server/watch_hub.h) for
+  // `target` and takes the snapshot of the matching locks
+  // (QueryAnswers::WatchSnapshot) in the same hold of the mutex, so the
+  // watcher's first event is the first change after it. Every change the
+  // core applies is published to the hub as it is applied, with its log
+  // position; watchers are woken once it is durable (Perform). The caller
+  // shows the snapshot only once it is durable (durability().WhenAllDurable,
+  // after Watch returned). Unlike the queries it answers at once: the
+  // watcher must know its id before any event can wake it. Outcomes: the
+  // watcher and the snapshot; the hub's refusals (limits, shutdown).
   absl::StatusOr<WatchStart> Watch(const WatchTarget& target,
                                    std::shared_ptr<WatchSink> sink);
   // The hub itself, for a watcher's Take and Unsubscribe and for stats.
@@ -354,11 +309,8 @@ class CoreOwner {
       Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NotifyLocked(const std::string& client, SessionNotice notice,
                     Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  HolderInfo HolderInfoLocked(const HolderView& view, Tick now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string LabelLocked(const std::string& client,
-                          const std::string& lock) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The read-only answers as of `now` (QueryAnswers).
+  QueryAnswers AnswersLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetLabelLocked(const std::string& client, const std::string& lock,
                       const std::string& label)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -368,9 +320,6 @@ class CoreOwner {
   // O(sessions + retry entries).
   storage::ServerState ServerStateLocked() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Puts back what OpenStorage recovered (SettleRecoveredState); returns
-  // how many retry entries could not be read.
-  size_t RestoreServerStateLocked(Tick now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Performs effects and then answers the call, once durable (see Answers
   // above). REQUIRES: mu_ not held.
@@ -399,16 +348,13 @@ class CoreOwner {
 
   ParkedCalls parked_ ABSL_GUARDED_BY(mu_);
 
-  // holder_label per (client, lock) held or awaited; only non-empty labels.
-  absl::flat_hash_map<WaiterKey, std::string> labels_ ABSL_GUARDED_BY(mu_);
+  HolderLabels labels_ ABSL_GUARDED_BY(mu_);
 
   // Logs through machine_, under mu_.
   SessionLifecycle sessions_ ABSL_GUARDED_BY(mu_);
 
   // Logs through machine_, under mu_.
   RetryGate retries_ ABSL_GUARDED_BY(mu_);
-  // What OpenStorage recovered, until SettleRecoveredState puts it back.
-  storage::ServerState recovered_server_ ABSL_GUARDED_BY(mu_);
 
   // OK, or the limit an Acquire would exceed (LimitChecks: waiters on the
   // lock, leases of the client). Cost: O(leases of the client).
@@ -423,13 +369,15 @@ class CoreOwner {
   WatchPublisher watch_publisher_ ABSL_GUARDED_BY(mu_){watch_hub_};
 
   // The core and its durable path: apply, append, snapshot. Its log is
-  // opened once (OpenStorage or UseLog) before any other call. Last but
+  // opened once (OpenStorage) before any other call. Last but
   // one member: the log is destroyed (closed, pending answers run) before
   // the rest.
   DurableStateMachine machine_ ABSL_GUARDED_BY(mu_);
   // machine_'s thread-safe half ("when durable"), used after mu_ is
   // released.
   DurableStateMachine::Durability& durability_;
+  // Opens machine_'s log and keeps what it recovered until settled.
+  StorageLifecycle storage_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace leasekeeper::server

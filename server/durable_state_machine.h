@@ -48,6 +48,12 @@ class DurableStateMachine {
     // failed already, or the position is durable already; otherwise on the
     // thread that makes it durable (the WAL's flusher).
     void WhenDurable(storage::LogPosition position, DurableCallback done);
+    // WhenDurable(last_position()): once everything appended so far is
+    // durable. For an answer no call produced that must not overtake the
+    // answers to earlier calls (a refused session call, a watch snapshot).
+    void WhenAllDurable(DurableCallback done) {
+      WhenDurable(last_position(), std::move(done));
+    }
     // Blocks until `position` is durable: OK, or the log's failure. Not for
     // gRPC threads (recovery, tools, tests).
     absl::Status WaitDurable(storage::LogPosition position);

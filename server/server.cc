@@ -81,10 +81,10 @@ absl::Status LeasekeeperServer::Start() {
       PrepareSecurity();
   if (!credentials.ok()) return credentials.status();
   if (cluster_ != nullptr) {
-    owner_.SetStorageFailureObserver(
+    owner_.durability().SetFailureObserver(
         [this](const absl::Status& status) { cluster_->LogFailed(status); });
   } else {
-    owner_.SetStorageFailureObserver(
+    owner_.durability().SetFailureObserver(
         [this](const absl::Status&) { MarkStorageFailed(); });
     if (absl::Status s = RecoverStorage(); !s.ok()) return s;
   }
@@ -214,7 +214,7 @@ void LeasekeeperServer::Shutdown() {
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(config_.shutdown_grace_ms));
   ticker_.Stop();
-  owner_.CloseStorage();
+  owner_.durability().Close();
   if (cluster_ != nullptr) cluster_->Resign();
   metrics_http_.reset();  // frees the /metrics port
 }

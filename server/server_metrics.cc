@@ -13,7 +13,7 @@ namespace {
 
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-using Counters = CoreOwner::Counters;
+using Counters = OwnerCounters::Counts;
 using Stats = CoreOwner::Stats;
 using Store = storage::DurableStoreStats;
 
@@ -185,8 +185,8 @@ void CollectCluster(const ClusterNode::Stats& cluster,
 }  // namespace
 
 std::vector<MetricFamily> ServerMetrics::Collect() const {
-  const Counters counters = owner_.GetCounters();
   const Stats stats = owner_.GetStats();
+  const Counters& counters = stats.counters;
   std::vector<MetricFamily> out;
 
   out.push_back(metrics::MakeFamily(MetricType::Counter,
@@ -223,7 +223,7 @@ std::vector<MetricFamily> ServerMetrics::Collect() const {
                        "The build: its version and git commit (value 1).", 1,
                        {{"version", BuildVersion()}, {"commit", BuildCommit()}}));
   if (with_storage_ && cluster_ == nullptr) {
-    CollectStorage(owner_.StorageStats(), out);
+    CollectStorage(owner_.durability().stats(), out);
   }
   if (cluster_ != nullptr) CollectCluster(cluster_->GetStats(), out);
   return out;

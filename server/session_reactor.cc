@@ -356,13 +356,14 @@ pb::SessionResponse SessionReactor::CallError(uint64_t call_id,
 }
 
 void SessionReactor::AnswerWhenDurable(pb::SessionResponse message) {
-  owner_.AfterDurable([self = shared_from_this(), message = std::move(message)](
-                          absl::Status durable) mutable {
-    if (!durable.ok()) {
-      message = CallError(message.call_result().call_id(), durable);
-    }
-    self->Answer(std::move(message));
-  });
+  owner_.durability().WhenAllDurable(
+      [self = shared_from_this(),
+       message = std::move(message)](absl::Status durable) mutable {
+        if (!durable.ok()) {
+          message = CallError(message.call_result().call_id(), durable);
+        }
+        self->Answer(std::move(message));
+      });
 }
 
 bool SessionReactor::Answer(pb::SessionResponse message) {

@@ -87,8 +87,7 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
       : owner_(owner), context_(context) {}
 
   void Begin(const WatchTarget& target) {
-    absl::StatusOr<CoreOwner::WatchStart> start =
-        owner_.Watch(target, shared_from_this());
+    absl::StatusOr<WatchStart> start = owner_.Watch(target, shared_from_this());
     if (!start.ok()) {
       FinishOnce(start.status());
       return;
@@ -97,7 +96,7 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
       absl::MutexLock lock(&mu_);
       id_ = start->id;
       const absl::Time wall_now = absl::Now();
-      for (const CoreOwner::WatchStart::Lock& locked : start->locks) {
+      for (const WatchStart::Lock& locked : start->locks) {
         pb::WatchResponse message;
         ToWatchedLock(locked.name, locked.holders, locked.queue, wall_now,
                       message.mutable_current());
@@ -110,18 +109,19 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
       outbox_.push_back(std::move(synced));
     }
     // The snapshot, like any answer, is shown only once durable.
-    owner_.AfterDurable([self = shared_from_this()](absl::Status durable) {
-      {
-        absl::MutexLock lock(&self->mu_);
-        if (!durable.ok()) {
-          self->FinishLocked(durable);
-          return;
-        }
-        self->snapshot_durable_ = true;
-        if (!self->NextWriteLocked()) return;
-      }
-      self->StartWrite(&self->current_);
-    });
+    owner_.durability().WhenAllDurable(
+        [self = shared_from_this()](absl::Status durable) {
+          {
+            absl::MutexLock lock(&self->mu_);
+            if (!durable.ok()) {
+              self->FinishLocked(durable);
+              return;
+            }
+            self->snapshot_durable_ = true;
+            if (!self->NextWriteLocked()) return;
+          }
+          self->StartWrite(&self->current_);
+        });
   }
 
   void ArmCutAlarmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

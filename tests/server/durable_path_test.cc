@@ -34,7 +34,7 @@ class DurablePathTest : public ::testing::Test {
   DurablePathTest() : owner_(ServerConfig{}, clock_) {
     auto log = std::make_unique<FakeOperationLog>();
     log_ = log.get();
-    EXPECT_TRUE(owner_.UseLog(std::move(log)).ok());
+    EXPECT_TRUE(owner_.OpenStorage(std::move(log)).ok());
   }
 
   // Acquires `lock` for `client` (its record not durable yet) and returns

@@ -228,7 +228,7 @@ TEST_F(ServerMetricsTest, LostSessionIsCountedWhenItsGraceRunsOut) {
   }));
   ASSERT_TRUE(Eventually([&] {
     At(2'000);
-    return owner().GetCounters().sessions_lost == 1;
+    return owner().GetStats().counters.sessions_lost == 1;
   }));
   const Exposition m = Scrape();
   EXPECT_EQ(Value(m, "leasekeeper_sessions_lost_total"), 1);

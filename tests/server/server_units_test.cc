@@ -176,7 +176,7 @@ TEST(CoreOwnerDurableTest, UnderFsyncNeverAWaitersGrantIsSentBeforeReleaseReturn
   ASSERT_TRUE(waiter.reply().has_value());
   ASSERT_TRUE(waiter.reply()->result.ok());
   EXPECT_EQ(waiter.reply()->result->token, 2u);
-  owner.CloseStorage();
+  owner.durability().Close();
 }
 
 // Admission: the one retry protocol of Acquire, Renew and Release.

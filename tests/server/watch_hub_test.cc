@@ -282,7 +282,7 @@ class CoreWatchTest : public ::testing::Test {
   CoreWatchTest() : owner_(ServerConfig{}, clock_) {
     auto log = std::make_unique<testing::FakeOperationLog>();
     log_ = log.get();
-    EXPECT_TRUE(owner_.UseLog(std::move(log)).ok());
+    EXPECT_TRUE(owner_.OpenStorage(std::move(log)).ok());
   }
   void TearDown() override {
     EXPECT_TRUE(owner_.watch_hub().CheckInvariants().ok());
@@ -301,11 +301,11 @@ class CoreWatchTest : public ::testing::Test {
     owner_.Release(ReleaseArgs{.client = client, .lock = lock},
                    releases_.emplace_back().Callback());
   }
-  CoreOwner::WatchStart Watch(const std::string& name, bool prefix) {
-    absl::StatusOr<CoreOwner::WatchStart> start = owner_.Watch(
-        WatchTarget{.name = name, .prefix = prefix}, sink_);
+  WatchStart Watch(const std::string& name, bool prefix) {
+    absl::StatusOr<WatchStart> start =
+        owner_.Watch(WatchTarget{.name = name, .prefix = prefix}, sink_);
     EXPECT_TRUE(start.ok()) << start.status();
-    return start.ok() ? *std::move(start) : CoreOwner::WatchStart{};
+    return start.ok() ? *std::move(start) : WatchStart{};
   }
   std::vector<WatchEvent> Events(WatchHub::WatcherId id) {
     std::vector<WatchEvent> events;
@@ -333,7 +333,7 @@ TEST_F(CoreWatchTest, TheSnapshotHoldsTheStateAndEventsContinueWithoutGap) {
   Acquire("b", "L");  // queued behind a
   log_->MakeDurable(log_->last_position());
   const uint64_t before = owner_.watch_hub().GetStats().sequence;
-  CoreOwner::WatchStart start = Watch("L", false);
+  WatchStart start = Watch("L", false);
   EXPECT_EQ(start.sequence, before);
   ASSERT_EQ(start.locks.size(), 1u);
   ASSERT_EQ(start.locks[0].holders.size(), 1u);
@@ -357,7 +357,7 @@ TEST_F(CoreWatchTest, TheSnapshotHoldsTheStateAndEventsContinueWithoutGap) {
 }
 
 TEST_F(CoreWatchTest, NoEventIsTakenBeforeItsRecordIsDurable) {
-  CoreOwner::WatchStart start = Watch("L", false);
+  WatchStart start = Watch("L", false);
   EXPECT_TRUE(Events(start.id).empty());
   const int wakes = sink_->wakes;
   Acquire("a", "L");
@@ -371,7 +371,7 @@ TEST_F(CoreWatchTest, NoEventIsTakenBeforeItsRecordIsDurable) {
 }
 
 TEST_F(CoreWatchTest, ALapseIsReportedAtItsExpiryInstant) {
-  CoreOwner::WatchStart start = Watch("L", false);
+  WatchStart start = Watch("L", false);
   Acquire("a", "L", /*ttl_ms=*/500);
   Acquire("b", "L", 700);
   clock_.Advance(600);
@@ -392,7 +392,7 @@ TEST_F(CoreWatchTest, ALapseIsReportedAtItsExpiryInstant) {
 }
 
 TEST_F(CoreWatchTest, AGrantInsideATickReportsTheTtlAskedFor) {
-  CoreOwner::WatchStart start = Watch("L", false);
+  WatchStart start = Watch("L", false);
   clock_.SetInside(200);  // the server adds a tick to such a lease
   Acquire("a", "L", 500);
   Acquire("b", "L", 700);
@@ -403,7 +403,7 @@ TEST_F(CoreWatchTest, AGrantInsideATickReportsTheTtlAskedFor) {
 }
 
 TEST_F(CoreWatchTest, WithdrawalForcedReleaseAndDeadlockAbortAreEvents) {
-  CoreOwner::WatchStart start = Watch("", true);
+  WatchStart start = Watch("", true);
   Acquire("a", "L");
   Acquire("b", "M");
   Acquire("b", "L");  // b waits for L (held by a)
@@ -466,7 +466,7 @@ TEST_F(CoreWatchTest, TheSequenceRisesAsMuchWithoutAWatcher) {
     return owner_.watch_hub().GetStats().sequence - before;
   };
   const uint64_t unwatched = changes("u/");
-  CoreOwner::WatchStart start = Watch("w/", true);
+  WatchStart start = Watch("w/", true);
   const uint64_t watched = changes("w/");
   EXPECT_EQ(watched, Events(start.id).size());
   EXPECT_GE(watched, 12u);
@@ -478,13 +478,13 @@ TEST_F(CoreWatchTest, APrefixSnapshotListsOnlyMatchingLocksInUse) {
   Acquire("b", "jobs/2");
   Acquire("c", "other");
   Release("b", "jobs/2");
-  CoreOwner::WatchStart start = Watch("jobs/", true);
+  WatchStart start = Watch("jobs/", true);
   ASSERT_EQ(start.locks.size(), 1u);
   EXPECT_EQ(start.locks[0].name, "jobs/1");
 }
 
 TEST_F(CoreWatchTest, AStoreFailureEndsEveryWatcher) {
-  CoreOwner::WatchStart start = Watch("L", false);
+  WatchStart start = Watch("L", false);
   Acquire("a", "L");
   log_->Fail(absl::DataLossError("disk gone"));
   WatchHub::Next next = owner_.watch_hub().Take(start.id);
