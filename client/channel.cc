@@ -11,8 +11,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/host_port.h"
 
 namespace leasekeeper::client {
 namespace {
@@ -29,6 +32,37 @@ absl::StatusOr<std::string> ReadFile(absl::string_view path) {
   std::ostringstream contents;
   contents << in.rdbuf();
   return contents.str();
+}
+
+// gRPC's resolver schemes other than dns: and unix:, which the clients
+// refuse (docs/clients.md, "Server addresses").
+constexpr absl::string_view kRefusedSchemes[] = {
+    "ipv4:", "ipv6:", "unix-abstract:", "vsock:", "xds:"};
+
+// OK if `entry` (one of a list, trimmed) is an address ParseEndpoints
+// takes; otherwise the reason.
+absl::Status CheckServerAddress(absl::string_view entry) {
+  if (absl::ConsumePrefix(&entry, "unix:")) {
+    if (entry.empty()) return absl::InvalidArgumentError("empty host");
+    return absl::OkStatus();
+  }
+  if (absl::ConsumePrefix(&entry, "dns:")) {
+    if (absl::ConsumePrefix(&entry, "//")) {  // an authority, maybe empty
+      const size_t slash = entry.find('/');
+      if (slash == absl::string_view::npos) {
+        return absl::InvalidArgumentError("missing port");
+      }
+      entry.remove_prefix(slash + 1);
+    }
+    return ParseHostPort(entry, 1).status();
+  }
+  for (absl::string_view scheme : kRefusedSchemes) {
+    if (absl::StartsWith(entry, scheme)) {
+      return absl::InvalidArgumentError(
+          "scheme not supported; write host:port");
+    }
+  }
+  return ParseHostPort(entry, 1).status();
 }
 
 }  // namespace
@@ -68,6 +102,10 @@ absl::StatusOr<std::vector<std::string>> ParseEndpoints(
       return absl::InvalidArgumentError(absl::StrCat(
           "invalid server list \"", list,
           "\": expected host:port, or several separated by commas"));
+    }
+    if (absl::Status checked = CheckServerAddress(entry); !checked.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid server address \"", entry, "\": ", checked.message()));
     }
     endpoints.emplace_back(entry);
   }

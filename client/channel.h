@@ -44,10 +44,19 @@ struct ChannelOptions {
 std::shared_ptr<grpc::Channel> MakeChannel(absl::string_view target,
                                            const ChannelOptions& options = {});
 
-// The endpoints of one leasekeeper service, written "a,b,c" (each a target
-// MakeChannel takes; spaces around entries are ignored). A single entry is
-// a list of one. Outcomes: the endpoints, in order; INVALID_ARGUMENT for an
-// empty list or an empty entry.
+// The endpoints of one leasekeeper service, written "a,b,c" (spaces around
+// entries are ignored; a single entry is a list of one). Each entry is
+//  - host:port (client/host_port.h, the port in 1..65535),
+//  - dns:host:port, dns:///host:port or dns://AUTHORITY/host:port (gRPC's
+//    DNS resolver; the host:port part is checked as above), or
+//  - unix:PATH (a Unix domain socket, not checked further).
+// Any other URI (http://, https://, ipv4:, ipv6:, unix-abstract:, vsock:,
+// xds:) is refused: these are the rules of docs/clients.md, "Server
+// addresses", which the Python client follows too.
+// Outcomes: the endpoints, in order; INVALID_ARGUMENT "invalid server list
+// \"LIST\": ..." for an empty list or entry, and "invalid server address
+// \"ENTRY\": REASON" for an entry that breaks the rules (the reasons of
+// ParseHostPort; "empty host" for unix: without a path).
 absl::StatusOr<std::vector<std::string>> ParseEndpoints(absl::string_view list);
 
 // Reads PEM files into TlsOptions; an empty path leaves its field empty.

@@ -113,7 +113,9 @@ class Client {
   // an endpoint; TLS then checks the certificate against the name unless
   // TlsOptions::server_name_override says otherwise). Channels are made by
   // MakeChannel with `channel_options`, lazily. Outcomes: the client; those
-  // of Create; INVALID_ARGUMENT for an empty list or an empty entry.
+  // of Create; INVALID_ARGUMENT for an empty list or entry, or an entry
+  // that is not a server address: `invalid server address "ADDR": REASON`
+  // (ParseEndpoints: a port outside 1..65535, no port, an http:// URL, ...).
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       absl::string_view target, const ChannelOptions& channel_options = {},
       ClientOptions options = {});

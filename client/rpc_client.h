@@ -279,7 +279,8 @@ class RpcClient {
   // resolves to several addresses (each then an endpoint; with TLS the
   // certificate is checked against the name). Channels are made with
   // `options`, lazily. Outcomes: the client; INVALID_ARGUMENT for an empty
-  // list or entry.
+  // list or entry, or an entry that is not a server address
+  // (ParseEndpoints: `invalid server address "ADDR": REASON`).
   static absl::StatusOr<std::unique_ptr<RpcClient>> Connect(
       absl::string_view endpoints, const ChannelOptions& options = {});
   ~RpcClient();

@@ -14,13 +14,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/host_port.h"
 
 namespace leasekeeper::server {
 namespace {
 
 constexpr int64_t kMaxValueBytes = int64_t{64} << 20;
 constexpr int64_t kMaxShutdownGraceMs = 4'000;  // SIGTERM must exit in 5 s
-constexpr int64_t kMaxPort = 65'535;
 constexpr size_t kHelpColumn = 30;  // where a flag's description starts
 constexpr size_t kHelpWidth = 78;
 
@@ -623,23 +623,7 @@ void AppendWrapped(absl::string_view text, size_t column, std::string& out) {
 }  // namespace
 
 absl::Status CheckListenAddress(absl::string_view address) {
-  const size_t colon = address.rfind(':');
-  if (colon == absl::string_view::npos || colon == 0) {
-    return absl::InvalidArgumentError("expected host:port");
-  }
-  const absl::string_view port = address.substr(colon + 1);
-  if (port.empty() ||
-      !std::all_of(port.begin(), port.end(), absl::ascii_isdigit)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("port \"", port, "\" is not a number"));
-  }
-  int64_t number = 0;
-  if (port.size() > 5 || !absl::SimpleAtoi(port, &number) ||
-      number > kMaxPort) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("port ", port, " is out of range [0, ", kMaxPort, "]"));
-  }
-  return absl::OkStatus();
+  return client::ParseHostPort(address, 0).status();
 }
 
 std::string DaemonUsage() {

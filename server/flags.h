@@ -8,7 +8,8 @@
 // Syntax: --name=value or --name value; dashes or underscores in names; a
 // boolean flag alone means true. Durations are Go-style: "2s", "500ms",
 // "1m30s", "0", never negative and a whole number of milliseconds.
-// Addresses are host:port with a port in [0, 65535] (0: a free port).
+// Addresses are host:port with a port in [0, 65535] (0: a free port),
+// checked as client/host_port.h says.
 //
 // Why a parser of our own rather than Abseil flags: Abseil flag names are C
 // identifiers, so every documented flag (--data-dir, --log-level, ...) would
@@ -45,9 +46,9 @@ absl::StatusOr<DaemonOptions> ParseDaemonFlags(int argc,
 // The --help text: every flag under its group, with its default.
 std::string DaemonUsage();
 
-// OK if `address` is host:port with a non-empty host and a decimal port in
-// [0, 65535]; otherwise INVALID_ARGUMENT saying what is wrong. gRPC itself
-// would take 127.0.0.1:70000 as port 4464 (70000 mod 65536).
+// OK if `address` is host:port with a port in [0, 65535]; otherwise
+// INVALID_ARGUMENT with the reason (client/host_port.h: the clients check
+// their server addresses by the same rules).
 absl::Status CheckListenAddress(absl::string_view address);
 
 }  // namespace leasekeeper::server

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "client/host_port.h"
 
 namespace leasekeeper::ctl {
 namespace {
@@ -16,19 +17,15 @@ namespace {
 // A connected TCP socket with `timeout` on every read and write; -1 if the
 // target cannot be parsed or reached.
 int Connect(absl::string_view target, absl::Duration timeout) {
-  std::string host;
-  std::string port;
-  const size_t colon = target.rfind(':');
-  if (colon == absl::string_view::npos) return -1;
-  host = std::string(target.substr(0, colon));
-  port = std::string(target.substr(colon + 1));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  absl::StatusOr<client::HostPort> parsed = client::ParseHostPort(target, 1);
+  if (!parsed.ok()) return -1;  // also dns: and unix: targets: not probed
   addrinfo hints = {};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return -1;
+  if (getaddrinfo(parsed->host.c_str(), absl::StrCat(parsed->port).c_str(),
+                  &hints, &found) != 0) {
+    return -1;
+  }
   int fd = -1;
   for (addrinfo* address = found; address != nullptr && fd < 0;
        address = address->ai_next) {

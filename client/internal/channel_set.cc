@@ -8,32 +8,22 @@
 #include <utility>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/host_port.h"
 
 namespace leasekeeper::client::internal {
 namespace {
 
 namespace pb = ::leasekeeper::v1;
 
-// Splits "host:port" (not "[v6]:port", not a URI); nullopt otherwise.
+// Splits "name:port" (not an IP address, not a URI); nullopt otherwise.
 std::optional<std::pair<std::string, std::string>> NameAndPort(
     absl::string_view target) {
-  if (absl::StrContains(target, "://") || absl::StartsWith(target, "unix:") ||
-      absl::StartsWith(target, "[")) {
-    return std::nullopt;
-  }
-  const size_t colon = target.rfind(':');
-  if (colon == absl::string_view::npos || colon == 0 ||
-      target.find(':') != colon) {
-    return std::nullopt;
-  }
-  int port = 0;
-  if (!absl::SimpleAtoi(target.substr(colon + 1), &port)) return std::nullopt;
-  std::string host(target.substr(0, colon));
+  absl::StatusOr<HostPort> parsed = ParseHostPort(target, 1);
+  if (!parsed.ok() || parsed->ipv6) return std::nullopt;
   in_addr v4;
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return std::nullopt;
-  return std::make_pair(std::move(host), std::string(target.substr(colon + 1)));
+  if (inet_pton(AF_INET, parsed->host.c_str(), &v4) == 1) return std::nullopt;
+  return std::make_pair(parsed->host, absl::StrCat(parsed->port));
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ class ChannelSet {
   // A set over `endpoints` ("a,b,c", or one name with several addresses:
   // ExpandEndpoints with ResolveHost), each channel made by MakeChannel
   // with `options`. Outcomes: the set; INVALID_ARGUMENT for a list with an
-  // empty entry (ParseEndpoints).
+  // empty entry or an entry that is not a server address (ParseEndpoints).
   static absl::StatusOr<std::shared_ptr<ChannelSet>> Connect(
       absl::string_view endpoints, const ChannelOptions& options);
 

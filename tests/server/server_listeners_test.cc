@@ -117,7 +117,7 @@ TEST(ListenerFlagsTest, OutOfRangePortIsRefusedBeforeAnythingListens) {
     EXPECT_EQ(outcome.exit_code, std::optional<int>(2)) << outcome.output;
     EXPECT_TRUE(absl::StrContains(
         outcome.output,
-        absl::StrCat(arg, ": port 70000 is out of range [0, 65535]")))
+        absl::StrCat(arg, ": port out of range (0-65535)")))
         << outcome.output;
   }
 }
