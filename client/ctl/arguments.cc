@@ -1,16 +1,24 @@
 #include "client/ctl/arguments.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <sstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "client/channel.h"
 #include "client/ctl/completion.h"
 #include "client/ctl/duration_flag.h"
+#include "client/ctl/output.h"
 #include "grpcpp/grpcpp.h"
 #include "version/version.h"
 
@@ -30,7 +38,8 @@ Durations: 500ms, 30s, 5m, 1h, 1m30s.
 Exit codes:
   0   success
   1   error (the server refused, could not be reached, the lease was lost)
-  2   usage: bad arguments (the problem is printed with the usage)
+  2   usage: bad arguments (the problem is printed, with where to read
+      the command's usage)
   75  lock busy: acquire not granted, run --try or run --wait not granted
   N   run: the command's own exit status)";
 
@@ -59,6 +68,68 @@ CLI::Validator NonEmpty() {
         return text.empty() ? "must not be empty" : "";
       },
       "");
+}
+
+// A validator: a server address list, checked by the client library's
+// rules (client/channel.h, ParseEndpoints).
+CLI::Validator ServerAddresses() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        absl::StatusOr<std::vector<std::string>> endpoints =
+            client::ParseEndpoints(text);
+        return endpoints.ok() ? "" : std::string(endpoints.status().message());
+      },
+      "");
+}
+
+// The output format a command line asks for, read without CLI11 so that a
+// usage error, which may stop CLI11 before it reads -o, is still told in
+// it: the last -o/--output before any `--`, else $LEASEKEEPER_OUTPUT.
+OutputFormat AskedOutput(const std::vector<std::string>& args) {
+  std::string asked;
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    absl::string_view arg = args[i];
+    if ((arg == "-o" || arg == "--output") && i + 1 < args.size()) {
+      asked = args[++i];
+    } else if (absl::ConsumePrefix(&arg, "--output=") ||
+               (absl::ConsumePrefix(&arg, "-o") && !arg.empty())) {
+      asked = std::string(arg);
+    }
+  }
+  if (asked.empty()) {
+    const char* env = std::getenv("LEASEKEEPER_OUTPUT");
+    if (env != nullptr) asked = env;
+  }
+  return asked == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+}
+
+// CLI11 says "The following arguments were not expected: b a" (its own,
+// reversed order); this names the first unknown flag and the flags
+// `command` (when known) does take, else the first extra argument.
+std::string ExtrasProblem(const std::vector<std::string>& extras,
+                          const CLI::App* command) {
+  for (const std::string& extra : extras) {
+    if (extra.size() < 2 || extra[0] != '-') continue;
+    std::string problem =
+        absl::StrCat("unknown flag ", extra.substr(0, extra.find('=')));
+    if (command == nullptr) return problem;
+    std::vector<std::string> flags;
+    for (const CLI::Option* option : command->get_options()) {
+      if (option->nonpositional() && option != command->get_help_ptr()) {
+        flags.push_back(option->get_name());
+      }
+    }
+    if (flags.empty()) {
+      absl::StrAppend(&problem, " (", command->get_name(),
+                      " takes only the global flags)");
+    } else {
+      absl::StrAppend(&problem, " (", command->get_name(), " takes ",
+                      absl::StrJoin(flags, ", "), " and the global flags)");
+    }
+    return problem;
+  }
+  if (extras.empty()) return "unexpected arguments";
+  return absl::StrCat("unexpected argument \"", extras[0], "\"");
 }
 
 // A validator: a value of at most `limit` bytes (the server's limit).
@@ -142,6 +213,7 @@ class CommandTree {
       parsed.text = app_.help();
       return parsed;
     }
+    output_ = AskedOutput(args);
     // CLI11 takes the arguments in reverse order.
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     try {
@@ -152,6 +224,8 @@ class CommandTree {
     } catch (const CLI::CallForVersion&) {
       parsed.text = VersionLine() + "\n";
       return parsed;
+    } catch (const CLI::ExtrasError&) {
+      return UsageError(ExtrasProblem(app_.remaining(true), Parsing()));
     } catch (const CLI::ParseError& error) {
       return UsageError(error.what());
     }
@@ -200,6 +274,7 @@ class CommandTree {
         ->type_name("ADDR")
         ->default_str(kDefaultServer)
         ->check(NonEmpty())
+        ->check(ServerAddresses())
         ->group(kGlobalGroup);
     app_.add_option_function<std::string>(
             "-o,--output", [](const std::string&) {},
@@ -500,6 +575,8 @@ class CommandTree {
         Command::kHealth, "health", "Ask the server's health service",
         "Asks grpc.health.v1.Health/Check, as the kubelet's probes do, and\n"
         "prints SERVING, NOT_SERVING or UNKNOWN: exit 0 only for SERVING.\n"
+        "Of several --server nodes, asks each (a line each) and exits 0 if\n"
+        "any serves.\n"
         "Needs no client certificate on a --health-listen port, so it is\n"
         "the Docker image's HEALTHCHECK.");
     sub->add_option("--service", in_->service,
@@ -513,7 +590,7 @@ class CommandTree {
         "`cluster status`: asks the node --server names first (any member\n"
         "answers) for its cluster: the members with their roles, applied log\n"
         "positions and lag behind the leader, the leader and its epoch. A\n"
-        "single daemon shows itself as the leader, epoch 0.");
+        "daemon without --cluster says it is a single node.");
     sub->add_option("ACTION", cluster_action_, "status")
         ->type_name("")
         ->required()
@@ -572,27 +649,35 @@ class CommandTree {
     return UsageError(absl::StrCat("unknown command \"", help_topic_, "\""));
   }
 
-  // The problem, named after the command being parsed, and its usage.
+  // The command whose arguments were being parsed (`completion` included);
+  // null if none was recognised.
+  CLI::App* Parsing() const {
+    if (CLI::App* selected = Selected(); selected != nullptr) return selected;
+    if (completion_->parsed()) return completion_;
+    return nullptr;
+  }
+
+  // The problem, named after the command being parsed, with where to read
+  // that command's usage, in the asked output format (FormatUsageError).
   ParsedArguments UsageError(const std::string& problem) {
     ParsedArguments parsed;
     parsed.action = ParsedArguments::Action::kUsageError;
-    CLI::App* selected = Selected();
+    CLI::App* parsing = Parsing();
     std::string text = problem;
-    if (selected == nullptr) {
+    if (parsing == nullptr) {
       // Nothing recognised as a command: the first word must be a typo.
       std::vector<std::string> extras = app_.remaining();
       if (!extras.empty() && !extras[0].empty() && extras[0][0] != '-') {
         text = absl::StrCat("unknown command \"", extras[0], "\"");
       }
-      parsed.text = absl::StrCat(kProgram, ": ", text, "\n\n", Overview());
-      return parsed;
     }
-    parsed.text = absl::StrCat(kProgram, " ", selected->get_name(), ": ", text,
-                               "\n\n", selected->help(kProgram));
+    parsed.text = FormatUsageError(
+        parsing == nullptr ? "" : parsing->get_name(), text, output_);
     return parsed;
   }
 
   Invocation* in_;
+  OutputFormat output_ = OutputFormat::kTable;  // for usage errors
   std::string cluster_action_;
   CLI::App app_;
   struct CommandEntry {

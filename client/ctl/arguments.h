@@ -98,9 +98,9 @@ struct ParsedArguments {
   Action action = Action::kPrintText;
   Invocation invocation;
   // kPrintText: the help, version or completion script asked for.
-  // kUsageError: "leasekeeper-ctl[ COMMAND]:
-  // PROBLEM", a blank line, then the usage of that command (or the
-  // overview when no command was recognised). Ends with a newline.
+  // kUsageError: the problem, named after the command, and where to read
+  // that command's usage, as output.h's FormatUsageError puts it in the
+  // output format the arguments ask for (-o json: one JSON object).
   std::string text;
 };
 
@@ -119,8 +119,8 @@ struct ParsedArguments {
 //     `--version` this binary's version; `completion bash|zsh` the shell
 //     completion script (completion.h): kPrintText.
 //  5. A flag a command does not take, a missing or extra argument, a bad
-//     duration, token or format is a usage error (kUsageError: the problem,
-//     named after the command, then that command's usage; exit code 2).
+//     duration, token, format or --server address (client/channel.h's
+//     ParseEndpoints) is a usage error (kUsageError; exit code 2).
 //  6. For `run`, everything after `--` is the command to run.
 //  7. `watch` takes exactly one of LOCK and --prefix P.
 ParsedArguments ParseArguments(const std::vector<std::string>& args);

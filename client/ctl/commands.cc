@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -468,8 +469,10 @@ int Write(const Invocation& in, const client::RpcClient& rpc, std::ostream& out,
     writer = env;
   }
   if (writer.empty()) {
-    err << "leasekeeper-ctl: write needs --client ID (the lease holder; "
-           "run sets LEASEKEEPER_CLIENT_ID)\n";
+    err << FormatUsageError("write",
+                            "needs --client ID (the lease holder; run sets "
+                            "LEASEKEEPER_CLIENT_ID)",
+                            in.output);
     return kExitUsage;
   }
   absl::Status written = rpc.Write(client::WriteCall{.lock = in.lock,
@@ -549,20 +552,31 @@ int ForceReleaseLock(const Invocation& in, const client::RpcClient& rpc,
   return kExitOk;
 }
 
-// Health is a question about one node: the first --server endpoint.
+// Health is asked of every --server endpoint at once; the service is up if
+// any node serves it. One node that cannot be asked is a failure like any
+// other call's; of several, each is reported on its line.
 int Health(const Invocation& in, const client::ChannelOptions& channel_options,
            std::ostream& out, const Reporter& report) {
   absl::StatusOr<std::vector<std::string>> endpoints =
       client::ParseEndpoints(in.server);
   if (!endpoints.ok()) return report.Fail("--server", endpoints.status());
-  absl::StatusOr<HealthStatus> health =
-      CheckHealth(client::MakeChannel(endpoints->front(), channel_options),
-                  in.service, in.timeout);
-  if (!health.ok()) {
-    return report.Fail(absl::StrCat("health of ", in.server), health.status());
+  std::vector<std::future<absl::StatusOr<HealthStatus>>> asked;
+  for (const std::string& endpoint : *endpoints) {
+    asked.push_back(std::async(std::launch::async, [&, endpoint] {
+      return CheckHealth(client::MakeChannel(endpoint, channel_options),
+                         in.service, in.timeout);
+    }));
   }
-  out << FormatHealth(in.server, in.service, *health, in.output);
-  return *health == HealthStatus::kServing ? kExitOk : kExitError;
+  std::vector<NodeHealth> nodes;
+  for (size_t i = 0; i < asked.size(); ++i) {
+    nodes.push_back(NodeHealth{(*endpoints)[i], asked[i].get()});
+  }
+  if (nodes.size() == 1 && !nodes[0].status.ok()) {
+    return report.Fail(absl::StrCat("health of ", in.server),
+                       nodes[0].status.status());
+  }
+  out << FormatHealth(in.server, in.service, nodes, in.output);
+  return OverallHealth(nodes) == HealthStatus::kServing ? kExitOk : kExitError;
 }
 
 int ShowClusterStatus(const Invocation& in, const client::RpcClient& rpc,

@@ -254,7 +254,10 @@ std::string FormatStatus(const std::string& client_id,
   std::string out = RenderTable({
       {"client", client_id},
       {"registered",
-       status.registered ? absl::StrCat("yes (age ", status.age, ")") : "no"},
+       status.registered
+           ? absl::StrCat("yes, age ", status.age,
+                          " (its registration number: larger is younger)")
+           : "no"},
       {"session", session},
       {"waiting for", OrDash(status.waiting_for)},
   });
@@ -428,14 +431,65 @@ std::string FormatVersion(const std::string& server,
   return RenderTable(rows);
 }
 
+std::optional<HealthStatus> OverallHealth(const std::vector<NodeHealth>& nodes) {
+  // The better answer wins: SERVING, then NOT_SERVING, then UNKNOWN.
+  auto rank = [](HealthStatus status) {
+    switch (status) {
+      case HealthStatus::kServing:
+        return 3;
+      case HealthStatus::kNotServing:
+        return 2;
+      case HealthStatus::kUnknown:
+        return 1;
+    }
+    return 0;
+  };
+  std::optional<HealthStatus> overall;
+  for (const NodeHealth& node : nodes) {
+    if (node.status.ok() &&
+        (!overall.has_value() || rank(*node.status) > rank(*overall))) {
+      overall = *node.status;
+    }
+  }
+  return overall;
+}
+
 std::string FormatHealth(const std::string& server, const std::string& service,
-                         HealthStatus status, OutputFormat format) {
+                         const std::vector<NodeHealth>& nodes,
+                         OutputFormat format) {
+  auto error_of = [](const NodeHealth& node) {
+    return absl::StrCat(absl::StatusCodeToString(node.status.status().code()),
+                        ": ", node.status.status().message());
+  };
   if (format == OutputFormat::kJson) {
+    const std::optional<HealthStatus> overall = OverallHealth(nodes);
+    json list = json::array();
+    for (const NodeHealth& node : nodes) {
+      list.push_back(
+          json{{"server", node.server},
+               {"status", node.status.ok()
+                              ? json(HealthStatusName(*node.status))
+                              : json(nullptr)},
+               {"error", node.status.ok() ? json(nullptr)
+                                          : json(error_of(node))}});
+    }
     return Dump(json{{"server", server},
                      {"service", service},
-                     {"status", HealthStatusName(status)}});
+                     {"status", overall.has_value()
+                                    ? json(HealthStatusName(*overall))
+                                    : json(nullptr)},
+                     {"nodes", list}});
   }
-  return absl::StrCat(HealthStatusName(status), "\n");
+  if (nodes.size() == 1 && nodes[0].status.ok()) {
+    return absl::StrCat(HealthStatusName(*nodes[0].status), "\n");
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const NodeHealth& node : nodes) {
+    rows.push_back({node.server, node.status.ok()
+                                     ? HealthStatusName(*node.status)
+                                     : absl::StrCat("error: ", error_of(node))});
+  }
+  return RenderTable(rows);
 }
 
 std::string FormatClusterStatus(const client::ClusterInfo& info,
@@ -463,8 +517,15 @@ std::string FormatClusterStatus(const client::ClusterInfo& info,
     }
     return Dump(out);
   }
+  if (info.cluster.empty()) {
+    return absl::StrCat(
+        "single node at ", OrDash(info.leader_address),
+        ", not in cluster mode (no --cluster): it serves every call itself; "
+        "last position ",
+        info.last_position, "\n");
+  }
   std::string out = absl::StrCat(
-      "cluster ", info.cluster.empty() ? "(single node)" : info.cluster,
+      "cluster ", info.cluster,
       ", leader ",
       leader_known ? absl::StrCat(OrDash(info.leader_id), " at ",
                                   info.leader_address)
@@ -492,6 +553,20 @@ std::string FormatError(const std::string& what, const absl::Status& status,
   return absl::StrCat("leasekeeper-ctl: ", what, ": ",
                       absl::StatusCodeToString(status.code()), ": ",
                       status.message(), "\n");
+}
+
+std::string FormatUsageError(const std::string& command,
+                             const std::string& problem, OutputFormat format) {
+  const std::string program =
+      command.empty() ? "leasekeeper-ctl" : "leasekeeper-ctl " + command;
+  const std::string usage = program + " --help";
+  if (format == OutputFormat::kJson) {
+    json error = ErrorJson(absl::InvalidArgumentError(problem));
+    error["usage"] = usage;
+    return Dump(json{{"error", error}});
+  }
+  return absl::StrCat(program, ": ", problem, "\nrun '", usage,
+                      "' for its usage\n");
 }
 
 }  // namespace leasekeeper::ctl

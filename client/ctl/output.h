@@ -93,11 +93,26 @@ std::string FormatVersion(const std::string& server,
                           const absl::StatusOr<ServerInfo>& info,
                           OutputFormat format);
 
-// `server` is the address asked, `service` the service asked about.
-// JSON: {"server","service","status"}, status "SERVING", "NOT_SERVING" or
-// "UNKNOWN".
+// One node's answer to `health`, or the failure to get it.
+struct NodeHealth {
+  std::string server;  // the address asked
+  absl::StatusOr<HealthStatus> status;
+};
+
+// The status of a service that `nodes` serve together: SERVING if any
+// node serves, else NOT_SERVING or UNKNOWN if any node answered so (in
+// that order); nullopt if no node answered.
+std::optional<HealthStatus> OverallHealth(const std::vector<NodeHealth>& nodes);
+
+// `health` of the nodes of `server` (the --server list), each asked about
+// `service`; "status" is OverallHealth. Table form: one node, its status name; several,
+// one line per node, "ADDRESS  STATUS" or "ADDRESS  error: CODE: MESSAGE".
+// JSON: {"server","service","status","nodes":[{"server","status",
+// "error"}]}, status "SERVING", "NOT_SERVING", "UNKNOWN" or null, error the
+// failure's "CODE: MESSAGE" or null. REQUIRES: !nodes.empty().
 std::string FormatHealth(const std::string& server, const std::string& service,
-                         HealthStatus status, OutputFormat format);
+                         const std::vector<NodeHealth>& nodes,
+                         OutputFormat format);
 
 // `cluster status` as the node asked answered it (`info`).
 // JSON: {"cluster","node","role","leader":{"id","address"} or null,"epoch",
@@ -114,6 +129,14 @@ std::string FormatClusterStatus(const client::ClusterInfo& info,
 // stderr; stdout stays empty. REQUIRES: !status.ok().
 std::string FormatError(const std::string& what, const absl::Status& status,
                         OutputFormat format);
+
+// A usage error (exit 2) in `command` ("acquire"; "" when no command was
+// recognised): the table form is two lines, "leasekeeper-ctl COMMAND:
+// PROBLEM" and "run 'leasekeeper-ctl COMMAND --help' for its usage"; the
+// JSON form is FormatError's object for INVALID_ARGUMENT with the problem
+// as message and "usage": "leasekeeper-ctl COMMAND --help".
+std::string FormatUsageError(const std::string& command,
+                             const std::string& problem, OutputFormat format);
 
 }  // namespace leasekeeper::ctl
 

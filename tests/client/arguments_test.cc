@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace leasekeeper::ctl {
 namespace {
@@ -64,6 +66,10 @@ TEST(ArgumentsTest, ClusterStatusIsACommandAndOtherActionsAreUsageErrors) {
 TEST(ArgumentsTest, ServerTakesAListOfEndpointsFromTheFlagOrTheEnvironment) {
   EXPECT_EQ(Accepted({"--server", "a:1,b:1,c:1", "inspect", "L"}).server,
             "a:1,b:1,c:1");
+  EXPECT_EQ(Accepted({"--server", "[::1]:7233,dns:///locks.svc:7233",
+                      "inspect", "L"})
+                .server,
+            "[::1]:7233,dns:///locks.svc:7233");
   ScopedEnv env("LEASEKEEPER_SERVER", "x:1,y:1");
   EXPECT_EQ(Accepted({"inspect", "L"}).server, "x:1,y:1");
 }
@@ -264,16 +270,116 @@ TEST(ArgumentsTest, UsageErrorsNameTheCommandAndSayWhatIsWrong) {
   }
 }
 
-TEST(ArgumentsTest, AUsageErrorShowsTheCommandsOwnUsage) {
+TEST(ArgumentsTest, AUsageErrorIsTheProblemAndWhereToReadTheUsage) {
   ParsedArguments parsed = ParseArguments({"renew", "L", "--client", "c"});
   ASSERT_EQ(parsed.action, Action::kUsageError);
-  EXPECT_EQ(parsed.text.find("leasekeeper-ctl renew: --ttl is required\n\n"),
+  EXPECT_EQ(parsed.text,
+            "leasekeeper-ctl renew: --ttl is required\n"
+            "run 'leasekeeper-ctl renew --help' for its usage\n");
+  parsed = ParseArguments({"frobnicate"});
+  EXPECT_EQ(parsed.text,
+            "leasekeeper-ctl: unknown command \"frobnicate\"\n"
+            "run 'leasekeeper-ctl --help' for its usage\n");
+}
+
+TEST(ArgumentsTest, UnderJsonEveryUsageErrorIsOneJsonObjectWithAUsageHint) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+    const char* usage;
+  } cases[] = {
+      {{"-o", "json", "acquire", "L", "--client", "c", "--ttl", "10x"},
+       "--ttl: invalid duration \"10x\" (use e.g. 500ms, 30s, 5m, 1h)",
+       "leasekeeper-ctl acquire --help"},
+      // -o after the problem, and -o=json / -ojson spellings.
+      {{"acquire", "L", "--ttl", "1m", "--output=json"},
+       "--client is required", "leasekeeper-ctl acquire --help"},
+      {{"inspect", "-ojson"}, "LOCK is required",
+       "leasekeeper-ctl inspect --help"},
+      {{"-o", "json", "inspect", "L", "--mode", "bogus"},
+       "unknown flag --mode (inspect takes only the global flags)",
+       "leasekeeper-ctl inspect --help"},
+      {{"-o", "json", "frobnicate"}, "unknown command \"frobnicate\"",
+       "leasekeeper-ctl --help"},
+      {{"-o", "json", "completion", "fish"}, "SHELL: fish not in {bash,zsh}",
+       "leasekeeper-ctl completion --help"},
+  };
+  for (const Case& c : cases) {
+    ParsedArguments parsed = ParseArguments(c.args);
+    ASSERT_EQ(parsed.action, Action::kUsageError)
+        << testing::PrintToString(c.args);
+    const nlohmann::json expected = {{"error",
+                                      {{"code", "INVALID_ARGUMENT"},
+                                       {"reason", nullptr},
+                                       {"message", c.message},
+                                       {"usage", c.usage}}}};
+    EXPECT_EQ(parsed.text, expected.dump() + "\n")
+        << testing::PrintToString(c.args);
+  }
+  ScopedEnv output("LEASEKEEPER_OUTPUT", "json");
+  ParsedArguments parsed = ParseArguments({"inspect"});
+  EXPECT_EQ(nlohmann::json::parse(parsed.text)["error"]["message"],
+            "LOCK is required");
+}
+
+TEST(ArgumentsTest, AnUnknownFlagIsNamedNotListedBackwardsWithItsValue) {
+  ParsedArguments parsed = ParseArguments(
+      {"acquire", "L", "--client", "c", "--ttl", "1s", "--mode", "bogus"});
+  ASSERT_EQ(parsed.action, Action::kUsageError);
+  EXPECT_EQ(parsed.text.find(
+                "leasekeeper-ctl acquire: unknown flag --mode (acquire takes "
+                "--client, --ttl, --shared, --semaphore, --wait, --label and "
+                "the global flags)\n"),
             0u)
       << parsed.text;
-  EXPECT_NE(parsed.text.find("usage: leasekeeper-ctl renew"),
+  parsed = ParseArguments({"inspect", "L", "M", "N"});
+  EXPECT_EQ(parsed.text.find("leasekeeper-ctl inspect: unexpected argument "
+                             "\"M\"\n"),
+            0u)
+      << parsed.text;
+}
+
+TEST(ArgumentsTest, AValueOutsideItsChoicesNamesTheValueAndTheChoices) {
+  ParsedArguments parsed = ParseArguments({"completion", "fish"});
+  ASSERT_EQ(parsed.action, Action::kUsageError);
+  EXPECT_EQ(parsed.text,
+            "leasekeeper-ctl completion: SHELL: fish not in {bash,zsh}\n"
+            "run 'leasekeeper-ctl completion --help' for its usage\n");
+  ParsedArguments help = ParseArguments({"completion", "--help"});
+  ASSERT_EQ(help.action, Action::kPrintText);
+  EXPECT_NE(help.text.find("usage: leasekeeper-ctl completion"),
+            std::string::npos)
+      << help.text;
+  EXPECT_EQ(help.text.find("Commands:"), std::string::npos) << help.text;
+}
+
+TEST(ArgumentsTest, AServerAddressGrpcWouldMisreadIsAUsageErrorNamingTheFlag) {
+  struct Case {
+    const char* server;
+    const char* problem;
+  } cases[] = {
+      {"127.0.0.1:99999",
+       "--server: invalid server address \"127.0.0.1:99999\": port out of "
+       "range (1-65535)"},
+      {"127.0.0.1", "--server: invalid server address \"127.0.0.1\": "
+                    "missing port"},
+      {"http://127.0.0.1:7233",
+       "--server: invalid server address \"http://127.0.0.1:7233\": scheme "
+       "not supported; write host:port"},
+      {"a:1,b", "--server: invalid server address \"b\": missing port"},
+  };
+  for (const Case& c : cases) {
+    ParsedArguments parsed = ParseArguments({"--server", c.server, "health"});
+    ASSERT_EQ(parsed.action, Action::kUsageError) << c.server;
+    EXPECT_EQ(parsed.text.find(absl::StrCat("leasekeeper-ctl health: ",
+                                            c.problem, "\n")),
+              0u)
+        << parsed.text;
+  }
+  ScopedEnv server("LEASEKEEPER_SERVER", "[::1]");
+  EXPECT_NE(ParseArguments({"locks"}).text.find(
+                "invalid server address \"[::1]\": missing port"),
             std::string::npos);
-  EXPECT_EQ(parsed.text.find("Commands:"), std::string::npos)
-      << "not the overview";
 }
 
 TEST(ArgumentsTest, CommandHelpShowsOnlyThatCommandsFlags) {

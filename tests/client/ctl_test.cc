@@ -105,13 +105,47 @@ TEST_F(CtlTest, RunHoldsItsLockThroughAFollowersRedirect) {
   EXPECT_GE((*follower)->Calls("Session"), 1);
 }
 
-TEST_F(CtlTest, AnEmptyEntryInTheServerListIsAnError) {
+TEST_F(CtlTest, AnEmptyEntryInTheServerListIsAUsageError) {
   ProcessResult result =
       RunProcess({Ctl(), "--server", "a:1,,b:1", "inspect", "L"}, {},
                  absl::Seconds(20));
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("invalid server list"), std::string::npos)
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--server: invalid server list"), std::string::npos)
       << result.err;
+}
+
+TEST_F(CtlTest, AServerAddressGrpcWouldMisreadIsRefusedBeforeAnyCall) {
+  struct Case {
+    const char* server;
+    const char* reason;
+  } cases[] = {
+      // gRPC would connect to port 34463 (99999 mod 65536), to port 0, or
+      // fail to resolve the whole URL as a host name.
+      {"127.0.0.1:99999", "port out of range (1-65535)"},
+      {"127.0.0.1", "missing port"},
+      {"http://127.0.0.1:7233", "scheme not supported; write host:port"},
+  };
+  for (const Case& c : cases) {
+    ProcessResult text = RunProcess(
+        {Ctl(), "--server", c.server, "--timeout", "2s", "inspect", "L"});
+    EXPECT_EQ(text.exit_code, 2) << c.server << ": " << text.err;
+    EXPECT_EQ(text.err,
+              absl::StrCat("leasekeeper-ctl inspect: --server: invalid server "
+                           "address \"",
+                           c.server, "\": ", c.reason,
+                           "\nrun 'leasekeeper-ctl inspect --help' for its "
+                           "usage\n"));
+    ProcessResult json = RunProcess({Ctl(), "-o", "json", "--timeout", "2s",
+                                     "health"},
+                                    {{"LEASEKEEPER_SERVER", c.server}});
+    EXPECT_EQ(json.exit_code, 2) << c.server << ": " << json.err;
+    EXPECT_EQ(json.out, "");
+    nlohmann::json error = nlohmann::json::parse(json.err)["error"];
+    EXPECT_EQ(error["code"], "INVALID_ARGUMENT");
+    EXPECT_EQ(error["message"],
+              absl::StrCat("--server: invalid server address \"", c.server,
+                           "\": ", c.reason));
+  }
 }
 
 TEST_F(CtlTest, OneShotCommandsRoundTripInJson) {
@@ -197,19 +231,39 @@ TEST_F(CtlTest, RefusedWritesAndMissingValuesExitOne) {
   EXPECT_EQ(missing.out, "");
 }
 
-TEST_F(CtlTest, BadArgumentsPrintTheProblemAndTheCommandsUsageAndExitTwo) {
+TEST_F(CtlTest, BadArgumentsPrintTheProblemAndWhereToReadTheUsageAndExitTwo) {
   ProcessResult result = RunCtl({"acquire", "L", "--ttl", "30"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.out, "");
-  EXPECT_EQ(result.err.find("leasekeeper-ctl acquire: --ttl: invalid duration "
-                            "\"30\" (use e.g. 500ms, 30s, 5m, 1h)\n"),
-            0u)
-      << result.err;
-  EXPECT_NE(result.err.find("usage: leasekeeper-ctl acquire [FLAGS] LOCK"),
-            std::string::npos)
-      << result.err;
-  EXPECT_EQ(result.err.find("Commands:"), std::string::npos)
-      << "the command's usage, not the overview";
+  EXPECT_EQ(result.err,
+            "leasekeeper-ctl acquire: --ttl: invalid duration \"30\" (use "
+            "e.g. 500ms, 30s, 5m, 1h)\n"
+            "run 'leasekeeper-ctl acquire --help' for its usage\n");
+}
+
+TEST_F(CtlTest, UnderJsonAUsageErrorIsOneJsonObjectOnStderr) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-o", "json", "acquire", "L", "--client", "c",
+                                 "--ttl", "10x"},
+        std::vector<std::string>{"-o", "json", "acquire", "L", "--ttl", "1m"},
+        std::vector<std::string>{"acquire", "-o", "json"},
+        std::vector<std::string>{"-o", "json", "acquire", "L", "--client", "c",
+                                 "--ttl", "1m", "--mode", "bogus"},
+        std::vector<std::string>{"-o", "json", "write", "L", "k", "v",
+                                 "--token", "1"}}) {
+    ProcessResult result = RunCtl(args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_EQ(result.out, "");
+    ASSERT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+        << result.err;
+    nlohmann::json error = nlohmann::json::parse(result.err)["error"];
+    EXPECT_EQ(error["code"], "INVALID_ARGUMENT") << result.err;
+    EXPECT_TRUE(error["reason"].is_null());
+    EXPECT_EQ(error["usage"],
+              absl::StrCat("leasekeeper-ctl ",
+                           args[0] == "-o" ? args[2] : args[0], " --help"))
+        << result.err;
+  }
 }
 
 TEST_F(CtlTest, CommandHelpPrintsThatCommandsUsageAndFlagsAndExitsZero) {
@@ -460,6 +514,52 @@ TEST_F(CtlTest, HealthExitsZeroOnlyForAServingService) {
   EXPECT_NE(nowhere.err.find("UNAVAILABLE"), std::string::npos) << nowhere.err;
 }
 
+TEST_F(CtlTest, HealthOfSeveralNodesAsksEachAndServesIfAnyServes) {
+  const std::string servers =
+      absl::StrCat("127.0.0.1:1,", server().address());  // the first is down
+  ProcessResult text = RunProcess({Ctl(), "health", "--timeout", "2s"},
+                                  {{"LEASEKEEPER_SERVER", servers}});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  std::vector<std::string> lines =
+      absl::StrSplit(absl::StripTrailingAsciiWhitespace(text.out), '\n');
+  ASSERT_EQ(lines.size(), 2u) << text.out;
+  // Columns aligned: the addresses differ in length.
+  EXPECT_TRUE(absl::StartsWith(lines[0], "127.0.0.1:1  ")) << lines[0];
+  EXPECT_NE(lines[0].find("  error: UNAVAILABLE: "), std::string::npos)
+      << lines[0];
+  EXPECT_TRUE(absl::StartsWith(lines[1], server().address() + "  "))
+      << lines[1];
+  EXPECT_TRUE(absl::EndsWith(lines[1], "  SERVING")) << lines[1];
+
+  ProcessResult json =
+      RunProcess({Ctl(), "health", "--timeout", "2s", "-o", "json"},
+                 {{"LEASEKEEPER_SERVER", servers}});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json answer = nlohmann::json::parse(json.out);
+  EXPECT_EQ(answer["status"], "SERVING");
+  ASSERT_EQ(answer["nodes"].size(), 2u);
+  EXPECT_TRUE(answer["nodes"][0]["status"].is_null());
+  EXPECT_EQ(answer["nodes"][1]["status"], "SERVING");
+
+  ProcessResult none =
+      RunProcess({Ctl(), "health", "--timeout", "2s"},
+                 {{"LEASEKEEPER_SERVER", "127.0.0.1:1,127.0.0.1:2"}});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.out.find("127.0.0.1:2  error: UNAVAILABLE"),
+            std::string::npos)
+      << none.out;
+}
+
+TEST_F(CtlTest, ClusterStatusOfASingleDaemonSaysItIsNotInClusterMode) {
+  ProcessResult status = RunCtl({"cluster", "status"});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_TRUE(absl::StartsWith(
+      status.out,
+      absl::StrCat("single node at ", server().address(),
+                   ", not in cluster mode (no --cluster)")))
+      << status.out;
+}
+
 // Runs bash (found in PATH by /usr/bin/env) with `args`.
 ProcessResult Bash(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"/usr/bin/env", "bash"};
@@ -503,6 +603,10 @@ TEST_F(CtlTest, CompletionScriptsAreValidBashAndCompleteCommandsAndFlags) {
 
   ProcessResult bad = RunCtl({"completion", "fish"});
   EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "leasekeeper-ctl completion: SHELL: fish not in {bash,zsh}\n"
+            "run 'leasekeeper-ctl completion --help' for its usage\n")
+      << "the completion command's problem, not the overview";
 }
 
 TEST_F(CtlTest, JsonErrorsAreOneObjectOnStderrWithCodeReasonAndMessage) {

@@ -183,6 +183,21 @@ TEST(OutputTest, StatusOfAnUnregisteredClient) {
   EXPECT_EQ(json["holds"].size(), 0u);
 }
 
+TEST(OutputTest, StatusSaysWhatTheAgeCounts) {
+  client::ClientStatus status;
+  status.registered = true;
+  status.age = 3;
+  status.session = client::SessionState::kOpen;
+  const std::string table = FormatStatus("ops", status, OutputFormat::kTable);
+  EXPECT_NE(table.find("registered   yes, age 3 (its registration number: "
+                       "larger is younger)\n"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(nlohmann::json::parse(
+                FormatStatus("ops", status, OutputFormat::kJson))["age"],
+            3);
+}
+
 TEST(OutputTest, LocksTableListsHoldersAndQueueLength) {
   client::LockSummary summary;
   summary.lock = "exports/daily";
@@ -233,18 +248,47 @@ TEST(OutputTest, VersionWithoutAServerHasOnlyTheClientsPart) {
 }
 
 TEST(OutputTest, HealthPrintsTheProtoStatusName) {
-  EXPECT_EQ(FormatHealth("h:1", "", HealthStatus::kServing,
+  EXPECT_EQ(FormatHealth("h:1", "", {{"h:1", HealthStatus::kServing}},
                          OutputFormat::kTable),
             "SERVING\n");
-  EXPECT_EQ(FormatHealth("h:1", "", HealthStatus::kNotServing,
+  EXPECT_EQ(FormatHealth("h:1", "", {{"h:1", HealthStatus::kNotServing}},
                          OutputFormat::kTable),
             "NOT_SERVING\n");
   const nlohmann::json json = nlohmann::json::parse(
-      FormatHealth("h:1", "leasekeeper.v1.LockService", HealthStatus::kUnknown,
-                   OutputFormat::kJson));
+      FormatHealth("h:1", "leasekeeper.v1.LockService",
+                   {{"h:1", HealthStatus::kUnknown}}, OutputFormat::kJson));
   EXPECT_EQ(json["server"], "h:1");
   EXPECT_EQ(json["service"], "leasekeeper.v1.LockService");
   EXPECT_EQ(json["status"], "UNKNOWN");
+  ASSERT_EQ(json["nodes"].size(), 1u);
+  EXPECT_EQ(json["nodes"][0]["status"], "UNKNOWN");
+}
+
+TEST(OutputTest, HealthOfSeveralNodesHasALineEachAndServesIfAnyServes) {
+  const std::vector<NodeHealth> nodes = {
+      {"a:1", absl::UnavailableError("connection refused")},
+      {"b:1", HealthStatus::kNotServing},
+      {"c:1", HealthStatus::kServing}};
+  EXPECT_EQ(FormatHealth("a:1,b:1,c:1", "", nodes, OutputFormat::kTable),
+            "a:1  error: UNAVAILABLE: connection refused\n"
+            "b:1  NOT_SERVING\n"
+            "c:1  SERVING\n");
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatHealth("a:1,b:1,c:1", "", nodes, OutputFormat::kJson));
+  EXPECT_EQ(json["server"], "a:1,b:1,c:1");
+  EXPECT_EQ(json["status"], "SERVING");
+  ASSERT_EQ(json["nodes"].size(), 3u);
+  EXPECT_EQ(json["nodes"][0]["server"], "a:1");
+  EXPECT_TRUE(json["nodes"][0]["status"].is_null());
+  EXPECT_EQ(json["nodes"][0]["error"], "UNAVAILABLE: connection refused");
+  EXPECT_EQ(json["nodes"][1]["status"], "NOT_SERVING");
+  EXPECT_TRUE(json["nodes"][1]["error"].is_null());
+  EXPECT_EQ(OverallHealth(nodes), HealthStatus::kServing);
+  EXPECT_EQ(OverallHealth({nodes[0], nodes[1]}), HealthStatus::kNotServing);
+  EXPECT_EQ(OverallHealth({nodes[0]}), std::nullopt);
+  EXPECT_TRUE(nlohmann::json::parse(FormatHealth("a:1", "", {nodes[0]},
+                                                 OutputFormat::kJson))["status"]
+                  .is_null());
 }
 
 client::ClusterInfo ThreeNodes() {
@@ -289,6 +333,20 @@ TEST(OutputTest, ClusterStatusJsonHasTheDocumentedShape) {
   EXPECT_EQ(json["members"][2]["role"], "catching-up");
   EXPECT_EQ(json["members"][2]["applied_position"], 900);
   EXPECT_EQ(json["members"][2]["lag"], 300);
+}
+
+TEST(OutputTest, ClusterStatusOfASingleNodeSaysItIsNotInClusterMode) {
+  client::ClusterInfo info;  // what a daemon without --cluster answers
+  info.role = client::MemberRole::kLeader;
+  info.leader_address = "127.0.0.1:7233";
+  info.last_position = 12;
+  EXPECT_EQ(FormatClusterStatus(info, OutputFormat::kTable),
+            "single node at 127.0.0.1:7233, not in cluster mode (no "
+            "--cluster): it serves every call itself; last position 12\n");
+  const nlohmann::json json =
+      nlohmann::json::parse(FormatClusterStatus(info, OutputFormat::kJson));
+  EXPECT_EQ(json["cluster"], "");
+  EXPECT_EQ(json["role"], "leader");
 }
 
 TEST(OutputTest, ClusterStatusWithoutALeaderSaysUnknown) {
