@@ -99,6 +99,8 @@ TEST(ServerAddressTest, EveryEntryOfAListIsCheckedAndTheBadOneNamed) {
                            "missing port"},
       {"dns:locks.svc:0", "invalid server address \"dns:locks.svc:0\": "
                           "port out of range (1-65535)"},
+      {"dns://10.0.0.53", "invalid server address \"dns://10.0.0.53\": "
+                          "missing port"},
       {"unix:", "invalid server address \"unix:\": empty host"},
   };
   for (const Case& c : cases) {
