@@ -103,6 +103,15 @@ OutputFormat AskedOutput(const std::vector<std::string>& args) {
   return asked == "json" ? OutputFormat::kJson : OutputFormat::kTable;
 }
 
+// True if -h or --help comes before any `--`.
+bool AsksForHelp(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") return false;
+    if (arg == "-h" || arg == "--help") return true;
+  }
+  return false;
+}
+
 // CLI11 says "The following arguments were not expected: b a" (its own,
 // reversed order); this names the first unknown flag and the flags
 // `command` (when known) does take, else the first extra argument.
@@ -224,9 +233,17 @@ class CommandTree {
     } catch (const CLI::CallForVersion&) {
       parsed.text = VersionLine() + "\n";
       return parsed;
-    } catch (const CLI::ExtrasError&) {
-      return UsageError(ExtrasProblem(app_.remaining(true), Parsing()));
     } catch (const CLI::ParseError& error) {
+      // Help asked for is given even if something else is wrong (a bad
+      // LEASEKEEPER_* variable), so the hint of a usage error always works.
+      if (AsksForHelp(args)) {
+        CLI::App* parsing = Parsing();
+        parsed.text = parsing == nullptr ? Overview() : parsing->help(kProgram);
+        return parsed;
+      }
+      if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+        return UsageError(ExtrasProblem(app_.remaining(true), Parsing()));
+      }
       return UsageError(error.what());
     }
     if (help_->parsed()) return Help();

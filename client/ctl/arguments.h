@@ -54,7 +54,8 @@ struct Invocation {
 
   // Global flags.
   // --server: host:port, several separated by commas (a cluster's nodes;
-  // the leader is found and followed), or a name with several addresses.
+  // the leader is found and followed), or a name with several addresses;
+  // checked by client/channel.h's ParseEndpoints while parsing.
   std::string server = kDefaultServer;
   OutputFormat output = OutputFormat::kTable;  // -o / --output table|json
   absl::Duration timeout = absl::Seconds(10);  // --timeout: per call
@@ -117,7 +118,8 @@ struct ParsedArguments {
 //  4. `COMMAND --help` (or `help COMMAND`) prints that command's usage and
 //     flags; `--help` or no arguments at all print the overview;
 //     `--version` this binary's version; `completion bash|zsh` the shell
-//     completion script (completion.h): kPrintText.
+//     completion script (completion.h): kPrintText. -h/--help is obeyed
+//     even when something else is wrong (a bad LEASEKEEPER_* variable).
 //  5. A flag a command does not take, a missing or extra argument, a bad
 //     duration, token, format or --server address (client/channel.h's
 //     ParseEndpoints) is a usage error (kUsageError; exit code 2).

@@ -322,6 +322,20 @@ TEST(ArgumentsTest, UnderJsonEveryUsageErrorIsOneJsonObjectWithAUsageHint) {
             "LOCK is required");
 }
 
+TEST(ArgumentsTest, HelpAskedForIsShownEvenWhenAVariableIsBad) {
+  ScopedEnv server("LEASEKEEPER_SERVER", "127.0.0.1:99999");
+  ScopedEnv timeout("LEASEKEEPER_TIMEOUT", "soon");
+  ParsedArguments overview = ParseArguments({"--help"});
+  ASSERT_EQ(overview.action, Action::kPrintText) << overview.text;
+  EXPECT_EQ(overview.text, OverviewHelp());
+  ParsedArguments inspect = ParseArguments({"inspect", "--help"});
+  ASSERT_EQ(inspect.action, Action::kPrintText) << inspect.text;
+  EXPECT_NE(inspect.text.find("usage: leasekeeper-ctl inspect"),
+            std::string::npos)
+      << inspect.text;
+  EXPECT_EQ(ParseArguments({"inspect", "L"}).action, Action::kUsageError);
+}
+
 TEST(ArgumentsTest, AnUnknownFlagIsNamedNotListedBackwardsWithItsValue) {
   ParsedArguments parsed = ParseArguments(
       {"acquire", "L", "--client", "c", "--ttl", "1s", "--mode", "bogus"});
