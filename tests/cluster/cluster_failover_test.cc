@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cluster/etcd_client.h"
 #include "cluster/etcd_keys.h"
 #include "cluster/etcd_log.h"
@@ -23,6 +25,8 @@
 #include "harness/local_cluster.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
+#include "metrics/testing/exposition_parser.h"
+#include "metrics/testing/http_get.h"
 #include "security/testing/test_pki.h"
 #include "storage/snapshot_file.h"
 #include "tests/server/test_support.h"
@@ -731,6 +735,127 @@ TEST_F(ClusterTest, SnapshotFetchWithoutTheClustersPeerSecretIsRefused) {
   EXPECT_EQ(info->covered, member.covered);
   EXPECT_EQ(info->payload_crc32c, member.payload_crc32c);
   EXPECT_GE(member.covered, 20u);
+}
+
+
+TEST_F(ClusterTest, EtcdEndpointsInEtcdsUrlFormLeadAndGrant) {
+  etcd_ = EtcdCluster::Start(dir_.path());
+  ASSERT_NE(etcd_, nullptr);
+  std::vector<std::string> urls;
+  for (const std::string& endpoint : etcd_->endpoint_list()) {
+    urls.push_back("http://" + endpoint);
+  }
+  cluster_ = LeasekeeperCluster::Start(dir_.path(), absl::StrJoin(urls, ","), 1);
+  ASSERT_NE(cluster_, nullptr);
+  leader_ = cluster_->WaitForLeader(milliseconds(10'000));
+  ASSERT_EQ(leader_, 0) << "a node given http:// endpoints never led";
+  pb::AcquireResponse got;
+  const Call call = nodes_.Acquire(LeaderAddress(), "a", "L", 5000, &got);
+  ASSERT_TRUE(call.ok()) << call.status.error_message();
+  EXPECT_TRUE(got.has_granted());
+}
+
+TEST(ClusterNodeTest, HttpsEtcdEndpointsReachEtcdOverTlsWithTheEtcdCa) {
+  TempDir dir;
+  absl::StatusOr<security::testing::TestPki> pki =
+      security::testing::TestPki::Create(dir.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  std::unique_ptr<EtcdCluster> etcd = EtcdCluster::Start(
+      dir.path(), 1,
+      EtcdServerTls{.cert_file = pki->server().cert_file,
+                    .key_file = pki->server().key_file,
+                    .ca_file = pki->ca_cert_file()});
+  ASSERT_NE(etcd, nullptr);
+  std::unique_ptr<LeasekeeperCluster> node = LeasekeeperCluster::Start(
+      dir.path(), "https://" + etcd->endpoint_list()[0], 1,
+      {"--etcd-ca=" + pki->ca_cert_file()});
+  ASSERT_NE(node, nullptr);
+  ASSERT_EQ(node->WaitForLeader(milliseconds(10'000)), 0)
+      << "a node given an https:// endpoint and --etcd-ca never led";
+  Nodes nodes;
+  pb::AcquireResponse got;
+  const Call call = nodes.Acquire(node->address(0), "a", "L", 5000, &got);
+  ASSERT_TRUE(call.ok()) << call.status.error_message();
+  EXPECT_TRUE(got.has_granted());
+}
+
+// Reads `node`'s output lines (stdout and stderr) until one contains
+// `needle`, for at most `timeout`; every line read goes to `seen`.
+std::optional<std::string> ReadUntil(ChildProcess& node,
+                                     const std::string& needle,
+                                     milliseconds timeout, std::string& seen) {
+  const auto deadline = steady_clock::now() + timeout;
+  while (steady_clock::now() < deadline) {
+    std::optional<std::string> line = node.ReadLine(
+        std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now()));
+    if (!line.has_value()) break;
+    absl::StrAppend(&seen, *line, "\n");
+    if (absl::StrContains(*line, needle)) return line;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> EtcdReachable(int metrics_port) {
+  absl::StatusOr<metrics::testing::HttpResponse> got =
+      metrics::testing::HttpGet(metrics_port, "/metrics");
+  if (!got.ok()) return std::nullopt;
+  absl::StatusOr<metrics::testing::Exposition> parsed =
+      metrics::testing::Exposition::Parse(got->body);
+  if (!parsed.ok()) return std::nullopt;
+  return parsed->Value("leasekeeper_etcd_reachable");
+}
+
+TEST(ClusterNodeTest, NodeWithEtcdDownWarnsNamingTheEndpointAndSaysWhenItRecovers) {
+  TempDir dir;
+  std::unique_ptr<EtcdCluster> etcd = EtcdCluster::Start(dir.path(), 1);
+  ASSERT_NE(etcd, nullptr);
+  etcd->Kill(0);
+  const std::string endpoint = "http://" + etcd->endpoint_list()[0];
+  const int metrics_port = FreeLoopbackPort();
+  const std::string address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+  ChildProcess node(
+      "/bin/sh",
+      {"-c", absl::StrCat("exec ", LEASEKEEPERD_PATH, " --listen=", address,
+                          " --cluster=test --node-id=n1 --etcd-endpoints=",
+                          endpoint, " --data-dir=", dir.path(),
+                          "/n1 --log-level=info --metrics-listen=127.0.0.1:",
+                          metrics_port, " 2>&1")});
+  std::string seen;
+  ASSERT_TRUE(ReadUntil(node, "listening on", milliseconds(20'000), seen))
+      << seen;
+  // Within 2 s of serving (or before it).
+  std::optional<std::string> warning = absl::StrContains(seen, "etcd_unreachable")
+                                           ? std::optional<std::string>(seen)
+                                           : ReadUntil(node, "event=etcd_unreachable",
+                                                       milliseconds(2000), seen);
+  ASSERT_TRUE(warning.has_value()) << seen;
+  EXPECT_TRUE(absl::StrContains(*warning, "endpoints=" + endpoint)) << *warning;
+  EXPECT_TRUE(absl::StrContains(*warning, "UNAVAILABLE")) << *warning;
+  EXPECT_EQ(EtcdReachable(metrics_port), std::optional<double>(0));
+  auto stub = pb::LockService::NewStub(NewChannel(address));
+  {
+    grpc::ClientContext context;
+    pb::ClusterStatusResponse status;
+    ASSERT_TRUE(stub->ClusterStatus(&context, pb::ClusterStatusRequest(), &status)
+                    .ok());
+    EXPECT_EQ(status.role(), pb::DISCONNECTED);
+    EXPECT_TRUE(absl::StrContains(status.etcd_error(), "UNAVAILABLE"))
+        << status.etcd_error();
+  }
+
+  ASSERT_TRUE(etcd->Restart(0));
+  std::optional<std::string> recovered =
+      ReadUntil(node, "event=etcd_reachable", milliseconds(15'000), seen);
+  ASSERT_TRUE(recovered.has_value()) << seen;
+  EXPECT_TRUE(absl::StrContains(*recovered, "endpoints=" + endpoint));
+  EXPECT_TRUE(Eventually(
+      [&] { return EtcdReachable(metrics_port) == std::optional<double>(1); },
+      milliseconds(3000)));
+  grpc::ClientContext context;
+  pb::ClusterStatusResponse status;
+  ASSERT_TRUE(
+      stub->ClusterStatus(&context, pb::ClusterStatusRequest(), &status).ok());
+  EXPECT_EQ(status.etcd_error(), "");
 }
 
 }  // namespace
