@@ -21,6 +21,10 @@ constexpr auto kMembersPeriod = std::chrono::milliseconds(1000);
 // Covers the leader's reading of its whole snapshot file before the first
 // chunk as well as a gap between chunks (PeerSnapshotSource: "Time").
 constexpr auto kSnapshotStallTimeout = std::chrono::milliseconds(60'000);
+// How often, at least, the leader logs its clock while a lease is held: a
+// failover gives held leases back at most this much time
+// (docs/design/cluster.md, "Time across a failover").
+constexpr int64_t kClockRecordEveryMs = 250;
 
 }  // namespace
 
@@ -442,8 +446,10 @@ absl::StatusOr<DurabilityConfig::OpenedLog> ClusterNode::OpenLeaderLog(
     absl::MutexLock lock(&mu_);
     log_ = log->get();
   }
-  return DurabilityConfig::OpenedLog{.log = *std::move(log),
-                                     .recovery = std::move(report)};
+  return DurabilityConfig::OpenedLog{
+      .log = *std::move(log),
+      .recovery = std::move(report),
+      .clock_record_every_ms = kClockRecordEveryMs};
 }
 
 void ClusterNode::LogFailed(const absl::Status& status) {

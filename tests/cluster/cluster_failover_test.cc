@@ -858,5 +858,60 @@ TEST(ClusterNodeTest, NodeWithEtcdDownWarnsNamingTheEndpointAndSaysWhenItRecover
   EXPECT_EQ(status.etcd_error(), "");
 }
 
+// A lease keeps the time it had left when the leader died, up to the
+// leader's clock records (every 250 ms while a lease is held): the quiet
+// seconds before the failover count against it; the failover's own
+// duration does not (docs/cluster.md, "Failover"). An idle cluster writes
+// nothing to etcd.
+TEST_F(ClusterTest, LeaseKeepsItsRemainingTimeAcrossAFailover) {
+  StartCluster();
+  const uint64_t idle = cluster_->Status(leader_)->last_position();
+  std::this_thread::sleep_for(milliseconds(1000));
+  EXPECT_EQ(cluster_->Status(leader_)->last_position(), idle)
+      << "an idle leader appended to the log";
+
+  pb::AcquireResponse held;
+  const auto acquired = steady_clock::now();
+  ASSERT_TRUE(nodes_.Acquire(LeaderAddress(), "a", "L", 30'000, &held).ok());
+  ASSERT_TRUE(held.has_granted());
+  const uint64_t after_acquire = cluster_->Status(leader_)->last_position();
+  std::this_thread::sleep_for(milliseconds(5000));
+  const uint64_t quiet_records =
+      cluster_->Status(leader_)->last_position() - after_acquire;
+  // About 20 clock records in 5 s: often enough, and never more than one
+  // per record period.
+  EXPECT_GE(quiet_records, 10u);
+  EXPECT_LE(quiet_records, 25u);
+
+  const auto killed = steady_clock::now();
+  cluster_->Kill(leader_);
+  const int next = cluster_->WaitForLeader(milliseconds(10'000), leader_);
+  ASSERT_GE(next, 0);
+  pb::InspectRequest inspect;
+  inspect.set_lock("L");
+  pb::InspectResponse view;
+  const Call call = nodes_.Invoke(cluster_->address(next),
+                                  &pb::LockService::Stub::Inspect, inspect,
+                                  &view);
+  const auto asked = steady_clock::now();
+  ASSERT_TRUE(call.ok()) << call.status.error_message();
+  ASSERT_EQ(view.holders_size(), 1);
+  const int64_t left = view.holders(0).expires_in_ms();
+  RecordProperty("left_ms", static_cast<int>(left));
+  RecordProperty("killed_after_ms",
+                 static_cast<int>(std::chrono::duration_cast<milliseconds>(
+                                      killed - acquired)
+                                      .count()));
+  const auto ms = [](auto d) {
+    return std::chrono::duration_cast<milliseconds>(d).count();
+  };
+  // At most: the time left at the kill, plus one record period and the
+  // slack of a loaded machine (today's 30 s would be far above); at least:
+  // every millisecond since the acquire counted.
+  EXPECT_LE(left, 30'000 - ms(killed - acquired) + 1000)
+      << "the new leader gave back the quiet time before the failover";
+  EXPECT_GE(left, 30'000 - ms(asked - acquired) - 500);
+}
+
 }  // namespace
 }  // namespace leasekeeper::testing
