@@ -283,6 +283,7 @@ absl::StatusOr<ClusterInfo> RpcClient::ClusterStatus(
   info.leader_address = response->leader_address();
   info.epoch = response->epoch();
   info.last_position = response->last_position();
+  info.etcd_error = response->etcd_error();
   for (const pb::ClusterMember& member : response->members()) {
     info.members.push_back(ClusterMemberInfo{
         member.node_id(), member.advertise(), FromProto(member.role()),

@@ -216,6 +216,8 @@ struct ClusterInfo {
   uint64_t epoch = 0;
   uint64_t last_position = 0;
   std::vector<ClusterMemberInfo> members;
+  // Why the answering node cannot use etcd; empty while it can.
+  std::string etcd_error;
 };
 
 namespace internal {

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "cluster/etcd_endpoints.h"
 
 namespace leasekeeper::storage {
 namespace {
@@ -65,24 +65,33 @@ absl::Status FromEtcdStatus(const grpc::Status& status, const char* what) {
 
 absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
     const EtcdClientOptions& options) {
-  if (options.endpoints.empty()) {
-    return absl::InvalidArgumentError("no etcd endpoints (--etcd-endpoints)");
-  }
+  absl::StatusOr<EtcdEndpoints> endpoints =
+      ParseEtcdEndpoints(options.endpoints);
+  if (!endpoints.ok()) return endpoints.status();
   if (options.cert_file.empty() != options.key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "--etcd-cert and --etcd-key go together");
+    return absl::InvalidArgumentError("--etcd-cert and --etcd-key go together");
   }
   if (!options.cert_file.empty() && options.ca_file.empty()) {
     return absl::InvalidArgumentError("--etcd-cert needs --etcd-ca");
   }
+  if (endpoints->scheme == EtcdEndpoints::Scheme::kHttp &&
+      !options.ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--etcd-ca with http:// etcd endpoints: use https:// for TLS");
+  }
+  const bool tls = endpoints->scheme == EtcdEndpoints::Scheme::kHttps ||
+                   !options.ca_file.empty();
   std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (options.ca_file.empty()) {
+  if (!tls) {
     credentials = grpc::InsecureChannelCredentials();
   } else {
+    // No CA (https:// alone): gRPC's default roots.
     grpc::SslCredentialsOptions ssl;
-    absl::StatusOr<std::string> ca = ReadPem(options.ca_file, "--etcd-ca");
-    if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *ca;
+    if (!options.ca_file.empty()) {
+      absl::StatusOr<std::string> ca = ReadPem(options.ca_file, "--etcd-ca");
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+    }
     if (!options.cert_file.empty()) {
       absl::StatusOr<std::string> cert =
           ReadPem(options.cert_file, "--etcd-cert");
@@ -94,18 +103,6 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
     }
     credentials = grpc::SslCredentials(ssl);
   }
-  // "ipv4:a,b,c" is one channel over every member; pick_first sticks to
-  // one and moves on when it fails. A name (not an address) goes through
-  // DNS as usual, one endpoint at a time.
-  bool all_addresses = true;
-  for (const std::string& endpoint : options.endpoints) {
-    if (endpoint.empty() || !(std::isdigit(endpoint.front()) != 0)) {
-      all_addresses = false;
-    }
-  }
-  const std::string target =
-      all_addresses ? absl::StrCat("ipv4:", absl::StrJoin(options.endpoints, ","))
-                    : options.endpoints.front();
   grpc::ChannelArguments args;
   // Fast reconnects: a member that comes back should be used again within
   // a lease's time, not after gRPC's default backoff of up to two minutes.
@@ -120,18 +117,27 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2'000);
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(16 << 20);
-  return std::unique_ptr<EtcdClient>(new EtcdClient(
-      grpc::CreateCustomChannel(target, credentials, args),
-      options.call_timeout));
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (const std::string& target : ChannelTargets(*endpoints)) {
+    channels.push_back(grpc::CreateCustomChannel(target, credentials, args));
+  }
+  return std::unique_ptr<EtcdClient>(
+      new EtcdClient(std::move(channels), options.call_timeout));
 }
 
-EtcdClient::EtcdClient(std::shared_ptr<grpc::Channel> channel,
+EtcdClient::EtcdClient(std::vector<std::shared_ptr<grpc::Channel>> channels,
                        std::chrono::milliseconds call_timeout)
     : call_timeout_(call_timeout),
-      channel_(std::move(channel)),
-      kv_(etcdserverpb::KV::NewStub(channel_)),
-      lease_(etcdserverpb::Lease::NewStub(channel_)),
-      watch_(etcdserverpb::Watch::NewStub(channel_)) {}
+      last_success_(std::chrono::steady_clock::now()) {
+  for (std::shared_ptr<grpc::Channel>& channel : channels) {
+    Target target;
+    target.kv = etcdserverpb::KV::NewStub(channel);
+    target.lease = etcdserverpb::Lease::NewStub(channel);
+    target.watch = etcdserverpb::Watch::NewStub(channel);
+    target.channel = std::move(channel);
+    targets_.push_back(std::move(target));
+  }
+}
 
 void EtcdClient::SetDeadline(grpc::ClientContext& context,
                              std::chrono::milliseconds timeout) const {
@@ -139,6 +145,74 @@ void EtcdClient::SetDeadline(grpc::ClientContext& context,
                        (timeout.count() > 0 ? timeout : call_timeout_));
   // A member that is down is skipped by the channel, not waited for.
   context.set_wait_for_ready(false);
+}
+
+void EtcdClient::Count(Method method, const std::string& error, bool reached) {
+  const auto now = std::chrono::steady_clock::now();
+  absl::MutexLock lock(&mu_);
+  reporter_.Record(now, reached ? std::string() : error);
+  if (reached) {
+    last_success_ = now;
+    ever_succeeded_ = true;
+  }
+  if (!error.empty()) {
+    ++errors_[method];
+    last_error_ = error;
+  }
+}
+
+template <typename Response, typename Invoke>
+absl::StatusOr<Response> EtcdClient::Call(Method method,
+                                          std::chrono::milliseconds timeout,
+                                          Invoke invoke) {
+  const char* name = EtcdCallStats::kMethods[method];
+  const size_t in_use = current_.load();
+  Target& target = targets_[in_use % targets_.size()];
+  grpc::ClientContext context;
+  SetDeadline(context, timeout);
+  Response response;
+  const grpc::Status status = invoke(target, &context, &response);
+  if (status.ok()) {
+    Count(method, "", /*reached=*/true);
+    return response;
+  }
+  // etcd's answers about the data (a lease or key it does not have, a
+  // compacted revision) say that it works.
+  const bool answered =
+      status.error_code() == grpc::StatusCode::NOT_FOUND ||
+      status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+      status.error_code() == grpc::StatusCode::OUT_OF_RANGE;
+  Count(method,
+        absl::StrCat("etcd ", name, ": ",
+                     absl::StatusCodeToString(
+                         static_cast<absl::StatusCode>(status.error_code())),
+                     ": ", status.error_message()),
+        answered);
+  const bool unreachable =
+      status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  if (unreachable && targets_.size() > 1) {
+    // To the next endpoint, unless another call moved on already.
+    size_t expected = in_use;
+    current_.compare_exchange_strong(expected, in_use + 1);
+  }
+  return FromEtcdStatus(status, name);
+}
+
+EtcdCallStats EtcdClient::call_stats() const {
+  EtcdCallStats stats;
+  absl::MutexLock lock(&mu_);
+  stats.reachable = ever_succeeded_ && !reporter_.in_trouble();
+  stats.errors_by_method = errors_;
+  stats.since_last_success = std::chrono::steady_clock::now() - last_success_;
+  if (reporter_.in_trouble()) stats.trouble = last_error_;
+  return stats;
+}
+
+std::optional<EtcdHealthReporter::Notice> EtcdClient::PollHealth() {
+  const auto now = std::chrono::steady_clock::now();
+  absl::MutexLock lock(&mu_);
+  return reporter_.Poll(now);
 }
 
 void CompareCreateRevision(etcdserverpb::TxnRequest& txn,
@@ -179,68 +253,74 @@ absl::StatusOr<PutIfAbsentResult> PutIfAbsent(EtcdClient& client,
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(
     const etcdserverpb::TxnRequest& request,
     std::chrono::milliseconds timeout) {
-  grpc::ClientContext context;
-  SetDeadline(context, timeout);
-  etcdserverpb::TxnResponse response;
-  grpc::Status status = kv_->Txn(&context, request, &response);
-  if (!status.ok()) return FromEtcdStatus(status, "Txn");
-  return response;
+  return Call<etcdserverpb::TxnResponse>(
+      kTxn, timeout,
+      [&](Target& target, grpc::ClientContext* context,
+          etcdserverpb::TxnResponse* response) {
+        return target.kv->Txn(context, request, response);
+      });
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
     const etcdserverpb::RangeRequest& request) {
-  grpc::ClientContext context;
-  SetDeadline(context, call_timeout_);
-  etcdserverpb::RangeResponse response;
-  grpc::Status status = kv_->Range(&context, request, &response);
-  if (!status.ok()) return FromEtcdStatus(status, "Range");
-  return response;
+  return Call<etcdserverpb::RangeResponse>(
+      kRange, call_timeout_,
+      [&](Target& target, grpc::ClientContext* context,
+          etcdserverpb::RangeResponse* response) {
+        return target.kv->Range(context, request, response);
+      });
 }
 
 absl::StatusOr<etcdserverpb::PutResponse> EtcdClient::Put(
     const etcdserverpb::PutRequest& request) {
-  grpc::ClientContext context;
-  SetDeadline(context, call_timeout_);
-  etcdserverpb::PutResponse response;
-  grpc::Status status = kv_->Put(&context, request, &response);
-  if (!status.ok()) return FromEtcdStatus(status, "Put");
-  return response;
+  return Call<etcdserverpb::PutResponse>(
+      kPut, call_timeout_,
+      [&](Target& target, grpc::ClientContext* context,
+          etcdserverpb::PutResponse* response) {
+        return target.kv->Put(context, request, response);
+      });
 }
 
 absl::StatusOr<etcdserverpb::DeleteRangeResponse> EtcdClient::DeleteRange(
     const etcdserverpb::DeleteRangeRequest& request) {
-  grpc::ClientContext context;
-  SetDeadline(context, call_timeout_);
-  etcdserverpb::DeleteRangeResponse response;
-  grpc::Status status = kv_->DeleteRange(&context, request, &response);
-  if (!status.ok()) return FromEtcdStatus(status, "DeleteRange");
-  return response;
+  return Call<etcdserverpb::DeleteRangeResponse>(
+      kDeleteRange, call_timeout_,
+      [&](Target& target, grpc::ClientContext* context,
+          etcdserverpb::DeleteRangeResponse* response) {
+        return target.kv->DeleteRange(context, request, response);
+      });
 }
 
 absl::StatusOr<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(
     int64_t ttl_seconds) {
-  grpc::ClientContext context;
-  SetDeadline(context, call_timeout_);
   etcdserverpb::LeaseGrantRequest request;
   request.set_ttl(ttl_seconds);
-  etcdserverpb::LeaseGrantResponse response;
-  grpc::Status status = lease_->LeaseGrant(&context, request, &response);
-  if (!status.ok()) return FromEtcdStatus(status, "LeaseGrant");
-  if (!response.error().empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("etcd LeaseGrant: ", response.error()));
+  absl::StatusOr<etcdserverpb::LeaseGrantResponse> response =
+      Call<etcdserverpb::LeaseGrantResponse>(
+          kLeaseGrant, call_timeout_,
+          [&](Target& target, grpc::ClientContext* context,
+              etcdserverpb::LeaseGrantResponse* answer) {
+            return target.lease->LeaseGrant(context, request, answer);
+          });
+  if (response.ok() && !response->error().empty()) {
+    const std::string error =
+        absl::StrCat("etcd LeaseGrant: ", response->error());
+    Count(kLeaseGrant, error, /*reached=*/false);
+    return absl::UnavailableError(error);
   }
   return response;
 }
 
 absl::Status EtcdClient::LeaseRevoke(int64_t lease_id) {
-  grpc::ClientContext context;
-  SetDeadline(context, call_timeout_);
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(lease_id);
-  etcdserverpb::LeaseRevokeResponse response;
-  return FromEtcdStatus(lease_->LeaseRevoke(&context, request, &response),
-                        "LeaseRevoke");
+  return Call<etcdserverpb::LeaseRevokeResponse>(
+             kLeaseRevoke, call_timeout_,
+             [&](Target& target, grpc::ClientContext* context,
+                 etcdserverpb::LeaseRevokeResponse* response) {
+               return target.lease->LeaseRevoke(context, request, response);
+             })
+      .status();
 }
 
 }  // namespace leasekeeper::storage

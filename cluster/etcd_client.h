@@ -2,18 +2,24 @@
 // the transport under cluster mode's election and replicated log
 // (etcd_lease.h, etcd_election.h, etcd_log.h).
 //
-// One gRPC channel to every endpoint (pick_first over the list: when the
-// member in use goes away the channel moves to the next one), plaintext or
-// TLS (a CA, and optionally a client certificate and key for etcd's
-// --client-cert-auth). Unary calls carry a deadline; a failed call is an
-// absl::Status naming etcd and the gRPC code, never an exception.
+// The endpoints' channels (etcd_endpoints.h: one over every IP address, or
+// one per name, the client moving to the next when the one in use fails),
+// plaintext or TLS (https://, or a CA; optionally a client certificate and
+// key for etcd's --client-cert-auth). Unary calls carry a deadline; a
+// failed call is an absl::Status naming etcd and the gRPC code, never an
+// exception. The client counts the outcome of every unary call: errors by
+// method, the last success, and whether etcd is in trouble
+// (etcd_health_reporter.h), for the node's log lines and metrics.
 //
 // Thread-safety: every method is thread-safe (gRPC stubs are); the streams
 // the stubs open belong to one caller each.
 #ifndef LEASEKEEPER_CLUSTER_ETCD_CLIENT_H_
 #define LEASEKEEPER_CLUSTER_ETCD_CLIENT_H_
 
+#include <array>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,21 +27,44 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cluster/etcd_health_reporter.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
 namespace leasekeeper::storage {
 
 struct EtcdClientOptions {
-  // host:port of each member (--etcd-endpoints), at least one.
+  // Each member as --etcd-endpoints gives it (etcd_endpoints.h), at least
+  // one.
   std::vector<std::string> endpoints;
-  // --etcd-ca / --etcd-cert / --etcd-key: PEM files. All empty: plaintext.
-  // A cert needs its key; either needs the CA.
+  // --etcd-ca / --etcd-cert / --etcd-key: PEM files. TLS for https://
+  // endpoints (without a CA: gRPC's default roots) and for bare host:port
+  // ones when a CA is given; http:// takes none of them. A cert needs its
+  // key; either needs the CA.
   std::string ca_file;
   std::string cert_file;
   std::string key_file;
   // Deadline of each unary call.
   std::chrono::milliseconds call_timeout{1000};
+};
+
+// What the client counted of its unary calls since Connect.
+struct EtcdCallStats {
+  // The unary methods, in the order of errors_by_method.
+  static constexpr std::array<const char*, 6> kMethods = {
+      "Txn", "Range", "Put", "DeleteRange", "LeaseGrant", "LeaseRevoke"};
+  // Some call succeeded and etcd is not in trouble (a failure since the
+  // last success; etcd_health_reporter.h).
+  bool reachable = false;
+  // Calls that failed (any gRPC error or an error in the answer), by
+  // kMethods.
+  std::array<uint64_t, kMethods.size()> errors_by_method{};
+  // Since the last successful call (since Connect if none was).
+  std::chrono::steady_clock::duration since_last_success{};
+  // The last failure, "etcd <method>: <gRPC code>: <message>", while etcd
+  // is in trouble; empty otherwise.
+  std::string trouble;
 };
 
 // A half-open key range: every key that starts with `prefix`.
@@ -44,8 +73,9 @@ std::string PrefixRangeEnd(const std::string& prefix);
 class EtcdClient {
  public:
   // Outcomes: the client (it connects lazily: an unreachable etcd shows in
-  // the first call); InvalidArgument for no endpoints or an incomplete TLS
-  // set; NotFound / an I/O error for a TLS file that cannot be read.
+  // the first call); InvalidArgument for endpoints that do not parse
+  // (ParseEtcdEndpoints), an incomplete TLS set or TLS files with http://
+  // endpoints; NotFound for a TLS file that cannot be read.
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(
       const EtcdClientOptions& options);
 
@@ -68,21 +98,61 @@ class EtcdClient {
       int64_t ttl_seconds);
   absl::Status LeaseRevoke(int64_t lease_id);
 
-  // For streams (keepalive, watch): the caller owns the context.
-  etcdserverpb::Lease::Stub& lease_stub() { return *lease_; }
-  etcdserverpb::Watch::Stub& watch_stub() { return *watch_; }
+  // For streams (keepalive, watch) on the channel in use: the caller owns
+  // the context. Stream outcomes are not counted.
+  etcdserverpb::Lease::Stub& lease_stub() { return *Current().lease; }
+  etcdserverpb::Watch::Stub& watch_stub() { return *Current().watch; }
+
+  EtcdCallStats call_stats() const;
+  // The trouble notice due now (EtcdHealthReporter::Poll), for one caller
+  // to log.
+  std::optional<EtcdHealthReporter::Notice> PollHealth();
 
  private:
-  EtcdClient(std::shared_ptr<grpc::Channel> channel,
+  // Indexes of EtcdCallStats::kMethods.
+  enum Method : size_t {
+    kTxn,
+    kRange,
+    kPut,
+    kDeleteRange,
+    kLeaseGrant,
+    kLeaseRevoke
+  };
+  // One channel and its stubs.
+  struct Target {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+  };
+
+  EtcdClient(std::vector<std::shared_ptr<grpc::Channel>> channels,
              std::chrono::milliseconds call_timeout);
+  Target& Current() { return targets_[current_.load() % targets_.size()]; }
   void SetDeadline(grpc::ClientContext& context,
                    std::chrono::milliseconds timeout) const;
+  // One unary call of kMethods[method] on the channel in use, counted;
+  // `invoke(target, context, response)` makes it. A failure that says the
+  // member cannot be reached moves later calls to the next channel.
+  template <typename Response, typename Invoke>
+  absl::StatusOr<Response> Call(Method method,
+                                std::chrono::milliseconds timeout,
+                                Invoke invoke);
+  // Counts an outcome: `error` empty for a success; `reached`: etcd
+  // answered (a success, or an answer about the data).
+  void Count(Method method, const std::string& error, bool reached);
 
   const std::chrono::milliseconds call_timeout_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
-  std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
-  std::unique_ptr<etcdserverpb::Watch::Stub> watch_;
+  std::vector<Target> targets_;
+  std::atomic<size_t> current_{0};
+
+  mutable absl::Mutex mu_;
+  EtcdHealthReporter reporter_ ABSL_GUARDED_BY(mu_);
+  std::array<uint64_t, EtcdCallStats::kMethods.size()> errors_
+      ABSL_GUARDED_BY(mu_){};
+  std::chrono::steady_clock::time_point last_success_ ABSL_GUARDED_BY(mu_);
+  bool ever_succeeded_ ABSL_GUARDED_BY(mu_) = false;
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
 };
 
 // An etcd call's gRPC failure as an absl::Status: "etcd <what>: <message>",

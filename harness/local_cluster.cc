@@ -86,9 +86,10 @@ TempDir::~TempDir() {
 // etcd
 
 std::unique_ptr<EtcdCluster> EtcdCluster::Start(const std::string& dir,
-                                                int size) {
+                                                int size, EtcdServerTls tls) {
   std::unique_ptr<EtcdCluster> cluster(new EtcdCluster());
   cluster->dir_ = dir;
+  cluster->tls_ = std::move(tls);
   std::vector<std::string> peers;
   for (int i = 0; i < size; ++i) {
     Member member;
@@ -114,19 +115,24 @@ std::unique_ptr<EtcdCluster> EtcdCluster::Start(const std::string& dir,
 EtcdCluster::~EtcdCluster() = default;  // members SIGKILLed by ChildProcess
 
 bool EtcdCluster::Launch(Member& member, bool existing) {
-  const std::string client = absl::StrCat("http://127.0.0.1:", member.client_port);
+  const bool tls = !tls_.cert_file.empty();
+  const std::string client = absl::StrCat(tls ? "https" : "http",
+                                          "://127.0.0.1:", member.client_port);
   const std::string peer = absl::StrCat("http://127.0.0.1:", member.peer_port);
-  member.process = std::make_unique<ChildProcess>(
-      kEtcdPath,
-      std::vector<std::string>{
-          "--name", member.name, "--data-dir", member.data_dir,
-          "--listen-client-urls", client, "--advertise-client-urls", client,
-          "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-          "--initial-cluster", initial_cluster_, "--initial-cluster-state",
-          existing ? "existing" : "new", "--initial-cluster-token",
-          "leasekeeper-test", "--heartbeat-interval", "50",
-          "--election-timeout", "500", "--logger", "zap", "--log-level",
-          "error"});
+  std::vector<std::string> args = {
+      "--name", member.name, "--data-dir", member.data_dir,
+      "--listen-client-urls", client, "--advertise-client-urls", client,
+      "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+      "--initial-cluster", initial_cluster_, "--initial-cluster-state",
+      existing ? "existing" : "new", "--initial-cluster-token",
+      "leasekeeper-test", "--heartbeat-interval", "50",
+      "--election-timeout", "500", "--logger", "zap", "--log-level",
+      "error"};
+  if (tls) {
+    args.insert(args.end(), {"--cert-file", tls_.cert_file, "--key-file",
+                             tls_.key_file});
+  }
+  member.process = std::make_unique<ChildProcess>(kEtcdPath, args);
   if (!member.process->running()) {
     Complain(absl::StrCat("cannot start ", kEtcdPath));
     return false;
@@ -180,6 +186,7 @@ bool EtcdCluster::WaitWritable(milliseconds timeout) const {
     }
     storage::EtcdClientOptions options;
     options.endpoints = {absl::StrCat("127.0.0.1:", members_[i].client_port)};
+    options.ca_file = tls_.ca_file;
     absl::StatusOr<std::unique_ptr<storage::EtcdClient>> client =
         storage::EtcdClient::Connect(options);
     if (!client.ok()) return false;

@@ -41,12 +41,21 @@ class TempDir {
   std::string path_;
 };
 
+// TLS for etcd's clients (PEM files); empty: plaintext.
+struct EtcdServerTls {
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;  // the CA that signed cert_file, for the harness
+};
+
 class EtcdCluster {
  public:
   // Starts `size` members under `dir` and waits (up to 20 s) until the
-  // cluster takes a write. Null if it does not.
+  // cluster takes a write. Null if it does not. With `tls`, each member
+  // serves its clients over TLS (https://) with that certificate.
   static std::unique_ptr<EtcdCluster> Start(const std::string& dir,
-                                            int size = 3);
+                                            int size = 3,
+                                            EtcdServerTls tls = {});
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -80,6 +89,7 @@ class EtcdCluster {
 
   std::string dir_;
   std::string initial_cluster_;
+  EtcdServerTls tls_;
   std::vector<Member> members_;
 };
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cluster/etcd_peer_secret.h"
 #include "cluster/peer_snapshot_source.h"
 #include "server/core_owner.h"
@@ -20,6 +21,10 @@ constexpr auto kMembersPeriod = std::chrono::milliseconds(1000);
 // Covers the leader's reading of its whole snapshot file before the first
 // chunk as well as a gap between chunks (PeerSnapshotSource: "Time").
 constexpr auto kSnapshotStallTimeout = std::chrono::milliseconds(60'000);
+// How often, at least, the leader logs its clock while a lease is held: a
+// failover gives held leases back at most this much time
+// (docs/design/cluster.md, "Time across a failover").
+constexpr int64_t kClockRecordEveryMs = 250;
 
 }  // namespace
 
@@ -167,8 +172,29 @@ void ClusterNode::NoteFollowerSnapshots() {
   }
 }
 
+void ClusterNode::NoteEtcdHealth() {
+  std::optional<storage::EtcdHealthReporter::Notice> notice =
+      client_->PollHealth();
+  if (!notice.has_value()) return;
+  const std::string endpoints =
+      absl::StrJoin(config_.cluster.etcd_endpoints, ",");
+  if (notice->kind == storage::EtcdHealthReporter::Notice::Kind::kTrouble) {
+    spdlog::warn(
+        "event=etcd_unreachable node={} endpoints={} failing_for_ms={} "
+        "error=\"{}\" (lock calls are refused while etcd fails; "
+        "docs/errors.md, \"A node cannot reach etcd\")",
+        config_.cluster.node_id, endpoints, notice->failing_for.count(),
+        notice->error);
+  } else {
+    spdlog::info("event=etcd_reachable node={} endpoints={} after_ms={}",
+                 config_.cluster.node_id, endpoints,
+                 notice->failing_for.count());
+  }
+}
+
 void ClusterNode::Step() {
   const SteadyClock::time_point now = SteadyClock::now();
+  NoteEtcdHealth();
   LoadPeerSecret(now);
   bool deposed = false;
   bool leading = false;
@@ -420,8 +446,10 @@ absl::StatusOr<DurabilityConfig::OpenedLog> ClusterNode::OpenLeaderLog(
     absl::MutexLock lock(&mu_);
     log_ = log->get();
   }
-  return DurabilityConfig::OpenedLog{.log = *std::move(log),
-                                     .recovery = std::move(report)};
+  return DurabilityConfig::OpenedLog{
+      .log = *std::move(log),
+      .recovery = std::move(report),
+      .clock_record_every_ms = kClockRecordEveryMs};
 }
 
 void ClusterNode::LogFailed(const absl::Status& status) {
@@ -551,6 +579,7 @@ absl::Status ClusterNode::CheckServing() const {
 }
 
 void ClusterNode::FillStatus(v1::ClusterStatusResponse* status) const {
+  if (client_ != nullptr) status->set_etcd_error(client_->call_stats().trouble);
   absl::MutexLock lock(&mu_);
   status->set_cluster(config_.cluster.name);
   status->set_node_id(config_.cluster.node_id);
@@ -578,6 +607,7 @@ void ClusterNode::FillStatus(v1::ClusterStatusResponse* status) const {
 
 ClusterNode::Stats ClusterNode::GetStats() const {
   Stats stats;
+  if (client_ != nullptr) stats.etcd = client_->call_stats();
   absl::MutexLock lock(&mu_);
   stats.role = role_;
   if (leader_.has_value()) stats.epoch = leader_->epoch;

@@ -1,7 +1,8 @@
 // ClusterNode: one leasekeeperd in a cluster (--cluster): its etcd lease,
 // its part in the leader election, its replica of the log while it follows
 // (FOLLOWER), the hand-over to the core owner when it wins (CATCHING_UP,
-// then LEADER), DISCONNECTED while etcd cannot be reached, and the exit of
+// then LEADER), DISCONNECTED while etcd cannot be reached (logged, with
+// backoff, as the client's EtcdHealthReporter has it due), and the exit of
 // a deposed leader (the deposed_exit hook, after deposed_exit_after_ms).
 // The server creates and wires it (server.h). What each role does and why a
 // deposed leader exits: docs/design/cluster.md ("A node's roles").
@@ -56,6 +57,7 @@ class ClusterNode final : public ClusterRole {
     storage::LogPosition applied = 0;
     storage::LogPosition leader_position = 0;  // the leader's last position
     std::optional<storage::EtcdLogStats> log;  // while leading
+    storage::EtcdCallStats etcd;               // this node's etcd calls
   };
 
   // REQUIRES: config.cluster.name non-empty, config.durability.data_dir
@@ -127,6 +129,9 @@ class ClusterNode final : public ClusterRole {
   // Logs the follower's snapshot news: a snapshot installed, a change of
   // its snapshot_status().
   void NoteFollowerSnapshots();
+  // Logs etcd's trouble and its end as the client's reporter has them due
+  // (cluster/etcd_health_reporter.h).
+  void NoteEtcdHealth();
   bool stopping() const;
 
   const ServerConfig config_;

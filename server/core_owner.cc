@@ -133,6 +133,7 @@ Tick CoreOwner::NextDeadlineLocked() const {
   Tick next = machine_.table().NextExpiry().value_or(kMaxTick);
   next = std::min(next, parked_.NextDeadline());
   next = std::min(next, ForgetDeadlineLocked());
+  next = std::min(next, machine_.NextClockRecord());
   return std::min(next, sessions_.table().NextDeadline());
 }
 
@@ -316,7 +317,13 @@ Tick CoreOwner::RunDueTimers() {
   Tick next;
   {
     absl::MutexLock lock(&mu_);
-    AdvanceLocked(NowLocked(), fx);
+    const Tick now = NowLocked();
+    AdvanceLocked(now, fx);
+    // The clock into the log while a lease is held (cluster mode), so that
+    // a new leader continues from a recent tick.
+    if (machine_.NextClockRecord() <= now) {
+      (void)ApplyLocked(Operation{now, op::Advance{}});
+    }
     next = NextDeadlineLocked();
     scheduled_wake_ = next;
     fx.position = machine_.last_position();

@@ -1,5 +1,6 @@
 #include "server/durable_state_machine.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
@@ -23,6 +24,8 @@ absl::StatusOr<storage::RecoveryReport> DurableStateMachine::Open(
     if (!opened.ok()) return opened.status();
     durability_.log_ = opened->log.get();
     log_ = std::move(opened->log);
+    clock_record_every_ms_ = opened->clock_record_every_ms;
+    last_appended_tick_ = state_.table().now();
     return std::move(opened->recovery);
   }
   if (durability.data_dir.empty()) return storage::RecoveryReport{};
@@ -64,8 +67,18 @@ absl::StatusOr<Reply> DurableStateMachine::Apply(const Operation& op) {
   if (!reply.ok()) return reply;  // refused: changed nothing but time
   absl::StatusOr<storage::LogPosition> position = log_->Append(op);
   if (!position.ok()) return reply;  // the log failed: see WhenDurable
+  last_appended_tick_ = std::max(last_appended_tick_, op.at);
   MaybeSnapshot(*position);
   return reply;
+}
+
+Tick DurableStateMachine::NextClockRecord() const {
+  // A failed log takes no records: no point in waking for one.
+  if (log_ == nullptr || clock_record_every_ms_ <= 0 ||
+      state_.table().held_lease_count() == 0 || !log_->health().ok()) {
+    return kMaxTick;
+  }
+  return last_appended_tick_ + clock_record_every_ms_;
 }
 
 void DurableStateMachine::Log(const storage::ServerRecord& record) {

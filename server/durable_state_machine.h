@@ -122,6 +122,13 @@ class DurableStateMachine {
   // The position of the last record appended (0 without a log): the read
   // barrier of everything applied so far.
   storage::LogPosition last_position() const;
+  // When the clock is next due in the log (an Advance at that tick or
+  // later, applied like any other): clock_record_every_ms (OpenedLog) after
+  // the last operation appended, while a lease is held; kMaxTick when no
+  // lease is held, the log takes no clock records or has failed, or there
+  // is no log.
+  // Every other record carries its tick too, so a busy log needs none.
+  Tick NextClockRecord() const;
 
   // The rest of the core's surface outside Apply (core/state_machine.h):
   // queries at `now`, the events to drain, the idle clock, the snapshot.
@@ -160,6 +167,10 @@ class DurableStateMachine {
 
   StateMachine state_;
   ServerStateSource server_state_;
+  // OpenedLog::clock_record_every_ms (0: none), and the tick of the last
+  // operation appended.
+  int64_t clock_record_every_ms_ = 0;
+  Tick last_appended_tick_ = 0;
   Durability durability_;
   // Null without a log; set once by Open or UseLog. Last member: the log
   // is destroyed (closed, its waiting callbacks run) before the rest.

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/host_port.h"
+#include "cluster/etcd_endpoints.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -470,16 +471,14 @@ const std::vector<FlagSpec>& Specs() {
        },
        [](DaemonOptions&) { return std::string("off"); }},
       {kCluster, "etcd-endpoints", "A,B,C",
-       "host:port of each etcd member",
+       "each etcd member as host:port, http://host:port or "
+       "https://host:port (TLS: --etcd-ca, or the default roots without "
+       "it); one DNS name stands for every address it resolves to",
        [](absl::string_view value, DaemonOptions& options) {
-         std::vector<std::string> endpoints;
-         for (absl::string_view endpoint : absl::StrSplit(value, ',')) {
-           if (absl::Status s = CheckListenAddress(endpoint); !s.ok()) {
-             return absl::InvalidArgumentError(
-                 absl::StrCat("\"", endpoint, "\": ", s.message()));
-           }
-           endpoints.emplace_back(endpoint);
-         }
+         std::vector<std::string> endpoints = absl::StrSplit(value, ',');
+         absl::StatusOr<storage::EtcdEndpoints> parsed =
+             storage::ParseEtcdEndpoints(endpoints);
+         if (!parsed.ok()) return parsed.status();
          options.config.cluster.etcd_endpoints = std::move(endpoints);
          return absl::OkStatus();
        },
@@ -591,6 +590,14 @@ absl::Status CheckFlagCombinations(const ServerConfig& config) {
     }
     if (!cluster.etcd_cert_file.empty() && cluster.etcd_ca_file.empty()) {
       return absl::InvalidArgumentError("--etcd-cert needs --etcd-ca");
+    }
+    absl::StatusOr<storage::EtcdEndpoints> endpoints =
+        storage::ParseEtcdEndpoints(cluster.etcd_endpoints);
+    if (!endpoints.ok()) return endpoints.status();
+    if (!cluster.etcd_ca_file.empty() &&
+        endpoints->scheme == storage::EtcdEndpoints::Scheme::kHttp) {
+      return absl::InvalidArgumentError(
+          "--etcd-ca with http:// --etcd-endpoints: use https:// for TLS");
     }
   }
   const size_t max_request = config.limits.max_request_bytes;

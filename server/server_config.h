@@ -110,6 +110,10 @@ struct DurabilityConfig {
   struct OpenedLog {
     std::unique_ptr<storage::OperationLog> log;
     storage::RecoveryReport recovery;
+    // > 0: while a lease is held, the clock is logged (an Advance record)
+    // at least this often, so that whoever takes the log over continues
+    // from a recent tick (DurableStateMachine::NextClockRecord). 0: never.
+    int64_t clock_record_every_ms = 0;
   };
   // When set, CoreOwner::OpenStorage opens the log with this instead of the
   // local WAL in data_dir (cluster mode: server/cluster_node.h). Like

@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -162,6 +163,24 @@ void CollectCluster(const ClusterNode::Stats& cluster,
       static_cast<double>(cluster.leader_position > cluster.applied
                               ? cluster.leader_position - cluster.applied
                               : 0)));
+  const storage::EtcdCallStats& etcd = cluster.etcd;
+  out.push_back(Single(MetricType::Gauge, "leasekeeper_etcd_reachable",
+                       "1 while this node's etcd calls succeed; 0 while they "
+                       "fail (or none succeeded yet).",
+                       etcd.reachable ? 1 : 0));
+  out.push_back(metrics::MakeFamily(
+      MetricType::Counter, "leasekeeper_etcd_request_errors_total",
+      "This node's etcd calls that failed, by method."));
+  for (size_t i = 0; i < etcd.errors_by_method.size(); ++i) {
+    metrics::AddValue(out.back(),
+                      static_cast<double>(etcd.errors_by_method[i]),
+                      {{"method", storage::EtcdCallStats::kMethods[i]}});
+  }
+  out.push_back(Single(
+      MetricType::Gauge, "leasekeeper_etcd_seconds_since_last_success",
+      "Seconds since etcd last answered a call of this node (since the start "
+      "if it never did).",
+      std::chrono::duration<double>(etcd.since_last_success).count()));
   if (!cluster.log.has_value()) return;
   const storage::EtcdLogStats& log = *cluster.log;
   out.push_back(metrics::MakeFamily(

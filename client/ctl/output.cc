@@ -515,6 +515,7 @@ std::string FormatClusterStatus(const client::ClusterInfo& info,
       out["leader"] =
           json{{"id", info.leader_id}, {"address", info.leader_address}};
     }
+    if (!info.etcd_error.empty()) out["etcd_error"] = info.etcd_error;
     return Dump(out);
   }
   if (info.cluster.empty()) {
@@ -533,6 +534,9 @@ std::string FormatClusterStatus(const client::ClusterInfo& info,
       ", epoch ", info.epoch, ", last position ", info.last_position,
       "; answered by ", OrDash(info.node_id), " (",
       client::MemberRoleName(info.role), ")\n");
+  if (!info.etcd_error.empty()) {
+    absl::StrAppend(&out, "etcd: ", info.etcd_error, "\n");
+  }
   if (info.members.empty()) return out;
   std::vector<std::vector<std::string>> rows = {
       {"NODE", "ADDRESS", "ROLE", "APPLIED", "LAG"}};

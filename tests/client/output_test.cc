@@ -362,5 +362,24 @@ TEST(OutputTest, ClusterStatusWithoutALeaderSaysUnknown) {
                   .is_null());
 }
 
+TEST(OutputTest, ClusterStatusOfANodeThatCannotUseEtcdSaysWhy) {
+  client::ClusterInfo info = ThreeNodes();
+  info.leader_id.clear();
+  info.leader_address.clear();
+  info.members.clear();
+  info.role = client::MemberRole::kDisconnected;
+  info.etcd_error = "etcd Txn: UNAVAILABLE: connection refused";
+  EXPECT_EQ(FormatClusterStatus(info, OutputFormat::kTable),
+            "cluster prod, leader unknown, epoch 41, last position 1200; "
+            "answered by n2 (disconnected)\n"
+            "etcd: etcd Txn: UNAVAILABLE: connection refused\n");
+  EXPECT_EQ(nlohmann::json::parse(FormatClusterStatus(
+                info, OutputFormat::kJson))["etcd_error"],
+            "etcd Txn: UNAVAILABLE: connection refused");
+  EXPECT_FALSE(nlohmann::json::parse(
+                   FormatClusterStatus(ThreeNodes(), OutputFormat::kJson))
+                   .contains("etcd_error"));
+}
+
 }  // namespace
 }  // namespace leasekeeper::ctl

@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cluster/etcd_client.h"
 #include "cluster/etcd_keys.h"
 #include "cluster/etcd_log.h"
@@ -23,6 +25,8 @@
 #include "harness/local_cluster.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
 #include "leasekeeper/v1/lock_service.grpc.pb.h"
+#include "metrics/testing/exposition_parser.h"
+#include "metrics/testing/http_get.h"
 #include "security/testing/test_pki.h"
 #include "storage/snapshot_file.h"
 #include "tests/server/test_support.h"
@@ -731,6 +735,192 @@ TEST_F(ClusterTest, SnapshotFetchWithoutTheClustersPeerSecretIsRefused) {
   EXPECT_EQ(info->covered, member.covered);
   EXPECT_EQ(info->payload_crc32c, member.payload_crc32c);
   EXPECT_GE(member.covered, 20u);
+}
+
+
+TEST_F(ClusterTest, EtcdEndpointsInEtcdsUrlFormLeadAndGrant) {
+  etcd_ = EtcdCluster::Start(dir_.path());
+  ASSERT_NE(etcd_, nullptr);
+  std::vector<std::string> urls;
+  for (const std::string& endpoint : etcd_->endpoint_list()) {
+    urls.push_back("http://" + endpoint);
+  }
+  cluster_ = LeasekeeperCluster::Start(dir_.path(), absl::StrJoin(urls, ","), 1);
+  ASSERT_NE(cluster_, nullptr);
+  leader_ = cluster_->WaitForLeader(milliseconds(10'000));
+  ASSERT_EQ(leader_, 0) << "a node given http:// endpoints never led";
+  pb::AcquireResponse got;
+  const Call call = nodes_.Acquire(LeaderAddress(), "a", "L", 5000, &got);
+  ASSERT_TRUE(call.ok()) << call.status.error_message();
+  EXPECT_TRUE(got.has_granted());
+}
+
+TEST(ClusterNodeTest, HttpsEtcdEndpointsReachEtcdOverTlsWithTheEtcdCa) {
+  TempDir dir;
+  absl::StatusOr<security::testing::TestPki> pki =
+      security::testing::TestPki::Create(dir.path());
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  std::unique_ptr<EtcdCluster> etcd = EtcdCluster::Start(
+      dir.path(), 1,
+      EtcdServerTls{.cert_file = pki->server().cert_file,
+                    .key_file = pki->server().key_file,
+                    .ca_file = pki->ca_cert_file()});
+  ASSERT_NE(etcd, nullptr);
+  std::unique_ptr<LeasekeeperCluster> node = LeasekeeperCluster::Start(
+      dir.path(), "https://" + etcd->endpoint_list()[0], 1,
+      {"--etcd-ca=" + pki->ca_cert_file()});
+  ASSERT_NE(node, nullptr);
+  ASSERT_EQ(node->WaitForLeader(milliseconds(10'000)), 0)
+      << "a node given an https:// endpoint and --etcd-ca never led";
+  Nodes nodes;
+  pb::AcquireResponse got;
+  const Call call = nodes.Acquire(node->address(0), "a", "L", 5000, &got);
+  ASSERT_TRUE(call.ok()) << call.status.error_message();
+  EXPECT_TRUE(got.has_granted());
+}
+
+// Reads `node`'s output lines (stdout and stderr) until one contains
+// `needle`, for at most `timeout`; every line read goes to `seen`.
+std::optional<std::string> ReadUntil(ChildProcess& node,
+                                     const std::string& needle,
+                                     milliseconds timeout, std::string& seen) {
+  const auto deadline = steady_clock::now() + timeout;
+  while (steady_clock::now() < deadline) {
+    std::optional<std::string> line = node.ReadLine(
+        std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now()));
+    if (!line.has_value()) break;
+    absl::StrAppend(&seen, *line, "\n");
+    if (absl::StrContains(*line, needle)) return line;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> EtcdReachable(int metrics_port) {
+  absl::StatusOr<metrics::testing::HttpResponse> got =
+      metrics::testing::HttpGet(metrics_port, "/metrics");
+  if (!got.ok()) return std::nullopt;
+  absl::StatusOr<metrics::testing::Exposition> parsed =
+      metrics::testing::Exposition::Parse(got->body);
+  if (!parsed.ok()) return std::nullopt;
+  return parsed->Value("leasekeeper_etcd_reachable");
+}
+
+TEST(ClusterNodeTest, NodeWithEtcdDownWarnsNamingTheEndpointAndSaysWhenItRecovers) {
+  TempDir dir;
+  std::unique_ptr<EtcdCluster> etcd = EtcdCluster::Start(dir.path(), 1);
+  ASSERT_NE(etcd, nullptr);
+  etcd->Kill(0);
+  const std::string endpoint = "http://" + etcd->endpoint_list()[0];
+  const int metrics_port = FreeLoopbackPort();
+  const std::string address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+  ChildProcess node(
+      "/bin/sh",
+      {"-c", absl::StrCat("exec ", LEASEKEEPERD_PATH, " --listen=", address,
+                          " --cluster=test --node-id=n1 --etcd-endpoints=",
+                          endpoint, " --data-dir=", dir.path(),
+                          "/n1 --log-level=info --metrics-listen=127.0.0.1:",
+                          metrics_port, " 2>&1")});
+  std::string seen;
+  ASSERT_TRUE(ReadUntil(node, "listening on", milliseconds(20'000), seen))
+      << seen;
+  // Within 2 s of serving (or before it).
+  std::optional<std::string> warning = absl::StrContains(seen, "etcd_unreachable")
+                                           ? std::optional<std::string>(seen)
+                                           : ReadUntil(node, "event=etcd_unreachable",
+                                                       milliseconds(2000), seen);
+  ASSERT_TRUE(warning.has_value()) << seen;
+  EXPECT_TRUE(absl::StrContains(*warning, "endpoints=" + endpoint)) << *warning;
+  EXPECT_TRUE(absl::StrContains(*warning, "UNAVAILABLE")) << *warning;
+  EXPECT_EQ(EtcdReachable(metrics_port), std::optional<double>(0));
+  auto stub = pb::LockService::NewStub(NewChannel(address));
+  {
+    grpc::ClientContext context;
+    pb::ClusterStatusResponse status;
+    ASSERT_TRUE(stub->ClusterStatus(&context, pb::ClusterStatusRequest(), &status)
+                    .ok());
+    EXPECT_EQ(status.role(), pb::DISCONNECTED);
+    EXPECT_TRUE(absl::StrContains(status.etcd_error(), "UNAVAILABLE"))
+        << status.etcd_error();
+  }
+
+  ASSERT_TRUE(etcd->Restart(0));
+  std::optional<std::string> recovered =
+      ReadUntil(node, "event=etcd_reachable", milliseconds(15'000), seen);
+  ASSERT_TRUE(recovered.has_value()) << seen;
+  EXPECT_TRUE(absl::StrContains(*recovered, "endpoints=" + endpoint));
+  EXPECT_TRUE(Eventually(
+      [&] { return EtcdReachable(metrics_port) == std::optional<double>(1); },
+      milliseconds(3000)));
+  grpc::ClientContext context;
+  pb::ClusterStatusResponse status;
+  ASSERT_TRUE(
+      stub->ClusterStatus(&context, pb::ClusterStatusRequest(), &status).ok());
+  EXPECT_EQ(status.etcd_error(), "");
+}
+
+// A lease keeps the time it had left when the leader died, up to the
+// leader's clock records (every 250 ms while a lease is held): the quiet
+// seconds before the failover count against it; the failover's own
+// duration does not (docs/cluster.md, "Failover"). An idle cluster writes
+// nothing to etcd.
+TEST_F(ClusterTest, LeaseKeepsItsRemainingTimeAcrossAFailover) {
+  StartCluster();
+  const uint64_t idle = cluster_->Status(leader_)->last_position();
+  std::this_thread::sleep_for(milliseconds(1000));
+  EXPECT_EQ(cluster_->Status(leader_)->last_position(), idle)
+      << "an idle leader appended to the log";
+
+  // On whichever node leads by now (a loaded machine may have moved the
+  // leadership since the election).
+  pb::AcquireResponse held;
+  const auto acquired = steady_clock::now();
+  const std::string holder_leader = UntilServed(
+      [&](const std::string& address) {
+        return nodes_.Acquire(address, "a", "L", 30'000, &held, "take-L");
+      },
+      milliseconds(5000));
+  const auto granted = steady_clock::now();  // the grant lies in between
+  ASSERT_FALSE(holder_leader.empty()) << "no node granted the lock";
+  ASSERT_TRUE(held.has_granted());
+  leader_ = cluster_->IndexOf(holder_leader);
+  ASSERT_GE(leader_, 0);
+  const uint64_t after_acquire = cluster_->Status(leader_)->last_position();
+  std::this_thread::sleep_for(milliseconds(5000));
+  const uint64_t quiet_records =
+      cluster_->Status(leader_)->last_position() - after_acquire;
+  // About 20 clock records in 5 s: often enough, and never more than one
+  // per record period.
+  EXPECT_GE(quiet_records, 10u);
+  EXPECT_LE(quiet_records, 25u);
+
+  const auto killed = steady_clock::now();
+  cluster_->Kill(leader_);
+  const int next = cluster_->WaitForLeader(milliseconds(10'000), leader_);
+  ASSERT_GE(next, 0);
+  pb::InspectRequest inspect;
+  inspect.set_lock("L");
+  pb::InspectResponse view;
+  const Call call = nodes_.Invoke(cluster_->address(next),
+                                  &pb::LockService::Stub::Inspect, inspect,
+                                  &view);
+  const auto asked = steady_clock::now();
+  ASSERT_TRUE(call.ok()) << call.status.error_message();
+  ASSERT_EQ(view.holders_size(), 1);
+  const int64_t left = view.holders(0).expires_in_ms();
+  RecordProperty("left_ms", static_cast<int>(left));
+  RecordProperty("killed_after_ms",
+                 static_cast<int>(std::chrono::duration_cast<milliseconds>(
+                                      killed - granted)
+                                      .count()));
+  const auto ms = [](auto d) {
+    return std::chrono::duration_cast<milliseconds>(d).count();
+  };
+  // At most: the time left at the kill, plus one record period and the
+  // slack of a loaded machine (today's 30 s would be far above); at least:
+  // every millisecond since the acquire counted.
+  EXPECT_LE(left, 30'000 - ms(killed - granted) + 1000)
+      << "the new leader gave back the quiet time before the failover";
+  EXPECT_GE(left, 30'000 - ms(asked - acquired) - 500);
 }
 
 }  // namespace

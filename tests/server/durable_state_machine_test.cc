@@ -168,5 +168,46 @@ TEST(DurableStateMachineWithoutLogTest, UseLogRefusesALogThatHoldsRecords) {
   EXPECT_FALSE(machine.persistent());
 }
 
+// A log opened with clock records (cluster mode's): the clock is due one
+// period after the last operation appended while a lease is held, and
+// never while none is, without a period, or once the log failed.
+TEST(DurableStateMachineClockTest, ClockIsDueOnePeriodAfterTheLastRecordWhileALeaseIsHeld) {
+  storage::ServerState none;
+  DurableStateMachine machine(CoreConfig{}, [&] { return none; });
+  FakeOperationLog* log = nullptr;
+  DurabilityConfig durability;
+  durability.open_log = [&](StateMachine&, storage::ServerState&)
+      -> absl::StatusOr<DurabilityConfig::OpenedLog> {
+    auto fake = std::make_unique<FakeOperationLog>();
+    log = fake.get();
+    return DurabilityConfig::OpenedLog{.log = std::move(fake),
+                                       .recovery = {},
+                                       .clock_record_every_ms = 250};
+  };
+  storage::ServerState recovered;
+  ASSERT_TRUE(machine.Open(durability, &recovered).ok());
+  EXPECT_EQ(machine.NextClockRecord(), kMaxTick) << "nothing is held";
+  ASSERT_TRUE(machine.Apply(AcquireOp(100, "a", "L")).ok());
+  EXPECT_EQ(machine.NextClockRecord(), 350);
+  // Any record carries the clock: the next one is due a period after it.
+  ASSERT_TRUE(machine.Apply(AcquireOp(200, "b", "M")).ok());
+  EXPECT_EQ(machine.NextClockRecord(), 450);
+  ASSERT_TRUE(machine.Apply(Operation{450, op::Advance{}}).ok());
+  EXPECT_EQ(machine.NextClockRecord(), 700);
+  ASSERT_EQ(log->entries().size(), 3u);
+  ASSERT_TRUE(machine.Apply(Operation{500, op::Release{"a", "L"}}).ok());
+  ASSERT_TRUE(machine.Apply(Operation{500, op::Release{"b", "M"}}).ok());
+  EXPECT_EQ(machine.NextClockRecord(), kMaxTick) << "nothing is held";
+  ASSERT_TRUE(machine.Apply(AcquireOp(600, "a", "L")).ok());
+  EXPECT_EQ(machine.NextClockRecord(), 850);
+  log->Fail(absl::UnavailableError("not leader"));
+  EXPECT_EQ(machine.NextClockRecord(), kMaxTick) << "the log failed";
+}
+
+TEST_F(DurableStateMachineTest, ALogWithoutClockRecordsIsNeverDueOne) {
+  ASSERT_TRUE(machine_.Apply(AcquireOp(10, "a", "L")).ok());
+  EXPECT_EQ(machine_.NextClockRecord(), kMaxTick);
+}
+
 }  // namespace
 }  // namespace leasekeeper::server

@@ -196,6 +196,23 @@ TEST(FlagsTest, HelpShowsTheDefaultsTheParserUses) {
 }
 
 
+TEST(FlagsTest, EtcdEndpointsTakeEtcdsUrlFormsAsWritten) {
+  for (const std::string& endpoints : std::vector<std::string>{
+           "http://127.0.0.1:2379,http://127.0.0.1:2380",
+        "https://etcd.example:2379", "127.0.0.1:2379"}) {
+    absl::StatusOr<DaemonOptions> parsed =
+        Parse({"--cluster=c1", "--etcd-endpoints=" + endpoints, "--node-id=n1"});
+    ASSERT_TRUE(parsed.ok()) << endpoints << ": " << parsed.status();
+    EXPECT_EQ(absl::StrJoin(parsed->config.cluster.etcd_endpoints, ","),
+              endpoints);
+  }
+  absl::StatusOr<DaemonOptions> bad = Parse(
+      {"--cluster=c1", "--etcd-endpoints=etcd:2379/x", "--node-id=n1"});
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+  EXPECT_NE(bad.status().message().find("--etcd-endpoints"), std::string::npos)
+      << bad.status();
+}
+
 TEST(FlagsTest, ClusterFlagsNeedEachOther) {
   absl::StatusOr<DaemonOptions> ok =
       Parse({"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379,127.0.0.1:2380",
@@ -216,7 +233,13 @@ TEST(FlagsTest, ClusterFlagsNeedEachOther) {
            {"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379", "--node-id=n1",
             "--etcd-cert=c.pem"},
            {"--cluster=c1", "--etcd-endpoints=127.0.0.1:2379", "--node-id=n1",
-            "--etcd-lease-ttl=500ms"}}) {
+            "--etcd-lease-ttl=500ms"},
+           {"--cluster=c1", "--etcd-endpoints=unix:///run/etcd", "--node-id=n1"},
+           {"--cluster=c1",
+            "--etcd-endpoints=http://127.0.0.1:2379,https://127.0.0.1:2380",
+            "--node-id=n1"},
+           {"--cluster=c1", "--etcd-endpoints=http://127.0.0.1:2379",
+            "--node-id=n1", "--etcd-ca=ca.pem"}}) {
     absl::StatusOr<DaemonOptions> parsed = Parse(bad);
     EXPECT_TRUE(absl::IsInvalidArgument(parsed.status()))
         << absl::StrJoin(bad, " ");

@@ -7,11 +7,13 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "harness/local_cluster.h"
 #include "tests/server/test_support.h"
 
 namespace leasekeeper::testing {
@@ -119,6 +121,40 @@ TEST(ListenerFlagsTest, OutOfRangePortIsRefusedBeforeAnythingListens) {
         outcome.output,
         absl::StrCat(arg, ": port out of range (0-65535)")))
         << outcome.output;
+  }
+}
+
+// Cluster mode's --etcd-endpoints: etcd's URL forms start (a node that
+// reaches no etcd still serves, DISCONNECTED); another form, mixed schemes
+// or a CA with http:// stop the start with exit code 2, naming the flag.
+TEST(ListenerFlagsTest, EtcdEndpointsOfAnotherFormStopTheStartNamingTheFlag) {
+  const std::string nowhere = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+  const std::vector<std::string> cluster = {"--cluster=c1", "--node-id=n1",
+                                            "--listen=127.0.0.1:0"};
+  for (const auto& [endpoints, extra, expected] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"ftp://" + nowhere, "",
+            "--etcd-endpoints=ftp://" + nowhere +
+                ": etcd endpoint \"ftp://" + nowhere +
+                "\": the scheme must be http or https"},
+           {"http://" + nowhere + ",https://" + nowhere, "",
+            "--etcd-endpoints=http://"},
+           {"http://" + nowhere, "--etcd-ca=/nonexistent/ca.pem",
+            "--etcd-ca with http:// --etcd-endpoints"}}) {
+    std::vector<std::string> args = cluster;
+    args.push_back("--etcd-endpoints=" + endpoints);
+    if (!extra.empty()) args.push_back(extra);
+    const Outcome outcome = RunDaemon(args);
+    EXPECT_EQ(outcome.exit_code, std::optional<int>(2)) << outcome.output;
+    EXPECT_TRUE(absl::StrContains(outcome.output, expected)) << outcome.output;
+  }
+  // https:// without --etcd-ca: TLS with the default roots, so it starts.
+  for (const std::string& endpoints :
+       {"http://" + nowhere, "https://" + nowhere}) {
+    std::vector<std::string> args = cluster;
+    args.push_back("--etcd-endpoints=" + endpoints);
+    const Outcome outcome = RunDaemon(args);
+    EXPECT_EQ(outcome.exit_code, std::nullopt) << outcome.output;
   }
 }
 
