@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -11,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "client/host_port.h"
 
 namespace leasekeeper::storage {
 namespace {
@@ -33,51 +33,30 @@ bool IsIpv4Literal(absl::string_view host) {
   return true;
 }
 
-// What `host` is, or nullopt if it is none of them.
-std::optional<HostKind> KindOf(absl::string_view host) {
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    const absl::string_view inside = host.substr(1, host.size() - 2);
-    const bool ok = absl::StrContains(inside, ':') &&
-                    std::all_of(inside.begin(), inside.end(), [](char c) {
-                      return absl::ascii_isxdigit(c) || c == ':' || c == '.';
-                    });
-    return ok ? std::optional(HostKind::kIpv6) : std::nullopt;
-  }
-  if (IsIpv4Literal(host)) return HostKind::kIpv4;
+// A DNS name: letters, digits, '-', '.', '_', and not all digits and dots
+// (that is a mistyped address, not a name).
+bool IsName(absl::string_view host) {
   const bool name_chars =
       !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
         return absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_';
       });
-  // All digits and dots but not an address: a typo, not a name.
   const bool numeric = std::all_of(host.begin(), host.end(), [](char c) {
     return absl::ascii_isdigit(c) || c == '.';
   });
-  return name_chars && !numeric ? std::optional(HostKind::kName) : std::nullopt;
+  return name_chars && !numeric;
 }
 
-// Checks one host:port. Outcomes: the host's kind; InvalidArgument.
+// Checks one host:port by the clients' address rule (client/host_port.h),
+// then what its host is. Outcomes: the host's kind; InvalidArgument.
 absl::StatusOr<HostKind> CheckAddress(absl::string_view address) {
-  const size_t colon = address.rfind(':');
-  if (colon == absl::string_view::npos || colon == 0 ||
-      (address.front() == '[' && address[colon - 1] != ']')) {
-    return absl::InvalidArgumentError("expected host:port");
-  }
-  const absl::string_view port = address.substr(colon + 1);
-  int number = 0;
-  if (port.empty() || port.size() > 5 ||
-      !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
-      !absl::SimpleAtoi(port, &number) || number < 1 || number > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("port \"", port, "\" is not in 1..65535"));
-  }
-  const absl::string_view host = address.substr(0, colon);
-  std::optional<HostKind> kind = KindOf(host);
-  if (!kind.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "host \"", host,
-        "\" is not an IPv4 address, an [IPv6] address or a DNS name"));
-  }
-  return *kind;
+  absl::StatusOr<client::HostPort> parsed = client::ParseHostPort(address, 1);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->ipv6) return HostKind::kIpv6;
+  if (IsIpv4Literal(parsed->host)) return HostKind::kIpv4;
+  if (IsName(parsed->host)) return HostKind::kName;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "host \"", parsed->host,
+      "\" is not an IPv4 address, an [IPv6] address or a DNS name"));
 }
 
 }  // namespace
