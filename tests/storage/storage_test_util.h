@@ -99,7 +99,7 @@ inline std::string CanonicalState(const StateMachine& machine) {
 
 // A random but valid-looking operation stream over a few clients and locks,
 // dense enough to produce queues, shared holders, semaphores, lapses, hand-overs,
-// deadlock aborts, stale writes and contract errors. Ticks never decrease.
+// deadlock aborts, stale writes, deletes and contract errors. Ticks never decrease.
 class OperationGenerator {
  public:
   explicit OperationGenerator(uint32_t seed, int clients = 8, int locks = 5)
@@ -111,7 +111,7 @@ class OperationGenerator {
     op.at = at_;
     const std::string client = absl::StrCat("c", Pick(0, clients_ - 1));
     const std::string lock = absl::StrCat("L", Pick(0, locks_ - 1));
-    switch (Pick(0, 14)) {
+    switch (Pick(0, 15)) {
       case 0:
       case 1:
       case 2:
@@ -159,6 +159,12 @@ class OperationGenerator {
       case 12:
         op.body = op::FencedRead{lock, absl::StrCat("k", Pick(0, 3)),
                                  static_cast<FencingToken>(Pick(1, 12))};
+        break;
+      case 14:
+        op.body = op::Delete{.lock = lock,
+                             .key = absl::StrCat("k", Pick(0, 3)),
+                             .token = static_cast<FencingToken>(Pick(1, 12)),
+                             .client = client};
         break;
       default:
         op.body = op::Advance{};
