@@ -111,7 +111,7 @@ class OperationGenerator {
     op.at = at_;
     const std::string client = absl::StrCat("c", Pick(0, clients_ - 1));
     const std::string lock = absl::StrCat("L", Pick(0, locks_ - 1));
-    switch (Pick(0, 15)) {
+    switch (Pick(0, 14)) {
       case 0:
       case 1:
       case 2:
@@ -156,16 +156,16 @@ class OperationGenerator {
       case 13:
         op.body = op::Forget{client};
         break;
-      case 12:
-        op.body = op::FencedRead{lock, absl::StrCat("k", Pick(0, 3)),
-                                 static_cast<FencingToken>(Pick(1, 12))};
+      case 12: {  // the store alone: a fenced read, or a delete
+        std::string key = absl::StrCat("k", Pick(0, 3));
+        const auto token = static_cast<FencingToken>(Pick(1, 12));
+        if (token % 2 == 0) {
+          op.body = op::FencedRead{lock, std::move(key), token};
+        } else {
+          op.body = op::Delete{lock, std::move(key), token, client};
+        }
         break;
-      case 14:
-        op.body = op::Delete{.lock = lock,
-                             .key = absl::StrCat("k", Pick(0, 3)),
-                             .token = static_cast<FencingToken>(Pick(1, 12)),
-                             .client = client};
-        break;
+      }
       default:
         op.body = op::Advance{};
         break;
