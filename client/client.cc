@@ -117,6 +117,16 @@ absl::StatusOr<std::optional<std::string>> Client::Read(absl::string_view lock,
   return core_->Read(lock, key);
 }
 
+absl::StatusOr<bool> Client::Delete(const Lease& lease, absl::string_view key) {
+  return core_->Delete(*lease.state_, key);
+}
+
+absl::StatusOr<KeysPage> Client::ListKeys(absl::string_view lock,
+                                          absl::string_view after,
+                                          int32_t limit) {
+  return core_->ListKeys(lock, after, limit);
+}
+
 const RpcClient& Client::rpc() const { return core_->rpc(); }
 
 void Client::PauseRenewalsForTesting(bool paused) {

@@ -202,6 +202,20 @@ class Client {
   absl::StatusOr<std::optional<std::string>> Read(absl::string_view lock,
                                                   absl::string_view key);
 
+  // Deletes (lease.lock(), key) from the fenced store with the lease's
+  // token, holder-checked as Write is (the same local check first, the
+  // same server checks). The accepted delete fences the lock as a write
+  // does. Outcomes: whether the key had a value (false: nothing to delete,
+  // which is not an error); the errors of Write.
+  absl::StatusOr<bool> Delete(const Lease& lease, absl::string_view key);
+
+  // One page of `lock`'s key names after `after` (empty: from the first),
+  // ascending; pass next_after for the next page. limit 0: the server's
+  // default (100). Outcomes: the page; INVALID_ARGUMENT; UNAVAILABLE.
+  absl::StatusOr<KeysPage> ListKeys(absl::string_view lock,
+                                    absl::string_view after = "",
+                                    int32_t limit = 0);
+
   // The stateless calls (Inspect, Status, ListLocks, ...) on this Client's
   // channel. Calls made through it are not tied to this Client's leases.
   const RpcClient& rpc() const;

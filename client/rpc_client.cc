@@ -352,6 +352,38 @@ absl::StatusOr<std::optional<std::string>> RpcClient::Read(
   return std::optional<std::string>(response->value());
 }
 
+absl::StatusOr<bool> RpcClient::Delete(const DeleteCall& call,
+                                       const CallOptions& options) const {
+  pb::DeleteRequest request;
+  request.set_lock(call.lock);
+  request.set_key(call.key);
+  request.set_token(call.token);
+  request.set_client_id(call.client_id);
+  // Repeatable: a second delete of the same key by the same holder is
+  // accepted (existed = false) and changes nothing more.
+  absl::StatusOr<pb::DeleteResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/true,
+              &pb::LockService::Stub::Delete, request);
+  if (!response.ok()) return response.status();
+  return response->existed();
+}
+
+absl::StatusOr<KeysPage> RpcClient::ListKeys(absl::string_view lock,
+                                             absl::string_view after,
+                                             int32_t limit,
+                                             const CallOptions& options) const {
+  pb::ListKeysRequest request;
+  request.set_lock(std::string(lock));
+  request.set_after(std::string(after));
+  request.set_limit(limit);
+  absl::StatusOr<pb::ListKeysResponse> response =
+      RunCall(*channels_, options, /*repeatable=*/true,
+              &pb::LockService::Stub::ListKeys, request);
+  if (!response.ok()) return response.status();
+  return KeysPage{.keys = {response->keys().begin(), response->keys().end()},
+                  .next_after = response->next_after()};
+}
+
 absl::string_view WatchEventKindName(WatchEventKind kind) {
   switch (kind) {
     case WatchEventKind::kGranted:

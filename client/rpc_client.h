@@ -129,6 +129,16 @@ struct WriteCall {
   bool require_held = true;
 };
 
+// A delete from the fenced store: always holder-checked (the server
+// accepts it only if client_id holds a live lease on `lock` with exactly
+// `token`).
+struct DeleteCall {
+  std::string lock;
+  std::string key;
+  FencingToken token = 0;
+  std::string client_id;
+};
+
 enum class ReleaseOutcome {
   kReleased,   // the caller held the lock; it passed on
   kWithdrawn,  // the caller waited; its request left the queue
@@ -190,6 +200,12 @@ struct LockSummary {
 struct LockPage {
   std::vector<LockSummary> locks;  // ascending by name
   std::string next_page_token;     // empty on the last page
+};
+
+// A page of a lock's key names in the fenced store (ListKeys).
+struct KeysPage {
+  std::vector<std::string> keys;  // ascending in byte order
+  std::string next_after;         // empty on the last page
 };
 
 // A cluster member's role (leasekeeper.v1.MemberRole).
@@ -324,6 +340,23 @@ class RpcClient {
   absl::StatusOr<std::optional<std::string>> Read(
       absl::string_view lock, absl::string_view key,
       const CallOptions& options = {}) const;
+
+  // Deletes (call.lock, call.key) with Write's checks under require_held,
+  // in Write's order. An accepted delete raises the store's mark to
+  // call.token as a write does. Outcomes: whether the key had a value (false:
+  // nothing to delete, accepted all the same); INVALID_ARGUMENT (also: no
+  // client id); FAILED_PRECONDITION TOKEN_NOT_ISSUED, NOT_HOLDER or
+  // STALE_TOKEN (nothing changed); RESOURCE_EXHAUSTED; PERMISSION_DENIED.
+  absl::StatusOr<bool> Delete(const DeleteCall& call,
+                              const CallOptions& options = {}) const;
+
+  // One page of `lock`'s key names after `after` (empty: from the first),
+  // ascending; no token needed. limit 0 means the server's default (100),
+  // above 1,000 is 1,000. Outcomes: the page; INVALID_ARGUMENT (an empty
+  // lock, a negative limit); RESOURCE_EXHAUSTED; PERMISSION_DENIED.
+  absl::StatusOr<KeysPage> ListKeys(absl::string_view lock,
+                                    absl::string_view after, int32_t limit,
+                                    const CallOptions& options = {}) const;
 
   // A lock's holders and queue (two empty lists for a lock nobody uses),
   // every page of them: one call per page of the server's default size,

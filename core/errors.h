@@ -5,7 +5,7 @@
 // the replay prints "error: " + message and the server forwards it verbatim.
 // The codes after them come only from checks the daemon asks for and the
 // replay never does (op::Write's and op::FencedRead's daemon-only fields,
-// semaphores). The absl code says
+// op::Delete, semaphores). The absl code says
 // which family it belongs to (INVALID_ARGUMENT for malformed input,
 // FAILED_PRECONDITION for a well-formed request the state refuses).
 //

@@ -1,5 +1,7 @@
 #include "core/fenced_store.h"
 
+#include <algorithm>
+
 #include "core/errors.h"
 
 namespace leasekeeper {
@@ -27,9 +29,42 @@ absl::Status FencedStore::Write(absl::string_view lock, absl::string_view key,
     it->second.assign(value.data(), value.size());
   } else {
     bytes_ += key.size() + value.size();
+    ++key_count_;
     fenced.values.emplace(std::string(key), std::string(value));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> FencedStore::Delete(absl::string_view lock,
+                                         absl::string_view key,
+                                         FencingToken token) {
+  if (lock.empty() || key.empty() || token < 1) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  if (token < HighWater(lock)) return MakeError(ErrorCode::kStaleToken);
+  Fenced& fenced = Entry(lock);
+  fenced.high_water = token;
+  auto it = fenced.values.find(key);
+  if (it == fenced.values.end()) return false;
+  bytes_ -= it->first.size() + it->second.size();
+  --key_count_;
+  fenced.values.erase(it);
+  return true;
+}
+
+KeyPage FencedStore::Keys(absl::string_view lock, absl::string_view after,
+                          size_t limit) const {
+  KeyPage page;
+  auto lock_it = locks_.find(lock);
+  if (lock_it == locks_.end()) return page;
+  const auto& values = lock_it->second.values;
+  limit = std::max<size_t>(limit, 1);
+  auto it = values.upper_bound(after);
+  for (; it != values.end() && page.keys.size() < limit; ++it) {
+    page.keys.push_back(it->first);
+  }
+  page.more = it != values.end();
+  return page;
 }
 
 FencedStore::Fenced& FencedStore::Entry(absl::string_view lock) {
@@ -101,6 +136,7 @@ void FencedStore::ExportTo(CoreSnapshot& snapshot) const {
 void FencedStore::ImportFrom(const CoreSnapshot& snapshot) {
   locks_.clear();
   bytes_ = 0;
+  key_count_ = 0;
   for (const CoreSnapshot::StoreLock& in : snapshot.store) {
     Fenced& fenced = Entry(in.lock);
     fenced.high_water = in.high_water;
@@ -110,6 +146,7 @@ void FencedStore::ImportFrom(const CoreSnapshot& snapshot) {
     for (const auto& [key, value] : fenced.values) {
       bytes_ += key.size() + value.size();
     }
+    key_count_ += fenced.values.size();
   }
 }
 

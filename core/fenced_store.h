@@ -4,7 +4,9 @@
 // A write to lock L is accepted iff its token >= the highest token the store
 // has accepted for L (0 if none). The store never looks at leases; the
 // daemon's checks that need the lock table run in StateMachine first. Fence
-// (a fenced read) raises the mark without writing. Why: docs/design/core-rules.md.
+// (a fenced read) raises the mark without writing; Delete (daemon-only) is a
+// write that removes its key. Nothing is ever dropped otherwise: a lock's
+// keys stay until deleted, and its mark forever. Why: docs/design/core-rules.md.
 //
 // Thread-safety: none; one owner (StateMachine), like LockTable.
 //
@@ -12,14 +14,20 @@
 //  1. A lock's high-water mark never falls.
 //  2. A rejected write changes nothing.
 //  3. bytes() is the sum of the names of the locks the store knows and of
-//     the keys and values it holds, kept as a running total.
+//     the keys and values it holds, and key_count() the number of keys,
+//     both kept as running totals.
+//  4. An accepted Delete raises the mark as an accepted Write does, so a
+//     stalled holder's lower token cannot write the key back.
 #ifndef LEASEKEEPER_CORE_FENCED_STORE_H_
 #define LEASEKEEPER_CORE_FENCED_STORE_H_
 
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/btree_map.h"
+#include "absl/status/statusor.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -27,6 +35,12 @@
 #include "core/types.h"
 
 namespace leasekeeper {
+
+// A page of a lock's key names (FencedStore::Keys).
+struct KeyPage {
+  std::vector<std::string> keys;  // ascending (plain byte order)
+  bool more = false;              // keys after the last one exist
+};
 
 class FencedStore {
  public:
@@ -36,7 +50,7 @@ class FencedStore {
 
   // Outcomes: OK (value stored, high-water mark = token); kInvalidArguments
   // for an empty lock, key or value or a token < 1; kStaleToken for a token
-  // below the high-water mark. O(1).
+  // below the high-water mark. O(log keys of the lock).
   absl::Status Write(absl::string_view lock, absl::string_view key,
                      absl::string_view value, FencingToken token);
 
@@ -53,19 +67,39 @@ class FencedStore {
   // mark (nothing changed). O(1).
   absl::Status Fence(absl::string_view lock, FencingToken token);
 
+  // Removes (lock, key) under Write's token rule (daemon-only; the
+  // daemon's holder checks run in StateMachine first). Outcomes: true (the
+  // key had a value; its key and value bytes and its key count are freed)
+  // or false (it had none: nothing to free), the high-water mark = token in
+  // both cases; kInvalidArguments for an empty lock or key or a token < 1;
+  // kStaleToken for a token below the mark (nothing changed). The lock's
+  // name and mark stay (invariant 1). O(log keys of the lock).
+  absl::StatusOr<bool> Delete(absl::string_view lock, absl::string_view key,
+                              FencingToken token);
+
   // The last accepted value for (lock, key), or nullopt. Empty names are the
-  // caller's to reject (they can never have been written). O(1).
+  // caller's to reject (they can never have been written). O(log keys of
+  // the lock).
   std::optional<std::string> Read(absl::string_view lock,
                                   absl::string_view key) const;
 
   // The highest token accepted for `lock`, 0 if none.
   FencingToken HighWater(absl::string_view lock) const;
 
-  // For the server's limits, all O(1). The payload bytes held (lock names,
-  // keys and values; not the memory around them, see invariant 3); what
-  // bytes() would be once Write(lock, key, value) is accepted; the number
-  // of keys under `lock`; and whether (lock, key) has a value.
+  // At most max(limit, 1) key names of `lock` that come after `after` in
+  // byte order (empty: from the first), ascending; a lock never written
+  // answers an empty last page. O(log keys of the lock + limit).
+  KeyPage Keys(absl::string_view lock, absl::string_view after,
+               size_t limit) const;
+
+  // For the server's limits and metrics. The payload bytes held (lock
+  // names, keys and values; not the memory around them, see invariant 3)
+  // and the number of keys held, O(1); what bytes() would be once
+  // Write(lock, key, value) is accepted, O(log keys of the lock); the
+  // number of keys under `lock`, O(1); and whether (lock, key) has a
+  // value, O(log keys of the lock).
   size_t bytes() const { return bytes_; }
+  size_t key_count() const { return key_count_; }
   size_t BytesAfterWrite(absl::string_view lock, absl::string_view key,
                          absl::string_view value) const;
   size_t KeyCount(absl::string_view lock) const;
@@ -79,13 +113,15 @@ class FencedStore {
  private:
   struct Fenced {
     FencingToken high_water = 0;
-    absl::flat_hash_map<std::string, std::string> values;
+    // Ordered, for Keys' pages.
+    absl::btree_map<std::string, std::string> values;
   };
   // The lock's entry, created (and its name counted in bytes_) if new.
   Fenced& Entry(absl::string_view lock);
 
   absl::node_hash_map<std::string, Fenced> locks_;
   size_t bytes_ = 0;
+  size_t key_count_ = 0;
 };
 
 }  // namespace leasekeeper

@@ -53,6 +53,7 @@ absl::StatusOr<Reply> StateMachine::Apply(const Operation& op) {
           [&](const op::Forget& f) -> absl::StatusOr<Reply> {
             return Reply(table_.Forget(at, f.client));
           },
+          [&](const op::Delete& d) { return ApplyDelete(at, d); },
       },
       op.body);
 }
@@ -91,6 +92,20 @@ absl::StatusOr<Reply> StateMachine::ApplyFencedRead(Tick at,
   return Reply(ReadOutcome{store_.Read(r.lock, r.key)});
 }
 
+absl::StatusOr<Reply> StateMachine::ApplyDelete(Tick at, const op::Delete& d) {
+  table_.AdvanceTo(at);
+  if (d.lock.empty() || d.key.empty() || d.client.empty() || d.token < 1) {
+    return MakeError(ErrorCode::kInvalidArguments);
+  }
+  if (d.token > table_.LastToken(d.lock)) {
+    return MakeError(ErrorCode::kTokenNotIssued);
+  }
+  if (!table_.HoldsWithToken(d.client, d.lock, d.token)) {
+    return MakeError(ErrorCode::kNotHolder);
+  }
+  return ToReply(store_.Delete(d.lock, d.key, d.token));
+}
+
 CoreSnapshot StateMachine::Snapshot() const {
   CoreSnapshot snapshot;
   table_.ExportTo(snapshot);
@@ -110,6 +125,14 @@ absl::StatusOr<std::optional<std::string>> StateMachine::Read(
     return MakeError(ErrorCode::kInvalidArguments);
   }
   return store_.Read(lock, key);
+}
+
+absl::StatusOr<KeyPage> StateMachine::Keys(Tick now, absl::string_view lock,
+                                            absl::string_view after,
+                                            size_t limit) {
+  table_.AdvanceTo(now);
+  if (lock.empty()) return MakeError(ErrorCode::kInvalidArguments);
+  return store_.Keys(lock, after, limit);
 }
 
 absl::StatusOr<LockView> StateMachine::Inspect(Tick now,

@@ -78,6 +78,20 @@ struct Write {
   bool require_held = false;
   std::string client{};
 };
+// Daemon-only: a holder-checked delete of one key of the fenced store, by
+// Write's rules with every daemon check on, in Write's order: arguments
+// (kInvalidArguments for an empty lock, key or client or a token < 1),
+// token issued (kTokenNotIssued), `client` holds a live lease on `lock`
+// with exactly `token` at op.at (kNotHolder), token rule (kStaleToken). A
+// refused delete changes nothing. Accepted: the key's value is removed if
+// it has one, and the token becomes the lock's high-water mark as an
+// accepted write's does (FencedStore::Delete). The contract has no delete.
+struct Delete {
+  std::string lock;
+  std::string key;
+  FencingToken token = 0;
+  std::string client;
+};
 // Daemon-only: forget an idle client (see LockTable::Forget).
 struct Forget {
   std::string client;
@@ -100,7 +114,7 @@ struct Operation {
   Tick at = 0;
   std::variant<op::Acquire, op::Renew, op::Release, op::Withdraw,
                op::ReleaseAll, op::RenewAll, op::Write, op::Advance,
-               op::FencedRead, op::Forget>
+               op::FencedRead, op::Forget, op::Delete>
       body;
 };
 
@@ -111,7 +125,8 @@ struct ReadOutcome {
 
 // What Apply answers for each kind of operation: AcquireOutcome, RenewOutcome,
 // ReleaseOutcome, `bool` (Withdraw: whether a wait was withdrawn; Forget:
-// whether the client was forgotten), `int`
+// whether the client was forgotten; Delete: whether the key had a value),
+// `int`
 // (ReleaseAll/RenewAll: leases affected), std::monostate (Write accepted,
 // Advance), ReadOutcome (FencedRead).
 using Reply = std::variant<AcquireOutcome, RenewOutcome, ReleaseOutcome, bool,
@@ -134,6 +149,10 @@ class StateMachine {
   absl::StatusOr<std::optional<std::string>> Read(Tick now,
                                                   absl::string_view lock,
                                                   absl::string_view key);
+  // Keys: a page of `lock`'s key names after `after` (FencedStore::Keys);
+  // like Read it needs no token. kInvalidArguments for an empty lock.
+  absl::StatusOr<KeyPage> Keys(Tick now, absl::string_view lock,
+                               absl::string_view after, size_t limit);
   // Inspect/Status: kInvalidArguments for an empty name.
   absl::StatusOr<LockView> Inspect(Tick now, absl::string_view lock);
   absl::StatusOr<ClientView> Status(Tick now, absl::string_view client);
@@ -168,6 +187,7 @@ class StateMachine {
  private:
   absl::StatusOr<Reply> ApplyWrite(Tick at, const op::Write& write);
   absl::StatusOr<Reply> ApplyFencedRead(Tick at, const op::FencedRead& read);
+  absl::StatusOr<Reply> ApplyDelete(Tick at, const op::Delete& del);
 
   LockTable table_;
   FencedStore store_;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -90,10 +91,40 @@ struct WriteArgs {
   bool require_held = false;
 };
 
+// A delete from the fenced store: always holder-checked (op::Delete).
+struct DeleteArgs {
+  std::string lock{};
+  std::string key{};
+  FencingToken token = 0;
+  std::string client{};  // required
+};
+
+// What CoreOwner::Write applies: a write or a delete of one key.
+using StoreMutation = std::variant<WriteArgs, DeleteArgs>;
+
+// An accepted store mutation: whether (lock, key) had a value before it
+// (for a Delete: false means there was nothing to delete).
+struct StoreAnswer {
+  bool existed = false;
+};
+
 struct ReadArgs {
   std::string lock{};
   std::string key{};
   FencingToken token = 0;  // 0: a plain read; else a fenced read
+};
+
+// A page of a lock's key names in the fenced store (ListKeys).
+struct KeysQuery {
+  std::string lock{};
+  std::string after{};  // empty: from the first key
+  size_t limit = 0;     // >= 1
+};
+
+struct KeysAnswer {
+  std::vector<std::string> keys{};  // ascending
+  // The last key of this page when more follow; nullopt at the end.
+  std::optional<std::string> next_after{};
 };
 
 struct HolderInfo {

@@ -203,6 +203,23 @@ absl::StatusOr<ReadArgs> ParseRead(const pb::ReadRequest& request,
       .lock = request.lock(), .key = request.key(), .token = request.token()};
 }
 
+absl::StatusOr<DeleteArgs> ParseDelete(const pb::DeleteRequest& request,
+                                       const Limits& limits) {
+  absl::Status status = Checker()
+                            .Required(request.lock(), "lock")
+                            .Required(request.key(), "key")
+                            .Argument(request.token() >= 1, "token")
+                            .Required(request.client_id(), "client_id")
+                            .CallerAndLockSizes(request, limits)
+                            .Within(LimitChecks(limits).Key(request.key()))
+                            .status();
+  if (!status.ok()) return status;
+  return DeleteArgs{.lock = request.lock(),
+                    .key = request.key(),
+                    .token = request.token(),
+                    .client = request.client_id()};
+}
+
 namespace {
 
 // The page size a request asks for (0: `default_size`), capped at
@@ -293,6 +310,22 @@ absl::StatusOr<ListLocksQuery> ParseListLocks(
   query.limit = PageLimit(request.page_size(), limits.default_page_size,
                           limits.max_page_size);
   return query;
+}
+
+absl::StatusOr<KeysQuery> ParseListKeys(const pb::ListKeysRequest& request,
+                                        const Limits& limits) {
+  absl::Status status =
+      Checker()
+          .Required(request.lock(), "lock")
+          .Argument(request.limit() >= 0, "limit")
+          .Within(LimitChecks(limits).LockName(request.lock()))
+          .Within(LimitChecks(limits).Key(request.after()))
+          .status();
+  if (!status.ok()) return status;
+  return KeysQuery{.lock = request.lock(),
+                   .after = request.after(),
+                   .limit = PageLimit(request.limit(), limits.default_page_size,
+                                      limits.max_page_size)};
 }
 
 absl::StatusOr<OpenArgs> ParseOpen(const pb::OpenSession& open,

@@ -36,6 +36,14 @@ absl::StatusOr<WriteArgs> ParseWrite(const v1::WriteRequest& request,
                                      const Limits& limits);
 absl::StatusOr<ReadArgs> ParseRead(const v1::ReadRequest& request,
                                    const Limits& limits);
+// A Delete needs client_id (it is always holder-checked).
+absl::StatusOr<DeleteArgs> ParseDelete(const v1::DeleteRequest& request,
+                                       const Limits& limits);
+// ListKeys: limit 0 is limits.default_page_size, larger than
+// limits.max_page_size is that cap; negative is INVALID_ARGUMENT. `after`
+// is checked against --max-key-bytes.
+absl::StatusOr<KeysQuery> ParseListKeys(const v1::ListKeysRequest& request,
+                                        const Limits& limits);
 
 // Inspect and Status pages: page_size 0 is limits.default_detail_page_size,
 // larger than limits.max_detail_page_size is that cap; a negative size or a

@@ -1,6 +1,7 @@
 #include "server/core_owner.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -821,40 +822,64 @@ absl::StatusOr<ReleaseAnswer> CoreOwner::ReleaseLocked(const ReleaseArgs& args,
   return outcome;
 }
 
-void CoreOwner::Write(const WriteArgs& args, Completion<absl::Status> done) {
-  Run<absl::Status>(
-      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        absl::Status result = LimitChecks(config_.limits)
-                                  .StoreWrite(machine_.store(), args.lock,
-                                              args.key, args.value);
-        if (result.ok()) {
-          // Every daemon write refuses tokens never issued for the lock;
-          // the holder check only when asked. The replay leaves both off
-          // (rule 6).
-          result =
-              ApplyLocked(
-                  Operation{now, op::Write{.lock = args.lock,
-                                           .key = args.key,
-                                           .value = args.value,
-                                           .token = args.token,
-                                           .refuse_unissued = true,
-                                           .require_held = args.require_held,
-                                           .client = args.require_held
-                                                         ? args.client
-                                                         : std::string()}})
-                  .status();
-        }
+namespace {
+
+// The core operation of a store mutation at `now`, with the limit check a
+// write needs first (a delete never grows the store).
+struct StoreStep {
+  absl::Status limits;
+  Operation op;
+};
+
+StoreStep StoreStepOf(const StoreMutation& mutation, const Limits& limits,
+                      const FencedStore& store, Tick now) {
+  if (const auto* d = std::get_if<DeleteArgs>(&mutation)) {
+    return {absl::OkStatus(), Operation{now, op::Delete{.lock = d->lock,
+                                                        .key = d->key,
+                                                        .token = d->token,
+                                                        .client = d->client}}};
+  }
+  const WriteArgs& w = std::get<WriteArgs>(mutation);
+  // Every daemon write refuses tokens never issued for the lock; the holder
+  // check only when asked. The replay leaves both off (rule 6).
+  return {LimitChecks(limits).StoreWrite(store, w.lock, w.key, w.value),
+          Operation{now, op::Write{.lock = w.lock,
+                                   .key = w.key,
+                                   .value = w.value,
+                                   .token = w.token,
+                                   .refuse_unissued = true,
+                                   .require_held = w.require_held,
+                                   .client = w.require_held ? w.client
+                                                            : std::string()}}};
+}
+
+}  // namespace
+
+void CoreOwner::Write(const StoreMutation& mutation,
+                      Completion<absl::StatusOr<StoreAnswer>> done) {
+  Run<absl::StatusOr<StoreAnswer>>(
+      [&](Tick now, Effects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<StoreAnswer> {
+        const auto [lock, key, token] = std::visit(
+            [](const auto& m) { return std::tie(m.lock, m.key, m.token); },
+            mutation);
+        const bool existed = machine_.store().Contains(lock, key);
+        StoreStep step =
+            StoreStepOf(mutation, config_.limits, machine_.store(), now);
+        absl::Status result = step.limits;
+        if (result.ok()) result = ApplyLocked(std::move(step.op)).status();
         DigestEventsLocked(now, NoVictims(), fx);
         if (ErrorCodeOf(result) == ErrorCode::kStaleToken &&
             ShouldLog(LogEvent::kStaleWriteRefused)) {
           fx.logs.push_back(
               LogRecord{.event = LogEvent::kStaleWriteRefused,
-                        .lock = args.lock,
-                        .key = args.key,
-                        .token = args.token,
-                        .high_water = machine_.store().HighWater(args.lock)});
+                        .lock = lock,
+                        .key = key,
+                        .token = token,
+                        .high_water = machine_.store().HighWater(lock)});
         }
-        return result;
+        if (!result.ok()) return result;
+        return StoreAnswer{.existed = existed};
       },
       std::move(done));
 }
@@ -873,6 +898,21 @@ void CoreOwner::Read(
         if (!applied.ok()) return applied.status();
         return std::get<ReadOutcome>(*applied).value;
       },
+      std::move(done));
+}
+
+void CoreOwner::Read(const KeysQuery& query,
+                     Completion<absl::StatusOr<KeysAnswer>> done) {
+  QueryAsOfNow<absl::StatusOr<KeysAnswer>>(
+      [&](Tick now)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<KeysAnswer> {
+            absl::StatusOr<KeyPage> page =
+                machine_.Keys(now, query.lock, query.after, query.limit);
+            if (!page.ok()) return page.status();
+            KeysAnswer answer{.keys = std::move(page->keys)};
+            if (page->more) answer.next_after = answer.keys.back();
+            return answer;
+          },
       std::move(done));
 }
 
@@ -1124,6 +1164,8 @@ CoreOwner::Stats CoreOwner::GetStats() {
                .retry_entries = retries_.size(),
                .labels = labels_.size(),
                .registered_clients = machine_.table().registered_client_count(),
+               .store_bytes = machine_.store().bytes(),
+               .store_keys = machine_.store().key_count(),
                .counters = counters_.counts()};
 }
 

@@ -110,11 +110,15 @@ class CoreOwner {
   void ForceRelease(
       const std::string& lock, const std::string& client,
       Completion<absl::StatusOr<std::vector<ForcedRelease>>> done);
-  // Outcomes: OK; LimitExceeded (max-keys-per-lock, max-store-bytes);
-  // core errors (a stale token is logged): kTokenNotIssued
-  // for a token never issued for the lock, kNotHolder (require_held) if
-  // args.client holds no live lease on it with exactly args.token.
-  void Write(const WriteArgs& args, Completion<absl::Status> done);
+  // A store mutation: a write (op::Write) or a delete (op::Delete, always
+  // holder-checked). Outcomes: whether the key had a value before;
+  // LimitExceeded (a write: max-keys-per-lock, max-store-bytes; a delete
+  // never is); core errors (a stale token is logged): kTokenNotIssued for a
+  // token never issued for the lock, kNotHolder (a delete, or a write with
+  // require_held) if the client holds no live lease on it with exactly that
+  // token, kStaleToken.
+  void Write(const StoreMutation& mutation,
+             Completion<absl::StatusOr<StoreAnswer>> done);
 
   // Queries. Each answers as of the clock's now, and like a mutation once
   // every record appended when it ran is durable (its read barrier: every
@@ -126,6 +130,10 @@ class CoreOwner {
   // errors.
   void Read(const ReadArgs& args,
             Completion<absl::StatusOr<std::optional<std::string>>> done);
+  // A page of a lock's key names (StateMachine::Keys), a plain read: no
+  // token. Outcomes: the page; core errors.
+  void Read(const KeysQuery& query,
+            Completion<absl::StatusOr<KeysAnswer>> done);
   // Inspect, Status and ListLocks: QueryAnswers' pages as of now, with
   // their outcomes and costs; besides, UNAVAILABLE if the log failed.
   void Inspect(const std::string& lock, const InspectCursor& from, size_t limit,
@@ -203,6 +211,8 @@ class CoreOwner {
     size_t retry_entries = 0;
     size_t labels = 0;
     size_t registered_clients = 0;  // the core's: holders, waiters, idle
+    size_t store_bytes = 0;         // FencedStore::bytes()
+    size_t store_keys = 0;          // FencedStore::key_count()
     OwnerCounters::Counts counters{};
   };
   Stats GetStats();

@@ -137,6 +137,10 @@ class DurableStateMachine {
                                                   absl::string_view key) {
     return state_.Read(now, lock, key);
   }
+  absl::StatusOr<KeyPage> Keys(Tick now, absl::string_view lock,
+                               absl::string_view after, size_t limit) {
+    return state_.Keys(now, lock, after, limit);
+  }
   absl::StatusOr<LockView> Inspect(Tick now, absl::string_view lock) {
     return state_.Inspect(now, lock);
   }

@@ -48,7 +48,6 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   return reactor;
 }
 
-absl::Status StatusOf(const absl::Status& status) { return status; }
 template <typename T>
 absl::Status StatusOf(const absl::StatusOr<T>& answer) {
   return answer.status();
@@ -267,10 +266,13 @@ grpc::ServerUnaryReactor* LockServiceImpl::Write(
         return absl::OkStatus();
       },
       [&] { return ParseWrite(*request, limits_); },
-      [&](const WriteArgs& args) {
-        return AskOwner<absl::Status>(
-            context, [&](auto done) { owner_.Write(args, std::move(done)); },
-            [](const absl::Status&) {});
+      [&](WriteArgs args) {
+        return AskOwner<absl::StatusOr<StoreAnswer>>(
+            context,
+            [&](auto done) {
+              owner_.Write(StoreMutation(std::move(args)), std::move(done));
+            },
+            [](const absl::StatusOr<StoreAnswer>&) {});
       });
 }
 
@@ -290,6 +292,48 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
               if (!value->has_value()) return;
               response->set_found(true);
               response->set_value(**value);
+            });
+      });
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::Delete(
+    grpc::CallbackServerContext* context, const pb::DeleteRequest* request,
+    pb::DeleteResponse* response) {
+  return OpenUnary(
+      context, CheckRole(),
+      [&] {
+        // The deleter acts as its client, as a holder-checked writer does.
+        return AuthorizeLockCall(authorizer_, context, request->client_id(),
+                                 request->lock());
+      },
+      [&] { return ParseDelete(*request, limits_); },
+      [&](DeleteArgs args) {
+        return AskOwner<absl::StatusOr<StoreAnswer>>(
+            context,
+            [&](auto done) {
+              owner_.Write(StoreMutation(std::move(args)), std::move(done));
+            },
+            [response](const absl::StatusOr<StoreAnswer>& answer) {
+              response->set_existed(answer->existed);
+            });
+      });
+}
+
+grpc::ServerUnaryReactor* LockServiceImpl::ListKeys(
+    grpc::CallbackServerContext* context, const pb::ListKeysRequest* request,
+    pb::ListKeysResponse* response) {
+  return OpenUnary(
+      context, CheckRole(),
+      [&] { return authorizer_.CheckUseLock(PeerOf(context), request->lock()); },
+      [&] { return ParseListKeys(*request, limits_); },
+      [&](const KeysQuery& query) {
+        return AskOwner<absl::StatusOr<KeysAnswer>>(
+            context, [&](auto done) { owner_.Read(query, std::move(done)); },
+            [response](const absl::StatusOr<KeysAnswer>& answer) {
+              for (const std::string& key : answer->keys) {
+                response->add_keys(key);
+              }
+              response->set_next_after(answer->next_after.value_or(""));
             });
       });
 }

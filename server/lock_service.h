@@ -17,8 +17,8 @@
 // reactors fed by the watch hub (server/watch_stream.h).
 //
 // Cluster mode (cluster_role.h): before anything else, every lock call
-// (Acquire, Renew, Release, Write, Read, Inspect, Status, ListLocks,
-// ForceRelease, and a Session stream, ended at once) asks the ClusterRole
+// (Acquire, Renew, Release, Write, Read, Delete, ListKeys, Inspect,
+// Status, ListLocks, ForceRelease, and a Session stream, ended at once) asks the ClusterRole
 // whether this node serves now; if not it is refused with its NotLeader
 // status (UNAVAILABLE, reason NOT_LEADER, trailing metadata
 // leasekeeper-leader when the leader is known) and changes nothing.
@@ -47,25 +47,25 @@ namespace leasekeeper::server {
 // parse exactly like the client's half-close, so the server parses Session
 // messages itself to tell the two apart. (A unary request that does not
 // parse is answered by UndecodableRequestInterceptor.)
-using LockServiceBase = v1::LockService::WithCallbackMethod_Acquire<
+// clang-format off
+using LockServiceBase =
+    v1::LockService::WithCallbackMethod_Acquire<
     v1::LockService::WithCallbackMethod_Renew<
-        v1::LockService::WithCallbackMethod_Release<
-            v1::LockService::WithCallbackMethod_Write<
-                v1::LockService::WithCallbackMethod_Read<
-                    v1::LockService::WithCallbackMethod_Inspect<
-                        v1::LockService::WithCallbackMethod_Status<
-                            v1::LockService::WithCallbackMethod_ListLocks<
-                                v1::LockService::WithRawCallbackMethod_Session<
-                                    v1::LockService::
-                                        WithCallbackMethod_ForceRelease<
-                                            v1::LockService::
-                                                WithCallbackMethod_ServerInfo<
-                                                    v1::LockService::
-                                                        WithCallbackMethod_ClusterStatus<
-                                                            v1::LockService::
-                                                                WithCallbackMethod_Watch<
-                                                            v1::LockService::
-                                                                Service>>>>>>>>>>>>>;
+    v1::LockService::WithCallbackMethod_Release<
+    v1::LockService::WithCallbackMethod_Write<
+    v1::LockService::WithCallbackMethod_Read<
+    v1::LockService::WithCallbackMethod_Delete<
+    v1::LockService::WithCallbackMethod_ListKeys<
+    v1::LockService::WithCallbackMethod_Inspect<
+    v1::LockService::WithCallbackMethod_Status<
+    v1::LockService::WithCallbackMethod_ListLocks<
+    v1::LockService::WithRawCallbackMethod_Session<
+    v1::LockService::WithCallbackMethod_ForceRelease<
+    v1::LockService::WithCallbackMethod_ServerInfo<
+    v1::LockService::WithCallbackMethod_ClusterStatus<
+    v1::LockService::WithCallbackMethod_Watch<
+    v1::LockService::Service>>>>>>>>>>>>>>>;
+// clang-format on
 
 class LockServiceImpl final : public LockServiceBase {
  public:
@@ -92,6 +92,14 @@ class LockServiceImpl final : public LockServiceBase {
   grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* context,
                                  const v1::ReadRequest* request,
                                  v1::ReadResponse* response) override;
+  // Delete: authorized as a Write that names its client (the caller acts
+  // as client_id and uses the lock); ListKeys as Read.
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
+                                   const v1::DeleteRequest* request,
+                                   v1::DeleteResponse* response) override;
+  grpc::ServerUnaryReactor* ListKeys(grpc::CallbackServerContext* context,
+                                     const v1::ListKeysRequest* request,
+                                     v1::ListKeysResponse* response) override;
   grpc::ServerUnaryReactor* Inspect(grpc::CallbackServerContext* context,
                                     const v1::InspectRequest* request,
                                     v1::InspectResponse* response) override;

@@ -10,7 +10,8 @@ namespace leasekeeper::server {
 void OwnerCounters::CountApplied(const Operation& op,
                                  const absl::StatusOr<Reply>& reply) {
   if (!reply.ok()) {
-    if (std::holds_alternative<op::Write>(op.body) &&
+    if ((std::holds_alternative<op::Write>(op.body) ||
+         std::holds_alternative<op::Delete>(op.body)) &&
         ErrorCodeOf(reply.status()) == ErrorCode::kStaleToken) {
       ++counts_.stale_writes_refused;
     }
@@ -41,6 +42,10 @@ void OwnerCounters::CountApplied(const Operation& op,
   } else if (std::holds_alternative<op::Withdraw>(op.body) &&
              std::get<bool>(*reply)) {
     ++counts_.withdrawals;
+  } else if (std::holds_alternative<op::Write>(op.body)) {
+    ++counts_.store_writes;
+  } else if (std::holds_alternative<op::Delete>(op.body)) {
+    ++counts_.store_deletes;
   }
 }
 

@@ -28,7 +28,9 @@ class OwnerCounters {
     uint64_t releases = 0;            // leases ended by Release (any cause)
     uint64_t withdrawals = 0;         // waits withdrawn (any cause)
     uint64_t deadlock_victims = 0;    // clients aborted to break cycles
-    uint64_t stale_writes_refused = 0;
+    uint64_t stale_writes_refused = 0;  // stale Writes and Deletes
+    uint64_t store_writes = 0;   // Writes the store accepted
+    uint64_t store_deletes = 0;  // Deletes accepted (also of absent keys)
     uint64_t sessions_lost = 0;    // ended by their grace running out
     uint64_t forced_releases = 0;  // leases ended by ForceRelease
     // Granted Acquire calls by how long they waited: acquire_waits[i] counts
@@ -43,7 +45,8 @@ class OwnerCounters {
 
   // Counts `op` by the core's `reply`: an Acquire by its outcome (a grant
   // at once is a wait of 0) and its aborts, a Renew, a Release by what it
-  // ended, a Withdraw that withdrew. A refusal counts only a stale write.
+  // ended, a Withdraw that withdrew, an accepted Write or Delete. A refusal
+  // counts only a stale write or delete.
   void CountApplied(const Operation& op, const absl::StatusOr<Reply>& reply);
   // Counts a lapse, a grant from the queue, a release or withdrawal the
   // core made for its owner. Aborts count nothing (CountApplied counts them

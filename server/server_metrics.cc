@@ -48,7 +48,7 @@ constexpr FieldSeries<Counters, uint64_t> kCounters[] = {
      "Clients aborted to break a wait-for cycle.",
      &Counters::deadlock_victims},
     {"leasekeeper_stale_writes_refused_total",
-     "Writes refused because their fencing token was stale.",
+     "Writes and deletes refused because their fencing token was stale.",
      &Counters::stale_writes_refused},
     {"leasekeeper_sessions_lost_total",
      "Sessions whose stream ended and whose grace ran out; their leases "
@@ -70,6 +70,12 @@ constexpr FieldSeries<Stats, size_t> kGauges[] = {
      &Stats::sessions},
     {"leasekeeper_retry_cache_entries", "Answers kept for retries.",
      &Stats::retry_entries},
+    {"leasekeeper_store_bytes",
+     "Bytes the fenced store holds: lock names, keys and values (what "
+     "--max-store-bytes limits).",
+     &Stats::store_bytes},
+    {"leasekeeper_store_keys", "Keys the fenced store holds, of all locks.",
+     &Stats::store_keys},
     {"leasekeeper_registered_clients",
      "Clients registered now (holding, waiting or idle and not yet "
      "forgotten).",
@@ -219,6 +225,14 @@ std::vector<MetricFamily> ServerMetrics::Collect() const {
                       {{"outcome", outcome}});
   }
   AddFields(MetricType::Counter, kCounters, counters, out);
+  out.push_back(metrics::MakeFamily(
+      MetricType::Counter, "leasekeeper_store_mutations_total",
+      "Writes and deletes the fenced store accepted, by op (a delete of a "
+      "key that had no value included)."));
+  for (const auto& [op, value] : {std::pair{"write", counters.store_writes},
+                                  std::pair{"delete", counters.store_deletes}}) {
+    metrics::AddValue(out.back(), static_cast<double>(value), {{"op", op}});
+  }
   out.push_back(metrics::MakeFamily(
       MetricType::Histogram, "leasekeeper_acquire_wait_seconds",
       "How long granted Acquire calls waited in the queue, from queueing to "

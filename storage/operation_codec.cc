@@ -24,6 +24,7 @@ enum Kind : uint8_t {
   kFencedRead = 33,
   kForget = 34,
   kAcquireWithCapacity = 35,
+  kDelete = 36,
   kRestartGrace = 64,
   kSessionOpened = 65,
   kSessionEnded = 66,
@@ -145,6 +146,13 @@ void EncodeOperation(const Operation& operation, std::string& out) {
             PutHeader(out, kForget, operation.at);
             PutLengthPrefixed(out, f.client);
           },
+          [&](const op::Delete& d) {
+            PutHeader(out, kDelete, operation.at);
+            PutLengthPrefixed(out, d.lock);
+            PutLengthPrefixed(out, d.key);
+            PutVarint64(out, d.token);
+            PutLengthPrefixed(out, d.client);
+          },
       },
       operation.body);
 }
@@ -248,7 +256,8 @@ absl::Status DecodeEntryHeader(ByteReader& in, EntryHeader& header) {
       (kind == kCheckedWrite || kind == kFencedRead || kind == kForget)) {
     return Malformed(absl::StrCat("kind ", kind, " in a version 1 entry"));
   }
-  if (version < 3 && kind == kAcquireWithCapacity) {
+  if ((version < 3 && kind == kAcquireWithCapacity) ||
+      (version < 4 && kind == kDelete)) {
     return Malformed(absl::StrCat("kind ", kind, " in a version ", version,
                                   " entry"));
   }
@@ -360,6 +369,15 @@ bool DecodeFencedRead(ByteReader& in, Operation& operation) {
   return ok;
 }
 
+bool DecodeDelete(ByteReader& in, Operation& operation) {
+  op::Delete d;
+  const bool ok = in.GetString(d.lock, kAnyLength) &&
+                  in.GetString(d.key, kAnyLength) && in.GetVarint64(d.token) &&
+                  in.GetString(d.client, kAnyLength);
+  operation.body = std::move(d);
+  return ok;
+}
+
 bool DecodeAdvance(ByteReader&, Operation& operation) {
   operation.body = op::Advance{};
   return true;
@@ -379,6 +397,7 @@ BodyDecoder OperationDecoder(uint8_t kind) {
     case kCheckedWrite: return DecodeCheckedWrite;
     case kFencedRead: return DecodeFencedRead;
     case kForget: return DecodeClientOnly<op::Forget>;
+    case kDelete: return DecodeDelete;
     case kAdvance: return DecodeAdvance;
     default: return nullptr;
   }
@@ -457,6 +476,11 @@ bool SameOperation(const Operation& a, const Operation& b) {
           },
           [&](const op::Forget& x) {
             return x.client == std::get<op::Forget>(b.body).client;
+          },
+          [&](const op::Delete& x) {
+            const auto& y = std::get<op::Delete>(b.body);
+            return x.lock == y.lock && x.key == y.key && x.token == y.token &&
+                   x.client == y.client;
           },
       },
       a.body);

@@ -190,6 +190,8 @@ class CommandTree {
     AddRelease();
     AddWrite();
     AddRead();
+    AddDelete();
+    AddKeys();
     AddInspect();
     AddStatus();
     AddLocks();
@@ -459,12 +461,8 @@ class CommandTree {
     AddArgument(sub, "KEY", &in_->key, "The key");
     AddArgument(sub, "VALUE", &in_->value, "The value");
     AddClient(sub, false, "The lease holder that writes");
-    sub->add_option_function<std::string>(
-           "--token", [](const std::string&) {},
-           "The writer's fencing token (e.g. $LEASEKEEPER_FENCING_TOKEN)")
-        ->type_name("N")
-        ->required()
-        ->check(WholeNumberAtLeastOne(&in_->token));
+    AddToken(sub,
+             "The writer's fencing token (e.g. $LEASEKEEPER_FENCING_TOKEN)");
   }
 
   void AddRead() {
@@ -474,6 +472,47 @@ class CommandTree {
                    "written).");
     AddLock(sub);
     AddArgument(sub, "KEY", &in_->key, "The key");
+  }
+
+  // --token N, required: the caller's fencing token.
+  void AddToken(CLI::App* sub, const std::string& help) {
+    sub->add_option_function<std::string>("--token", [](const std::string&) {},
+                                          help)
+        ->type_name("N")
+        ->required()
+        ->check(WholeNumberAtLeastOne(&in_->token));
+  }
+
+  void AddDelete() {
+    CLI::App* sub = AddCommand(
+        Command::kDelete, "delete", "Delete a key from the fenced store",
+        "Deletes (LOCK, KEY) with write's checks: the client (--client, else\n"
+        "$LEASEKEEPER_CLIENT_ID, which run sets) must hold a live lease on\n"
+        "LOCK with token --token (\"not holder\" if not), and the token must\n"
+        "be at least the highest the store accepted for LOCK (\"stale token\"\n"
+        "if not). A key that has no value is not an error: it says so (exit\n"
+        "0). The delete frees the key's room under the store's limits.");
+    AddLock(sub);
+    AddArgument(sub, "KEY", &in_->key, "The key");
+    AddClient(sub, false, "The lease holder that deletes");
+    AddToken(sub,
+             "The deleter's fencing token (e.g. $LEASEKEEPER_FENCING_TOKEN)");
+  }
+
+  void AddKeys() {
+    CLI::App* sub = AddCommand(
+        Command::kKeys, "keys", "A lock's keys in the fenced store",
+        "Prints LOCK's keys in byte order, one a line: one page of them,\n"
+        "after --after (default: from the first). When more follow, says\n"
+        "so on stderr with the --after that lists them (in JSON: next_after).");
+    AddLock(sub);
+    sub->add_option("--after", in_->after,
+                    "List the keys after this one (it need not exist)")
+        ->type_name("KEY");
+    sub->add_option("--limit", in_->limit,
+                    "At most N keys (default 100, at most 1000)")
+        ->type_name("N")
+        ->check(CLI::Range(1, 1000));
   }
 
   void AddInspect() {

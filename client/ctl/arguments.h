@@ -36,6 +36,8 @@ enum class Command {
   kRelease,
   kWrite,
   kRead,
+  kDelete,
+  kKeys,
   kInspect,
   kStatus,
   kLocks,
@@ -79,6 +81,8 @@ struct Invocation {
   bool try_only = false;                          // --try
   client::FencingToken token = 0;                 // --token
   std::string prefix;                             // --prefix
+  std::string after;  // keys --after: list the keys after this one
+  int32_t limit = 0;  // keys --limit: at most this many (0: the server's 100)
   bool watch_prefix = false;                      // watch --prefix given
   int64_t count = 0;  // watch --count: stop after N events (0: never)
   std::string label;                              // --label

@@ -460,21 +460,29 @@ int Release(const Invocation& in, const client::RpcClient& rpc,
   return kExitOk;
 }
 
+// The lease holder a write or delete names: --client, else
+// $LEASEKEEPER_CLIENT_ID (which run sets); empty if neither.
+std::string HolderOf(const Invocation& in) {
+  if (!in.client_id.empty()) return in.client_id;
+  const char* env = std::getenv("LEASEKEEPER_CLIENT_ID");
+  return env != nullptr ? env : "";
+}
+
+// The usage error of a write or delete without a holder.
+int NoHolder(const Invocation& in, const std::string& command,
+             std::ostream& err) {
+  err << FormatUsageError(command,
+                          "needs --client ID (the lease holder; run sets "
+                          "LEASEKEEPER_CLIENT_ID)",
+                          in.output);
+  return kExitUsage;
+}
+
 // A holder-checked write, as the client library makes it.
 int Write(const Invocation& in, const client::RpcClient& rpc, std::ostream& out,
           std::ostream& err, const Reporter& report) {
-  std::string writer = in.client_id;
-  if (const char* env = std::getenv("LEASEKEEPER_CLIENT_ID");
-      writer.empty() && env != nullptr) {
-    writer = env;
-  }
-  if (writer.empty()) {
-    err << FormatUsageError("write",
-                            "needs --client ID (the lease holder; run sets "
-                            "LEASEKEEPER_CLIENT_ID)",
-                            in.output);
-    return kExitUsage;
-  }
+  const std::string writer = HolderOf(in);
+  if (writer.empty()) return NoHolder(in, "write", err);
   absl::Status written = rpc.Write(client::WriteCall{.lock = in.lock,
                                                      .key = in.key,
                                                      .value = in.value,
@@ -504,6 +512,40 @@ int Read(const Invocation& in, const client::RpcClient& rpc, std::ostream& out,
       report.Note(absl::StrCat("nothing was written under (", in.lock, ", ",
                                in.key, ")"));
     return kExitError;
+  }
+  return kExitOk;
+}
+
+// A holder-checked delete (always: the server refuses any other).
+int Delete(const Invocation& in, const client::RpcClient& rpc,
+           std::ostream& out, std::ostream& err, const Reporter& report) {
+  const std::string holder = HolderOf(in);
+  if (holder.empty()) return NoHolder(in, "delete", err);
+  absl::StatusOr<bool> existed =
+      rpc.Delete(client::DeleteCall{.lock = in.lock,
+                                    .key = in.key,
+                                    .token = in.token,
+                                    .client_id = holder},
+                 Within(in.timeout));
+  if (!existed.ok()) {
+    return report.Fail(absl::StrCat("delete ", in.lock, " ", in.key),
+                       existed.status());
+  }
+  out << FormatDeleted(in.lock, in.key, in.token, *existed, in.output);
+  return kExitOk;
+}
+
+int Keys(const Invocation& in, const client::RpcClient& rpc, std::ostream& out,
+         const Reporter& report) {
+  absl::StatusOr<client::KeysPage> page =
+      rpc.ListKeys(in.lock, in.after, in.limit, Within(in.timeout));
+  if (!page.ok()) {
+    return report.Fail(absl::StrCat("keys ", in.lock), page.status());
+  }
+  out << FormatKeys(in.lock, *page, in.output);
+  if (in.output == OutputFormat::kTable && !page->next_after.empty()) {
+    report.Note(absl::StrCat("more keys follow: --after ",
+                             page->next_after));
   }
   return kExitOk;
 }
@@ -615,6 +657,10 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
       return Write(in, rpc, out, err, report);
     case Command::kRead:
       return Read(in, rpc, out, report);
+    case Command::kDelete:
+      return Delete(in, rpc, out, err, report);
+    case Command::kKeys:
+      return Keys(in, rpc, out, report);
     case Command::kInspect:
       return Inspect(in, rpc, out, report);
     case Command::kStatus:

@@ -12,9 +12,10 @@
 
 namespace leasekeeper::ctl {
 
-// acquire/renew/release/write/read/inspect/status/locks/force-release/
-// version/health are one call each (RpcClient or operator_calls.h, no
-// session: an `acquire`d lease lasts its ttl unless renewed); `watch` is one
+// acquire/renew/release/write/read/delete/keys/inspect/status/locks/
+// force-release/version/health are one call each (RpcClient or
+// operator_calls.h, no session: an `acquire`d lease lasts its ttl unless
+// renewed); `watch` is one
 // stream, printed line by line as it comes, with no deadline. `run` uses a
 // Client (a session, background renewal) and runs the command under the
 // lease (RunChild). Under mutual TLS its default client id is

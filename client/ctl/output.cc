@@ -188,6 +188,34 @@ std::string FormatRead(const std::string& lock, const std::string& key,
   return *value + "\n";
 }
 
+std::string FormatDeleted(const std::string& lock, const std::string& key,
+                          client::FencingToken token, bool existed,
+                          OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{
+        {"lock", lock}, {"key", key}, {"token", token}, {"existed", existed}});
+  }
+  if (!existed) {
+    return absl::StrCat("nothing to delete under ", lock, " ", key,
+                        " (token ", token, ")\n");
+  }
+  return absl::StrCat("deleted ", lock, " ", key, " with token ", token, "\n");
+}
+
+std::string FormatKeys(const std::string& lock, const client::KeysPage& page,
+                       OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{{"lock", lock},
+                     {"keys", page.keys},
+                     {"next_after", page.next_after.empty()
+                                        ? json(nullptr)
+                                        : json(page.next_after)}});
+  }
+  std::string out;
+  for (const std::string& key : page.keys) absl::StrAppend(&out, key, "\n");
+  return out;
+}
+
 std::string FormatInspect(const std::string& lock, const client::LockInfo& info,
                           OutputFormat format) {
   if (format == OutputFormat::kJson) {

@@ -49,6 +49,17 @@ std::string FormatWritten(const std::string& lock, const std::string& key,
 std::string FormatRead(const std::string& lock, const std::string& key,
                        const std::optional<std::string>& value,
                        OutputFormat format);
+// Table form: "deleted LOCK KEY with token N", or "nothing to delete under
+// LOCK KEY (token N)" when the key had no value.
+// JSON: {"lock","key","token","existed"}.
+std::string FormatDeleted(const std::string& lock, const std::string& key,
+                          client::FencingToken token, bool existed,
+                          OutputFormat format);
+// Table form: the keys, one a line (nothing for none).
+// JSON: {"lock","keys":[...],"next_after"}, next_after null on the last
+// page.
+std::string FormatKeys(const std::string& lock, const client::KeysPage& page,
+                       OutputFormat format);
 // JSON: {"lock","capacity","holders":[holder],"queue":[waiter]}; capacity
 // a semaphore's, else null. A holder is {"client","lock","mode","token",
 // "expires_in_ms","expires_at","label"} (expires_at: the server's

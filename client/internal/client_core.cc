@@ -659,8 +659,8 @@ absl::Status ClientCore::Release(LeaseState& lease) {
   return result;
 }
 
-absl::Status ClientCore::Write(LeaseState& lease, absl::string_view key,
-                               absl::string_view value) {
+absl::Status ClientCore::CheckLeaseLive(LeaseState& lease,
+                                        absl::string_view doing) {
   std::optional<LeaseEndReason> ended;
   {
     absl::MutexLock guard(&mu_);
@@ -674,8 +674,17 @@ absl::Status ClientCore::Write(LeaseState& lease, absl::string_view key,
   if (ended.has_value()) {
     Deliver();
     return absl::FailedPreconditionError(
-        absl::StrCat("not writing with the token of the lease on ", lease.lock,
+        absl::StrCat("not ", doing, " with the token of the lease on ",
+                     lease.lock,
                      ": it has ended (", LeaseEndReasonName(*ended), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClientCore::Write(LeaseState& lease, absl::string_view key,
+                               absl::string_view value) {
+  if (absl::Status live = CheckLeaseLive(lease, "writing"); !live.ok()) {
+    return live;
   }
   return rpc_.Write(WriteCall{.lock = lease.lock,
                               .key = std::string(key),
@@ -684,6 +693,25 @@ absl::Status ClientCore::Write(LeaseState& lease, absl::string_view key,
                               .client_id = options_.client_id,
                               .require_held = true},
                     CallOptionsWithin(options_.call_timeout));
+}
+
+absl::StatusOr<bool> ClientCore::Delete(LeaseState& lease,
+                                        absl::string_view key) {
+  if (absl::Status live = CheckLeaseLive(lease, "deleting"); !live.ok()) {
+    return live;
+  }
+  return rpc_.Delete(DeleteCall{.lock = lease.lock,
+                                .key = std::string(key),
+                                .token = lease.token,
+                                .client_id = options_.client_id},
+                     CallOptionsWithin(options_.call_timeout));
+}
+
+absl::StatusOr<KeysPage> ClientCore::ListKeys(absl::string_view lock,
+                                              absl::string_view after,
+                                              int32_t limit) const {
+  return rpc_.ListKeys(lock, after, limit,
+                       CallOptionsWithin(options_.call_timeout));
 }
 
 absl::StatusOr<std::optional<std::string>> ClientCore::Read(

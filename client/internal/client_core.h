@@ -119,9 +119,16 @@ class ClientCore : private SessionListener {
   absl::Status Write(LeaseState& lease, absl::string_view key,
                      absl::string_view value);
 
+  // Client::Delete, with the outcomes listed there.
+  absl::StatusOr<bool> Delete(LeaseState& lease, absl::string_view key);
+
   // Client::Read: the value or nullopt; INVALID_ARGUMENT; UNAVAILABLE.
   absl::StatusOr<std::optional<std::string>> Read(absl::string_view lock,
                                                   absl::string_view key) const;
+  // Client::ListKeys: RpcClient::ListKeys within the call timeout.
+  absl::StatusOr<KeysPage> ListKeys(absl::string_view lock,
+                                    absl::string_view after,
+                                    int32_t limit) const;
 
   // Lease::EndReason and Lease::TimeLeft.
   std::optional<LeaseEndReason> EndReason(const LeaseState& lease) const;
@@ -131,6 +138,10 @@ class ClientCore : private SessionListener {
   void SuspendSessionForTesting(absl::Duration duration);
 
  private:
+  // Write's and Delete's local check: OK while `lease` has not ended (an
+  // expired one is ended here); else FAILED_PRECONDITION "not <doing> with
+  // the token of the lease on <lock>: it has ended (<reason>)".
+  absl::Status CheckLeaseLive(LeaseState& lease, absl::string_view doing);
   // One asynchronous unary call (a background Renew or Release); defined in
   // client_core.cc.
   class AsyncCall;

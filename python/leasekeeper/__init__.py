@@ -11,7 +11,7 @@ real leasekeeperd for tests. See python/README.md.
 """
 
 from leasekeeper._book import EndReason
-from leasekeeper._common import (ClientStatus, Holder, LockInfo,
+from leasekeeper._common import (ClientStatus, Holder, KeyPage, LockInfo,
                                  LockSummary, ReleasedLease,
                                  TlsFiles, Waiter, default_client_id)
 from leasekeeper.client import Client, Lease
@@ -27,4 +27,5 @@ __all__ = [
     "DeadlockVictim", "LimitExceeded", "Unavailable", "NotLeader", "LeaseLost",
     "LockInfo", "Holder", "Waiter", "ClientStatus", "LockSummary",
     "ReleasedLease", "default_client_id", "CapacityMismatch", "ModeMismatch",
+    "KeyPage",
 ]

@@ -339,6 +339,37 @@ def write_request(lock: str, key: str, value: bytes, token: int,
                            client_id=client_id, require_held=True)
 
 
+def delete_request(lock: str, key: str, token: int,
+                   client_id: str) -> pb.DeleteRequest:
+    """Fenced by `token` and always holder-checked, as write_request."""
+    return pb.DeleteRequest(lock=lock, key=key, token=token,
+                            client_id=client_id)
+
+
+def list_keys_request(lock: object, after: object,
+                      limit: object) -> pb.ListKeysRequest:
+    """One page of ListKeys; limit 0 is the server's default (100)."""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError("limit must be an int")
+    if limit < 0:
+        raise ValueError("limit must not be negative")
+    return pb.ListKeysRequest(lock=check_str("lock", lock),
+                              after=check_str("after", after, allow_empty=True),
+                              limit=limit)
+
+
+@dataclass(frozen=True)
+class KeyPage:
+    """One page of a lock's keys in the fenced store, ascending in byte
+    order; next_after (pass it as `after`) is None on the last page."""
+    keys: list[str]
+    next_after: Optional[str]
+
+    @staticmethod
+    def of(response: pb.ListKeysResponse) -> "KeyPage":
+        return KeyPage(list(response.keys), response.next_after or None)
+
+
 def release_request(client_id: str, lock: str, request_id: str,
                     session_id: str) -> pb.ReleaseRequest:
     return pb.ReleaseRequest(client_id=client_id, lock=lock,

@@ -21,9 +21,11 @@ def ended_error(state: LeaseState) -> LeaseLost:
                      f"has ended: {state.end_reason}", state.end_reason)
 
 
-def not_writing_error(state: LeaseState) -> LeaseLost:
-    """What Lease.write raises, sending nothing, once the lease has ended."""
-    return LeaseLost(f"not writing with the token of the lease on "
+def not_writing_error(state: LeaseState,
+                      doing: str = "writing") -> LeaseLost:
+    """What Lease.write (and, doing "deleting", Lease.delete) raises,
+    sending nothing, once the lease has ended."""
+    return LeaseLost(f"not {doing} with the token of the lease on "
                      f"{state.lock}: it has ended ({state.end_reason})",
                      state.end_reason)
 

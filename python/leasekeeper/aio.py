@@ -36,8 +36,8 @@ from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
 from leasekeeper._lease_base import (LeaseBase, ended_error, ends_lease,
                                      not_writing_error)
-from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
-                                 ReleasedLease, TlsFiles)
+from leasekeeper._common import (ClientStatus, Endpoints, KeyPage, LockInfo,
+                                 LockSummary, ReleasedLease, TlsFiles)
 from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
                                 Unavailable, from_rpc_error, is_transient)
 from leasekeeper.leader import (TermEnd, check_leader_args, term_end,
@@ -99,6 +99,11 @@ class Lease(LeaseBase):
         """Fenced and holder-checked write; see
         leasekeeper.Lease.write."""
         await self._client._write(self._state, key, value)
+
+    async def delete(self, key: str) -> bool:
+        """Fenced and holder-checked delete; see
+        leasekeeper.Lease.delete."""
+        return await self._client._delete(self._state, key)
 
     async def __aenter__(self) -> "Lease":
         return self
@@ -431,6 +436,23 @@ class Client:
         response = await self._unary("Read", request, self.call_timeout)
         return bytes(response.value) if response.found else None
 
+    async def list_keys(self, lock: str, after: str = "",
+                        limit: int = 0) -> KeyPage:
+        """As leasekeeper.Client.list_keys."""
+        request = _common.list_keys_request(lock, after, limit)
+        return KeyPage.of(await self._unary("ListKeys", request,
+                                            self.call_timeout))
+
+    async def keys(self, lock: str) -> list[str]:
+        """As leasekeeper.Client.keys."""
+        keys: list[str] = []
+        after: Optional[str] = ""
+        while after is not None:
+            page = await self.list_keys(lock, after)
+            keys.extend(page.keys)
+            after = page.next_after
+        return keys
+
     async def inspect(self, lock: str) -> LockInfo:
         pages = _common.InspectPages(lock)
         while True:
@@ -677,6 +699,16 @@ class Client:
         await self._unary("Write", _common.write_request(
             state.lock, key, data, state.token, self.client_id),
             self.call_timeout)
+
+    async def _delete(self, state: LeaseState, key: str) -> bool:
+        key = _common.check_str("key", key)
+        self._book.expire_if_due(state, monotonic())
+        self._deliver()
+        if state.end_reason is not None:
+            raise not_writing_error(state, "deleting")
+        response = await self._unary("Delete", _common.delete_request(
+            state.lock, key, state.token, self.client_id), self.call_timeout)
+        return bool(response.existed)
 
     def _deliver(self) -> None:
         for state in self._book.take_ended():

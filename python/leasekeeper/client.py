@@ -49,8 +49,8 @@ from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
 from leasekeeper._lease_base import (LeaseBase, ended_error, ends_lease,
                                      not_writing_error)
-from leasekeeper._common import (ClientStatus, Endpoints, LockInfo, LockSummary,
-                                 ReleasedLease, TlsFiles)
+from leasekeeper._common import (ClientStatus, Endpoints, KeyPage, LockInfo,
+                                 LockSummary, ReleasedLease, TlsFiles)
 from leasekeeper._session import Session
 from leasekeeper.leader import TermEnd, run_as_leader
 from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
@@ -116,6 +116,13 @@ class Lease(LeaseBase):
         NotHolder if the server says this client no longer holds it (a lease
         that lapsed or was force-released, even if no higher token wrote); LimitExceeded; Unavailable."""
         self._client._write(self._state, key, value)
+
+    def delete(self, key: str) -> bool:
+        """Deletes (lock, key) from the fenced store with this lease's
+        token, holder-checked as write is; the delete fences the lock as a
+        write does. Returns whether the key had a value (False: nothing to
+        delete, which is not an error). Raises as write does."""
+        return self._client._delete(self._state, key)
 
     def __enter__(self) -> "Lease":
         return self
@@ -302,6 +309,26 @@ class Client:
                                  key=_common.check_str("key", key))
         response = self._unary("Read", request, self.call_timeout)
         return bytes(response.value) if response.found else None
+
+    def list_keys(self, lock: str, after: str = "",
+                  limit: int = 0) -> KeyPage:
+        """One page of the lock's keys after `after` (empty: from the
+        first), ascending; no lease needed. limit 0: the server's default
+        (100), at most 1,000. Raises LeasekeeperError INVALID_ARGUMENT;
+        LimitExceeded; Unavailable."""
+        request = _common.list_keys_request(lock, after, limit)
+        return KeyPage.of(self._unary("ListKeys", request, self.call_timeout))
+
+    def keys(self, lock: str) -> list[str]:
+        """All the lock's keys, one ListKeys call per page. Pages are
+        separate reads: keys written or deleted meanwhile may be missed."""
+        keys: list[str] = []
+        after: Optional[str] = ""
+        while after is not None:
+            page = self.list_keys(lock, after)
+            keys.extend(page.keys)
+            after = page.next_after
+        return keys
 
     # -- observation and operators ---------------------------------------------
 
@@ -631,6 +658,14 @@ class Client:
         self._unary("Write", _common.write_request(
             state.lock, key, data, state.token, self.client_id),
             self.call_timeout)
+
+    def _delete(self, state: LeaseState, key: str) -> bool:
+        key = _common.check_str("key", key)
+        if self._check(state) is not None:
+            raise not_writing_error(state, "deleting")
+        response = self._unary("Delete", _common.delete_request(
+            state.lock, key, state.token, self.client_id), self.call_timeout)
+        return bool(response.existed)
 
     def _end_all(self, reason: EndReason, session_id: Optional[str]) -> None:
         with self._cv:

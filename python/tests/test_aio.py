@@ -213,3 +213,19 @@ async def test_async_a_newer_session_of_the_same_id_ends_the_older_ones(
     finally:
         await first.close()
         await second.close()
+
+
+@pytest.mark.asyncio
+async def test_async_delete_and_keys(
+        clients: tuple[aio.Client, aio.Client]) -> None:
+    client, observer = clients
+    async with client.lock("jobs/a", ttl=5) as lease:
+        await lease.write("part-1", b"v")
+        await lease.write("part-2", b"v")
+        assert await lease.delete("part-1") is True
+        assert await lease.delete("part-1") is False
+    with pytest.raises(leasekeeper.LeaseLost, match="not deleting"):
+        await lease.delete("part-2")
+    assert await observer.keys("jobs/a") == ["part-2"]
+    page = await observer.list_keys("jobs/a", limit=1)
+    assert page == leasekeeper.KeyPage(["part-2"], None)

@@ -445,3 +445,44 @@ def test_a_newer_session_of_the_same_client_id_ends_the_older_ones_leases(
     again = first.lock("jobs/a", ttl=30, wait=5)  # on a session of its own
     assert again.held and again.token == 2
     again.release()
+
+
+def test_delete_is_fenced_and_holder_checked_like_a_write(
+        make_client: MakeClient) -> None:
+    old_holder, new_holder = make_client(), make_client()
+    old = old_holder.lock("jobs/a", ttl=5)
+    old.write("part-1", b"a")
+    old.write("part-2", b"a")
+    assert old.delete("part-1") is True
+    assert old.delete("part-1") is False  # nothing left: not an error
+    assert new_holder.read("jobs/a", "part-1") is None
+    new_holder.force_release("jobs/a", reason="test: take over")
+    with new_holder.lock("jobs/a", ttl=5) as new:
+        # The old holder, past its lease, is refused by the holder check.
+        with pytest.raises(leasekeeper.NotHolder) as not_holder:
+            old_holder._delete(old._state, "part-2")
+        assert not_holder.value.reason == "NOT_HOLDER"
+        assert new.delete("part-2") is True
+    # Once the lease has ended nothing is sent.
+    with pytest.raises(leasekeeper.LeaseLost, match="not deleting"):
+        new.delete("part-2")
+    with pytest.raises(ValueError):
+        old.delete("")
+
+
+def test_keys_lists_a_locks_keys_in_pages(make_client: MakeClient) -> None:
+    client, observer = make_client(), make_client()
+    with client.lock("jobs/a", ttl=5) as lease:
+        for key in ("part-3", "part-1", "part-2"):
+            lease.write(key, b"v")
+        lease.delete("part-2")
+    first = observer.list_keys("jobs/a", limit=1)
+    assert first == leasekeeper.KeyPage(["part-1"], "part-1")
+    rest = observer.list_keys("jobs/a", after=first.next_after or "")
+    assert rest == leasekeeper.KeyPage(["part-3"], None)
+    assert observer.keys("jobs/a") == ["part-1", "part-3"]
+    assert observer.keys("nobody/uses") == []
+    with pytest.raises(ValueError):
+        observer.list_keys("jobs/a", limit=-1)
+    with pytest.raises(ValueError):
+        observer.list_keys("")

@@ -170,6 +170,46 @@ TEST(ArgumentsTest, WriteKeepsItsValueAndToken) {
   EXPECT_EQ(in.token, 18446744073709551615ull);
 }
 
+TEST(ArgumentsTest, DeleteAndKeysTakeTheirArgumentsAndFlags) {
+  Invocation del = Accepted({"delete", "L", "part-1", "--token", "9",
+                             "--client", "etl-a"});
+  EXPECT_EQ(del.command, Command::kDelete);
+  EXPECT_EQ(del.lock, "L");
+  EXPECT_EQ(del.key, "part-1");
+  EXPECT_EQ(del.token, 9u);
+  EXPECT_EQ(del.client_id, "etl-a");
+  Invocation keys = Accepted({"keys", "L", "--after", "part-1", "--limit", "5"});
+  EXPECT_EQ(keys.command, Command::kKeys);
+  EXPECT_EQ(keys.after, "part-1");
+  EXPECT_EQ(keys.limit, 5);
+  Invocation first = Accepted({"keys", "L"});
+  EXPECT_EQ(first.after, "");
+  EXPECT_EQ(first.limit, 0) << "the server's default";
+}
+
+TEST(ArgumentsTest, DeleteAndKeysRefuseWhatTheServerWould) {
+  const struct {
+    std::vector<std::string> args;
+    const char* problem;
+  } cases[] = {
+      {{"delete", "L", "k"}, "delete: --token is required"},
+      {{"delete", "L", "k", "--token", "0"}, "--token: must be a whole"},
+      {{"delete", "L"}, "delete: "},
+      {{"delete", "L", "k", "v", "--token", "1"}, "delete: "},
+      {{"keys"}, "keys: "},
+      {{"keys", "L", "--limit", "0"}, "--limit"},
+      {{"keys", "L", "--limit", "1001"}, "--limit"},
+      {{"keys", "L", "--token", "1"}, "keys: "},
+  };
+  for (const auto& c : cases) {
+    ParsedArguments parsed = ParseArguments(c.args);
+    EXPECT_EQ(parsed.action, Action::kUsageError)
+        << testing::PrintToString(c.args);
+    EXPECT_NE(parsed.text.find(c.problem), std::string::npos)
+        << testing::PrintToString(c.args) << "\n" << parsed.text;
+  }
+}
+
 TEST(ArgumentsTest, AValueStartingWithADashGoesAfterDoubleDash) {
   EXPECT_EQ(Accepted({"write", "L", "k", "--token", "2", "--", "-5"}).value,
             "-5");
@@ -424,8 +464,8 @@ TEST(ArgumentsTest, OverviewListsCommandsFlagsAndExitCodes) {
   }
   const std::string overview = OverviewHelp();
   for (const char* text :
-       {"acquire", "renew", "release", "write", "read", "inspect", "status",
-        "locks", "run", "LEASEKEEPER_SERVER", "LEASEKEEPER_CA",
+       {"acquire", "renew", "release", "write", "read", "delete", "keys",
+        "inspect", "status", "locks", "run", "LEASEKEEPER_SERVER", "LEASEKEEPER_CA",
         "LEASEKEEPER_CERT", "LEASEKEEPER_KEY", "LEASEKEEPER_TLS_SERVER_NAME",
         "0   success", "1   error", "2   usage", "75  lock busy"}) {
     EXPECT_NE(overview.find(text), std::string::npos) << text;

@@ -231,6 +231,57 @@ TEST_F(CtlTest, RefusedWritesAndMissingValuesExitOne) {
   EXPECT_EQ(missing.out, "");
 }
 
+TEST_F(CtlTest, DeleteIsHolderCheckedAndKeysListsWhatIsLeft) {
+  const std::string lock = LockName();
+  ASSERT_EQ(
+      RunCtl({"acquire", lock, "--client", "ops", "--ttl", "1m"}).exit_code, 0);
+  for (const char* key : {"part-2", "part-1", "part-3"}) {
+    ASSERT_EQ(RunCtl({"write", lock, key, "v", "--token", "1", "--client",
+                      "ops"})
+                  .exit_code,
+              0);
+  }
+  ProcessResult not_holder =
+      RunCtl({"delete", lock, "part-2", "--token", "1", "--client", "other"});
+  EXPECT_EQ(not_holder.exit_code, 1);
+  EXPECT_NE(not_holder.err.find("not holder"), std::string::npos)
+      << not_holder.err;
+  EXPECT_EQ(RunCtl({"delete", lock, "part-2", "--token", "1"}).exit_code, 2)
+      << "no holder named";
+  ProcessResult deleted =
+      RunCtl({"delete", lock, "part-2", "--token", "1", "--client", "ops"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_EQ(deleted.out,
+            absl::StrCat("deleted ", lock, " part-2 with token 1\n"));
+  // The holder named by LEASEKEEPER_CLIENT_ID, as under run; a second
+  // delete has nothing to delete and still exits 0.
+  ProcessResult again =
+      RunProcess({Ctl(), "-o", "json", "delete", lock, "part-2", "--token", "1"},
+                 {{"LEASEKEEPER_SERVER", server().address()},
+                  {"LEASEKEEPER_CLIENT_ID", "ops"}});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["existed"], false);
+
+  ProcessResult keys = RunCtl({"keys", lock});
+  ASSERT_EQ(keys.exit_code, 0) << keys.err;
+  EXPECT_EQ(keys.out, "part-1\npart-3\n");
+  ProcessResult page = RunCtl({"keys", lock, "--limit", "1", "-o", "json"});
+  ASSERT_EQ(page.exit_code, 0) << page.err;
+  nlohmann::json first = nlohmann::json::parse(page.out);
+  EXPECT_EQ(first["keys"], nlohmann::json::array({"part-1"}));
+  EXPECT_EQ(first["next_after"], "part-1");
+  ProcessResult rest = RunCtl({"keys", lock, "--after", "part-1", "--limit",
+                               "1", "-o", "json"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  nlohmann::json last = nlohmann::json::parse(rest.out);
+  EXPECT_EQ(last["keys"], nlohmann::json::array({"part-3"}));
+  EXPECT_TRUE(last["next_after"].is_null());
+  ProcessResult table = RunCtl({"keys", lock, "--limit", "1"});
+  EXPECT_NE(table.err.find("more keys follow: --after part-1"),
+            std::string::npos)
+      << table.err;
+}
+
 TEST_F(CtlTest, BadArgumentsPrintTheProblemAndWhereToReadTheUsageAndExitTwo) {
   ProcessResult result = RunCtl({"acquire", "L", "--ttl", "30"});
   EXPECT_EQ(result.exit_code, 2);

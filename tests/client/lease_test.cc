@@ -431,6 +431,49 @@ TEST_F(LeaseTest, FencedWritesRefuseTheOlderHolder) {
   EXPECT_FALSE(value->has_value());
 }
 
+TEST_F(LeaseTest, DeleteIsFencedLikeAWriteAndListKeysShowsWhatIsLeft) {
+  auto first = NewClient("deleter-1");
+  auto second = NewClient("deleter-2");
+  const std::string lock = LockName();
+  absl::StatusOr<Lease> old_lease =
+      first->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(old_lease.ok()) << old_lease.status();
+  for (const char* key : {"part-1", "part-2", "part-3"}) {
+    ASSERT_TRUE(first->Write(*old_lease, key, "a").ok()) << key;
+  }
+  absl::StatusOr<bool> existed = first->Delete(*old_lease, "part-2");
+  ASSERT_TRUE(existed.ok()) << existed.status();
+  EXPECT_TRUE(*existed);
+  existed = first->Delete(*old_lease, "part-2");
+  ASSERT_TRUE(existed.ok()) << existed.status();
+  EXPECT_FALSE(*existed) << "nothing left to delete, and not an error";
+  const FencingToken old_token = old_lease->token();
+  ASSERT_TRUE(old_lease->Release().ok());
+
+  // Through the client, a lease known to be over is not even sent.
+  EXPECT_EQ(first->Delete(*old_lease, "part-1").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // The server refuses the stalled holder.
+  absl::StatusOr<bool> late = rpc().Delete(DeleteCall{.lock = lock,
+                                                      .key = "part-1",
+                                                      .token = old_token,
+                                                      .client_id = "deleter-1"});
+  EXPECT_TRUE(HasErrorReason(late.status(), ErrorReason::kNotHolder))
+      << late.status();
+
+  absl::StatusOr<Lease> new_lease =
+      second->Acquire(lock, absl::Seconds(5), absl::Seconds(1));
+  ASSERT_TRUE(new_lease.ok()) << new_lease.status();
+  absl::StatusOr<KeysPage> page = second->ListKeys(lock, "", 1);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->keys, std::vector<std::string>{"part-1"});
+  EXPECT_EQ(page->next_after, "part-1");
+  page = second->ListKeys(lock, page->next_after);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->keys, std::vector<std::string>{"part-3"});
+  EXPECT_EQ(page->next_after, "");
+}
+
 TEST_F(LeaseTest, SharedLeasesAreHeldTogetherAndAnExclusiveOneWaits) {
   auto reader_1 = NewClient("reader-1");
   auto reader_2 = NewClient("reader-2");

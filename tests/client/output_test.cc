@@ -152,6 +152,31 @@ TEST(OutputTest, ReadPrintsTheBareValueOrNothing) {
   EXPECT_TRUE(json["value"].is_null());
 }
 
+TEST(OutputTest, DeletedSaysWhetherTheKeyExisted) {
+  EXPECT_EQ(FormatDeleted("L", "k", 3, true, OutputFormat::kTable),
+            "deleted L k with token 3\n");
+  EXPECT_EQ(FormatDeleted("L", "k", 3, false, OutputFormat::kTable),
+            "nothing to delete under L k (token 3)\n");
+  const nlohmann::json json = nlohmann::json::parse(
+      FormatDeleted("L", "k", 3, false, OutputFormat::kJson));
+  EXPECT_EQ(json["existed"], false);
+  EXPECT_EQ(json["token"], 3);
+}
+
+TEST(OutputTest, KeysOneALineAndTheNextPageInJson) {
+  const client::KeysPage page{.keys = {"a", "b"}, .next_after = "b"};
+  EXPECT_EQ(FormatKeys("L", page, OutputFormat::kTable), "a\nb\n");
+  EXPECT_EQ(FormatKeys("L", client::KeysPage{}, OutputFormat::kTable), "");
+  nlohmann::json json =
+      nlohmann::json::parse(FormatKeys("L", page, OutputFormat::kJson));
+  EXPECT_EQ(json["keys"], nlohmann::json::array({"a", "b"}));
+  EXPECT_EQ(json["next_after"], "b");
+  json = nlohmann::json::parse(
+      FormatKeys("L", client::KeysPage{}, OutputFormat::kJson));
+  EXPECT_TRUE(json["keys"].empty());
+  EXPECT_TRUE(json["next_after"].is_null());
+}
+
 TEST(OutputTest, JsonSurvivesValuesThatAreNotUtf8) {
   const std::string text =
       FormatRead("L", "k", std::string("\xff\xfe"), OutputFormat::kJson);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/state_machine.h"
@@ -237,6 +238,174 @@ TEST(FencedRead, KeyNeverWrittenAnswersNothingAndStillRaisesTheMark) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(std::get<ReadOutcome>(*r).value, std::nullopt);
   EXPECT_EQ(sm.store().HighWater("L"), 1u);
+}
+
+// A holder-checked delete (op::Delete) has Write's daemon checks, always on.
+class Delete : public ::testing::Test {
+ protected:
+  // "a" holds L with token 1 (until 100) and has written k = v.
+  void SetUp() override {
+    ASSERT_EQ(Grant(sm_, 0, "a", "L", 100), 1u);
+    ASSERT_TRUE(sm_.Apply({1, HeldWrite("a", "L", "k", "v", 1)}).ok());
+  }
+
+  absl::StatusOr<Reply> Del(Tick now, std::string client, std::string key,
+                            FencingToken token, std::string lock = "L") {
+    return sm_.Apply({now, op::Delete{.lock = std::move(lock),
+                                      .key = std::move(key),
+                                      .token = token,
+                                      .client = std::move(client)}});
+  }
+
+  // The store as a refused delete must leave it.
+  void ExpectUnchanged() {
+    EXPECT_EQ(ValueOf(sm_, 2, "L", "k"), "v");
+    EXPECT_EQ(sm_.store().HighWater("L"), 1u);
+    EXPECT_EQ(sm_.store().KeyCount("L"), 1u);
+    EXPECT_EQ(sm_.store().bytes(), 3u);  // "L", "k", "v"
+  }
+
+  StateMachine sm_;
+};
+
+TEST_F(Delete, TheHolderDeletesAndTheKeysRoomIsFreed) {
+  absl::StatusOr<Reply> r = Del(2, "a", "k", 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(std::get<bool>(*r)) << "the key existed";
+  EXPECT_EQ(ValueOf(sm_, 2, "L", "k"), std::nullopt);
+  EXPECT_EQ(sm_.store().KeyCount("L"), 0u);
+  EXPECT_EQ(sm_.store().key_count(), 0u);
+  EXPECT_EQ(sm_.store().bytes(), 1u) << "the lock's name stays, with its mark";
+  EXPECT_EQ(sm_.store().HighWater("L"), 1u);
+}
+
+TEST_F(Delete, MissingKeyIsAcceptedAndSaysItDidNotExist) {
+  absl::StatusOr<Reply> r = Del(2, "a", "never-written", 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(std::get<bool>(*r));
+  // Repeating a delete (a lost answer) is harmless.
+  ASSERT_TRUE(Del(3, "a", "k", 1).ok());
+  r = Del(4, "a", "k", 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(std::get<bool>(*r));
+}
+
+TEST_F(Delete, EachRefusalIsWritesAndChangesNothing) {
+  const struct {
+    const char* what;
+    Tick now;
+    std::string client, key, lock;
+    FencingToken token;
+    ErrorCode code;
+  } kCases[] = {
+      {"empty key", 2, "a", "", "L", 1, ErrorCode::kInvalidArguments},
+      {"empty lock", 2, "a", "k", "", 1, ErrorCode::kInvalidArguments},
+      {"empty client", 2, "", "k", "L", 1, ErrorCode::kInvalidArguments},
+      {"token 0", 2, "a", "k", "L", 0, ErrorCode::kInvalidArguments},
+      {"made-up token", 2, "a", "k", "L", kMaxToken,
+       ErrorCode::kTokenNotIssued},
+      {"not the holder", 2, "b", "k", "L", 1, ErrorCode::kNotHolder},
+      {"lease lapsed (rule 2)", 100, "a", "k", "L", 1, ErrorCode::kNotHolder},
+  };
+  for (const auto& c : kCases) {
+    EXPECT_EQ(CodeOf(Del(c.now, c.client, c.key, c.token, c.lock)), c.code)
+        << c.what;
+    ExpectUnchanged();
+  }
+}
+
+TEST_F(Delete, ChecksComeInWritesOrder) {
+  // Arguments before the token: an empty client with a made-up token.
+  EXPECT_EQ(CodeOf(Del(2, "", "k", kMaxToken)), ErrorCode::kInvalidArguments);
+  // Token issued before holder: a stranger with a made-up token.
+  EXPECT_EQ(CodeOf(Del(2, "b", "k", kMaxToken)), ErrorCode::kTokenNotIssued);
+  // Holder before the token rule: once "a" lapsed and "b" raised the mark,
+  // "a"'s token 1 is below it and "a" no longer holds: not holder.
+  ASSERT_EQ(Grant(sm_, 100, "b", "L", 100), 2u);
+  ASSERT_TRUE(sm_.Apply({101, HeldWrite("b", "L", "k2", "w", 2)}).ok());
+  EXPECT_EQ(CodeOf(Del(101, "a", "k", 1)), ErrorCode::kNotHolder);
+  EXPECT_EQ(ValueOf(sm_, 101, "L", "k"), "v");
+}
+
+TEST_F(Delete, StaleTokenOfASharedHolderIsRefused) {
+  ASSERT_TRUE(sm_.Apply({2, op::Release{"a", "L"}}).ok());
+  ASSERT_TRUE(
+      sm_.Apply({3, op::Acquire{"r1", "L", 50, LockMode::kShared}}).ok());
+  ASSERT_TRUE(
+      sm_.Apply({3, op::Acquire{"r2", "L", 50, LockMode::kShared}}).ok());
+  ASSERT_TRUE(sm_.Apply({4, HeldWrite("r2", "L", "k", "three", 3)}).ok());
+  EXPECT_EQ(CodeOf(Del(5, "r1", "k", 2)), ErrorCode::kStaleToken);
+  EXPECT_EQ(ValueOf(sm_, 5, "L", "k"), "three");
+  EXPECT_EQ(sm_.store().HighWater("L"), 3u);
+}
+
+TEST_F(Delete, AcceptedDeleteRaisesTheMarkSoAnOldTokenCannotWriteTheKeyBack) {
+  // "a" stalls past its lease; "b" takes over and deletes k.
+  ASSERT_EQ(Grant(sm_, 100, "b", "L", 100), 2u);
+  ASSERT_TRUE(Del(101, "b", "k", 2).ok());
+  EXPECT_EQ(sm_.store().HighWater("L"), 2u);
+  // "a" wakes and writes with token 1, even without the holder check.
+  EXPECT_EQ(CodeOf(sm_.Apply({102, UnheldWrite("L", "k", "old", 1)})),
+            ErrorCode::kStaleToken);
+  EXPECT_EQ(ValueOf(sm_, 102, "L", "k"), std::nullopt);
+}
+
+TEST_F(Delete, ContractOperationsAreUnchanged) {
+  // The contract's write (rule 6) still ignores leases after a delete.
+  ASSERT_TRUE(Del(2, "a", "k", 1).ok());
+  EXPECT_TRUE(sm_.Apply({3, op::Write{"nowhere", "k", "v", 7}}).ok());
+  EXPECT_TRUE(sm_.Apply({3, op::Write{"L", "k", "back", 1}}).ok());
+  EXPECT_EQ(ValueOf(sm_, 3, "L", "k"), "back");
+}
+
+TEST_F(Delete, SnapshotAfterADeleteRestoresWithoutTheKey) {
+  ASSERT_TRUE(Del(2, "a", "k", 1).ok());
+  StateMachine restored;
+  ASSERT_TRUE(restored.Restore(sm_.Snapshot()).ok());
+  EXPECT_EQ(ValueOf(restored, 2, "L", "k"), std::nullopt);
+  EXPECT_EQ(restored.store().bytes(), sm_.store().bytes());
+  EXPECT_EQ(restored.store().key_count(), 0u);
+  EXPECT_EQ(restored.store().HighWater("L"), 1u);
+}
+
+TEST(Keys, ListedInByteOrderOnePageAfterAnother) {
+  StateMachine sm;
+  ASSERT_EQ(Grant(sm, 0, "a", "L", 100), 1u);
+  for (const char* key : {"b", "a", "c/2", "c/10", "B"}) {
+    ASSERT_TRUE(sm.Apply({1, HeldWrite("a", "L", key, "v", 1)}).ok());
+  }
+  absl::StatusOr<KeyPage> page = sm.Keys(2, "L", "", 2);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->keys, (std::vector<std::string>{"B", "a"}));
+  EXPECT_TRUE(page->more);
+  page = sm.Keys(2, "L", "a", 2);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->keys, (std::vector<std::string>{"b", "c/10"}));
+  EXPECT_TRUE(page->more);
+  page = sm.Keys(2, "L", "c/10", 2);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->keys, (std::vector<std::string>{"c/2"}));
+  EXPECT_FALSE(page->more);
+  // `after` need not be a key; a limit of 0 is taken as 1.
+  page = sm.Keys(2, "L", "bb", 0);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->keys, (std::vector<std::string>{"c/10"}));
+  EXPECT_TRUE(page->more);
+  // A deleted key is gone from the listing.
+  ASSERT_TRUE(sm.Apply({3, op::Delete{"L", "b", 1, "a"}}).ok());
+  page = sm.Keys(3, "L", "a", 10);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->keys, (std::vector<std::string>{"c/10", "c/2"}));
+}
+
+TEST(Keys, NeedNoTokenAndAnUnknownLockHasNone) {
+  StateMachine sm;
+  absl::StatusOr<KeyPage> page = sm.Keys(0, "nowhere", "", 10);
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->keys.empty());
+  EXPECT_FALSE(page->more);
+  EXPECT_EQ(ErrorCodeOf(sm.Keys(0, "", "", 10).status()),
+            ErrorCode::kInvalidArguments);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// FencedStore's byte accounting (the running total the server's
-// --max-store-bytes reads) against a recount.
+// FencedStore's byte and key accounting (the running totals the server's
+// --max-store-bytes and metrics read) against a recount.
 #include "core/fenced_store.h"
 
 #include <algorithm>
@@ -63,6 +63,44 @@ TEST(FencedStoreBytes, BytesAfterWritePredictsTheWrite) {
   FencedStore restored;
   restored.ImportFrom(snapshot);
   EXPECT_EQ(restored.bytes(), store.bytes());
+}
+
+TEST(FencedStoreBytes, DeletesFreeWhatTheirWritesTook) {
+  std::mt19937 rng(11);
+  FencedStore store;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string lock = absl::StrCat("L", rng() % 3);
+    const std::string key = absl::StrCat("k", rng() % 5);
+    const FencingToken token = std::max<FencingToken>(1, store.HighWater(lock));
+    const bool had_key = store.Contains(lock, key);
+    const size_t keys = store.KeyCount(lock);
+    const size_t total_keys = store.key_count();
+    if (rng() % 2 == 0) {
+      absl::StatusOr<bool> existed = store.Delete(lock, key, token);
+      ASSERT_TRUE(existed.ok()) << existed.status();
+      EXPECT_EQ(*existed, had_key);
+      EXPECT_FALSE(store.Contains(lock, key));
+      EXPECT_EQ(store.KeyCount(lock), had_key ? keys - 1 : keys);
+      EXPECT_EQ(store.key_count(), had_key ? total_keys - 1 : total_keys);
+    } else {
+      ASSERT_TRUE(store.Write(lock, key, std::string(1 + rng() % 9, 'v'),
+                              token).ok());
+      EXPECT_EQ(store.key_count(), had_key ? total_keys : total_keys + 1);
+    }
+    ASSERT_EQ(store.bytes(), Recount(store));
+  }
+}
+
+TEST(FencedStoreBytes, RefusedDeleteChangesNothing) {
+  FencedStore store;
+  ASSERT_TRUE(store.Write("L", "k", "v", 5).ok());
+  EXPECT_FALSE(store.Delete("L", "k", 4).ok());
+  EXPECT_FALSE(store.Delete("L", "", 5).ok());
+  EXPECT_FALSE(store.Delete("", "k", 5).ok());
+  EXPECT_EQ(store.Read("L", "k"), "v");
+  EXPECT_EQ(store.bytes(), 3u);
+  EXPECT_EQ(store.key_count(), 1u);
+  EXPECT_EQ(store.HighWater("L"), 5u);
 }
 
 }  // namespace

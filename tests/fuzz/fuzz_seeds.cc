@@ -45,6 +45,7 @@ std::vector<Operation> Operations() {
   add(10, op::ReleaseAll{"bob"});
   add(11, op::Advance{});
   add(12, op::Forget{"bob"});
+  add(13, op::Delete{"jobs/1", "k", 1, "alice"});
   return ops;
 }
 

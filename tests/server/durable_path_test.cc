@@ -52,7 +52,7 @@ class DurablePathTest : public ::testing::Test {
   }
 
   void Write(const std::string& value, FencingToken token,
-             CompletionRecorder<absl::Status>& answer) {
+             CompletionRecorder<absl::StatusOr<StoreAnswer>>& answer) {
     owner_.Write(
         WriteArgs{.lock = "L", .key = "k", .value = value, .token = token},
         answer.Callback());
@@ -69,18 +69,21 @@ struct Queries {
   CompletionRecorder<absl::StatusOr<InspectAnswer>> inspect;
   CompletionRecorder<absl::StatusOr<StatusAnswer>> status;
   CompletionRecorder<absl::StatusOr<ListLocksAnswer>> list;
+  CompletionRecorder<absl::StatusOr<KeysAnswer>> keys;
 
   void Run(CoreOwner& owner) {
     owner.Read(ReadArgs{.lock = "L", .key = "k"}, read.Callback());
     owner.Inspect("L", InspectCursor{}, 1000, inspect.Callback());
     owner.Status("a", "", 1000, status.Callback());
     owner.ListLocks("", "", 10, list.Callback());
+    owner.Read(KeysQuery{.lock = "L", .limit = 10}, keys.Callback());
   }
   int answered() const {
-    return read.calls() + inspect.calls() + status.calls() + list.calls();
+    return read.calls() + inspect.calls() + status.calls() + list.calls() +
+           keys.calls();
   }
   void ExpectTheWrite() const {
-    ASSERT_EQ(answered(), 4);
+    ASSERT_EQ(answered(), 5);
     ASSERT_TRUE(read.answer().ok());
     EXPECT_EQ(read.answer()->value_or(""), "v");
     ASSERT_TRUE(inspect.answer().ok());
@@ -89,12 +92,14 @@ struct Queries {
     EXPECT_EQ(status.answer()->holds.size(), 1u);
     ASSERT_TRUE(list.answer().ok());
     EXPECT_EQ(list.answer()->locks.size(), 1u);
+    ASSERT_TRUE(keys.answer().ok());
+    EXPECT_EQ(keys.answer()->keys, std::vector<std::string>{"k"});
   }
 };
 
 TEST_F(DurablePathTest, AReadAnswersOnlyOnceWhatItReflectsIsDurable) {
   const FencingToken token = Grant("a", "L");
-  CompletionRecorder<absl::Status> written;
+  CompletionRecorder<absl::StatusOr<StoreAnswer>> written;
   Write("v", token, written);
   const LogPosition write = log_->last_position();
   Queries queries;
@@ -113,7 +118,7 @@ TEST_F(DurablePathTest, AReadAnswersOnlyOnceWhatItReflectsIsDurable) {
 // durable, does not hold the read back.
 TEST_F(DurablePathTest, AReadDoesNotWaitForRecordsAppendedAfterIt) {
   const FencingToken token = Grant("a", "L");
-  CompletionRecorder<absl::Status> first, second;
+  CompletionRecorder<absl::StatusOr<StoreAnswer>> first, second;
   Write("v", token, first);
   const LogPosition barrier = log_->last_position();
   CompletionRecorder<absl::StatusOr<std::optional<std::string>>> read;
@@ -172,7 +177,7 @@ TEST_F(DurablePathTest, EveryMutationAnswersOnceAfterItsRecordsAreDurable) {
   CompletionRecorder<absl::StatusOr<RenewAnswer>> renewed;
   owner_.Renew(RenewArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
                renewed.Callback());
-  CompletionRecorder<absl::Status> written;
+  CompletionRecorder<absl::StatusOr<StoreAnswer>> written;
   Write("v", 1, written);
   CompletionRecorder<absl::StatusOr<int>> kept;
   owner_.Keepalive(session, sink.get(), kept.Callback());

@@ -81,6 +81,21 @@ TEST(OwnerCountersTest, ARefusalCountsOnlyAStaleWrite) {
   EXPECT_EQ(counters.counts().renewals, 0u);
 }
 
+TEST(OwnerCountersTest, DeletesCountBesideWrites) {
+  OwnerCounters counters;
+  const Operation del{10, op::Delete{"l", "k", 1, "c"}};
+  counters.CountApplied(del, Reply{true});
+  counters.CountApplied(del, Reply{false});  // an absent key: accepted too
+  counters.CountApplied(del, MakeError(ErrorCode::kStaleToken));
+  counters.CountApplied(del, MakeError(ErrorCode::kNotHolder));
+  counters.CountApplied(Operation{10, op::Write{"l", "k", "v", 1}},
+                        Reply{std::monostate{}});
+  EXPECT_EQ(counters.counts().store_deletes, 2u);
+  EXPECT_EQ(counters.counts().store_writes, 1u);
+  EXPECT_EQ(counters.counts().stale_writes_refused, 1u);
+  EXPECT_EQ(counters.counts().withdrawals, 0u);
+}
+
 TEST(OwnerCountersTest, CoreEventsCountLapsesGrantsAndSessionLossEnds) {
   OwnerCounters counters;
   counters.CountEvent(CoreEvent(Event::Kind::kLapsed));

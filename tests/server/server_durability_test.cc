@@ -96,6 +96,47 @@ TEST(DurabilityTest, RestartKeepsCountersStoreAgesAndHolders) {
   EXPECT_EQ(client.Status("d").response.age(), 4u);
 }
 
+// A delete is an operation like a write: after SIGKILL and a restart the
+// key is still gone and the mark the delete raised still fences, whether
+// the restart replays the log or starts from a snapshot taken after it.
+TEST(DurabilityTest, DeletedKeyStaysDeletedAcrossAKill) {
+  for (const char* snapshot_every : {"1000000", "1"}) {
+    SCOPED_TRACE(snapshot_every);
+    DataDir dir;
+    const std::vector<std::string> flags = {
+        absl::StrCat("--snapshot-every=", snapshot_every)};
+    {
+      Daemon daemon = StartOn(dir, flags);
+      ASSERT_FALSE(daemon.address.empty());
+      TestClient client(daemon.address);
+      ASSERT_EQ(client.Acquire("a", "L", 60'000).response.granted().token(),
+                1u);
+      ASSERT_TRUE(client.Write("L", "gone", "v", 1).ok());
+      ASSERT_TRUE(client.Write("L", "kept", "v", 1).ok());
+      ASSERT_TRUE(client.Release("a", "L").ok());
+      ASSERT_EQ(client.Acquire("b", "L", 60'000).response.granted().token(),
+                2u);
+      Result<pb::DeleteResponse> deleted =
+          client.Delete(DeleteRequest("L", "gone", 2, "b"));
+      ASSERT_TRUE(deleted.ok()) << deleted.status.error_message();
+      ASSERT_TRUE(deleted.response.existed());
+      Kill(daemon);
+    }
+    Daemon daemon = StartOn(dir, flags);
+    ASSERT_FALSE(daemon.address.empty());
+    TestClient client(daemon.address);
+    EXPECT_FALSE(client.Read("L", "gone").response.found());
+    EXPECT_EQ(client.Read("L", "kept").response.value(), "v");
+    Result<pb::ListKeysResponse> keys = client.ListKeys(ListKeysRequest("L"));
+    ASSERT_TRUE(keys.ok());
+    EXPECT_EQ(std::vector<std::string>(keys.response.keys().begin(),
+                                       keys.response.keys().end()),
+              std::vector<std::string>{"kept"});
+    // The delete's token 2 is still the mark: token 1 cannot write it back.
+    EXPECT_EQ(client.Write("L", "gone", "back", 1).reason, "STALE_TOKEN");
+  }
+}
+
 TEST(DurabilityTest, RestartGraceLetsALivingHolderRenew) {
   for (const bool grace : {true, false}) {
     SCOPED_TRACE(grace ? "with grace" : "without grace");

@@ -1,8 +1,10 @@
 // The daemon's fenced store over gRPC (in-process, fake clock): tokens that
 // were never issued are refused, holder-checked writes refuse a holder that
-// stalled past its lease, and fenced reads raise the high-water mark.
+// stalled past its lease, fenced reads raise the high-water mark, and
+// deletes are held writes that remove their key; ListKeys pages the keys.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/server/test_support.h"
@@ -134,6 +136,126 @@ TEST_F(FencedStoreTest, FencedReadWithAStaleOrMadeUpTokenIsRefused) {
   EXPECT_EQ(client_->Write(WriteRequest("L", "k", "v", 1)).reason,
             "STALE_TOKEN");
   EXPECT_TRUE(client_->Write(WriteRequest("L", "k", "v", 2)).ok());
+}
+
+TEST_F(FencedStoreTest, HolderDeletesAndTheKeyIsGone) {
+  ASSERT_EQ(Grant("alice", "L", 60'000), 1u);
+  ASSERT_TRUE(
+      client_->Write(WriteRequest("L", "k", "v", 1, "alice", true)).ok());
+  Result<pb::DeleteResponse> deleted =
+      client_->Delete(DeleteRequest("L", "k", 1, "alice"));
+  ASSERT_TRUE(deleted.ok()) << deleted.status.error_message();
+  EXPECT_TRUE(deleted.response.existed());
+  EXPECT_EQ(Value("L", "k"), "<none>");
+  // Again: accepted, and it says there was nothing.
+  Result<pb::DeleteResponse> again =
+      client_->Delete(DeleteRequest("L", "k", 1, "alice"));
+  ASSERT_TRUE(again.ok()) << again.status.error_message();
+  EXPECT_FALSE(again.response.existed());
+}
+
+// Each refusal is Write's, with its status, reason and field, and the value
+// stays.
+TEST_F(FencedStoreTest, DeleteIsRefusedAsAHeldWriteIs) {
+  ASSERT_EQ(Grant("alice", "L", 5'000), 1u);
+  ASSERT_TRUE(
+      client_->Write(WriteRequest("L", "k", "v", 1, "alice", true)).ok());
+  const struct {
+    const char* what;
+    pb::DeleteRequest request;
+    grpc::StatusCode code;
+    const char* reason;
+    const char* message;
+  } kCases[] = {
+      {"no client", DeleteRequest("L", "k", 1, ""),
+       grpc::StatusCode::INVALID_ARGUMENT, "INVALID_ARGUMENTS",
+       "invalid arguments"},
+      {"no key", DeleteRequest("L", "", 1, "alice"),
+       grpc::StatusCode::INVALID_ARGUMENT, "INVALID_ARGUMENTS",
+       "invalid arguments"},
+      {"token 0", DeleteRequest("L", "k", 0, "alice"),
+       grpc::StatusCode::INVALID_ARGUMENT, "INVALID_ARGUMENTS",
+       "invalid arguments"},
+      {"made-up token", DeleteRequest("L", "k", kMaxToken, "alice"),
+       grpc::StatusCode::FAILED_PRECONDITION, "TOKEN_NOT_ISSUED",
+       "token not issued"},
+      {"another client", DeleteRequest("L", "k", 1, "bob"),
+       grpc::StatusCode::FAILED_PRECONDITION, "NOT_HOLDER", "not holder"},
+  };
+  for (const auto& c : kCases) {
+    Result<pb::DeleteResponse> refused = client_->Delete(c.request);
+    EXPECT_EQ(refused.code(), c.code) << c.what;
+    EXPECT_EQ(refused.reason, c.reason) << c.what;
+    EXPECT_EQ(refused.status.error_message(), c.message) << c.what;
+    EXPECT_EQ(Value("L", "k"), "v") << c.what;
+  }
+  EXPECT_EQ(client_->Delete(DeleteRequest("L", "k", 1, "")).detail.field(),
+            "client_id");
+  // Lapsed at 5000 (rule 2): no longer the holder.
+  At(5'000);
+  EXPECT_EQ(client_->Delete(DeleteRequest("L", "k", 1, "alice")).reason,
+            "NOT_HOLDER");
+  EXPECT_EQ(Value("L", "k"), "v");
+}
+
+TEST_F(FencedStoreTest, StaleDeleteOfASharedHolderIsRefused) {
+  ASSERT_TRUE(
+      client_->Acquire("r1", "L", 60'000, pb::LOCK_MODE_SHARED).ok());
+  ASSERT_TRUE(
+      client_->Acquire("r2", "L", 60'000, pb::LOCK_MODE_SHARED).ok());
+  ASSERT_TRUE(client_->Write(WriteRequest("L", "k", "two", 2, "r2", true)).ok());
+  Result<pb::DeleteResponse> stale =
+      client_->Delete(DeleteRequest("L", "k", 1, "r1"));
+  EXPECT_EQ(stale.code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(stale.reason, "STALE_TOKEN");
+  EXPECT_EQ(stale.status.error_message(), "stale token");
+  EXPECT_EQ(Value("L", "k"), "two");
+}
+
+TEST_F(LostUpdateTest, SuccessorsDeleteIsNotUndoneByTheStalledHolder) {
+  ASSERT_TRUE(client_->Delete(DeleteRequest("C", "counter", 22, "B")).ok());
+  // A wakes and writes with its token 21, even without the holder check.
+  EXPECT_EQ(client_->Write(WriteRequest("C", "counter", "21", 21)).reason,
+            "STALE_TOKEN");
+  EXPECT_EQ(Value("C", "counter"), "<none>");
+}
+
+TEST_F(FencedStoreTest, ListKeysPagesTheKeysInByteOrder) {
+  ASSERT_EQ(Grant("alice", "L", 60'000), 1u);
+  for (const char* key : {"part-3", "part-1", "part-2", "Z"}) {
+    ASSERT_TRUE(
+        client_->Write(WriteRequest("L", key, "v", 1, "alice", true)).ok());
+  }
+  std::vector<std::string> seen;
+  std::string after;
+  int pages = 0;
+  do {
+    Result<pb::ListKeysResponse> page =
+        client_->ListKeys(ListKeysRequest("L", after, 3));
+    ASSERT_TRUE(page.ok()) << page.status.error_message();
+    seen.insert(seen.end(), page.response.keys().begin(),
+                page.response.keys().end());
+    after = page.response.next_after();
+    ++pages;
+  } while (!after.empty());
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"Z", "part-1", "part-2", "part-3"}));
+  EXPECT_EQ(pages, 2);
+  // No token is needed, and a lock without keys has an empty last page.
+  Result<pb::ListKeysResponse> none = client_->ListKeys(ListKeysRequest("M"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none.response.keys_size(), 0);
+  EXPECT_EQ(none.response.next_after(), "");
+}
+
+TEST_F(FencedStoreTest, ListKeysRefusesAnEmptyLockAndANegativeLimit) {
+  Result<pb::ListKeysResponse> no_lock = client_->ListKeys(ListKeysRequest(""));
+  EXPECT_EQ(no_lock.code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(no_lock.detail.field(), "lock");
+  Result<pb::ListKeysResponse> negative =
+      client_->ListKeys(ListKeysRequest("L", "", -1));
+  EXPECT_EQ(negative.code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(negative.detail.field(), "limit");
 }
 
 }  // namespace

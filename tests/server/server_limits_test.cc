@@ -107,6 +107,49 @@ TEST_F(ServerLimitsTest, StoreBytes) {
   EXPECT_TRUE(client_->Write("T4", "k", big, 1).ok());
 }
 
+// A delete frees the key's place and bytes: the write the limit refused is
+// accepted after it. Deletes themselves are never refused by a store limit.
+TEST_F(ServerLimitsTest, DeleteFreesAPlaceUnderKeysPerLock) {
+  ASSERT_TRUE(client_->Acquire("a", "S", 60'000).response.has_granted());
+  ASSERT_TRUE(client_->Write(WriteRequest("S", "k1", "v", 1, "a", true)).ok());
+  ASSERT_TRUE(client_->Write(WriteRequest("S", "k2", "v", 1, "a", true)).ok());
+  ExpectLimit(client_->Write(WriteRequest("S", "k3", "v", 1, "a", true)),
+              "max-keys-per-lock", 2);
+  Result<pb::DeleteResponse> deleted =
+      client_->Delete(DeleteRequest("S", "k1", 1, "a"));
+  ASSERT_TRUE(deleted.ok()) << deleted.status.error_message();
+  EXPECT_TRUE(deleted.response.existed());
+  EXPECT_TRUE(client_->Write(WriteRequest("S", "k3", "v", 1, "a", true)).ok());
+  EXPECT_FALSE(client_->Read("S", "k1").response.found());
+}
+
+TEST_F(ServerLimitsTest, DeleteFreesBytesUnderStoreBytes) {
+  const std::string big(1024, 'v');
+  for (const char* lock : {"T1", "T2", "T3", "T4"}) {
+    ASSERT_TRUE(client_->Acquire(lock, lock, 60'000).response.has_granted());
+  }
+  for (const char* lock : {"T1", "T2", "T3"}) {
+    ASSERT_TRUE(client_->Write(WriteRequest(lock, "k", big, 1, lock, true)).ok())
+        << lock;
+  }
+  ExpectLimit(client_->Write(WriteRequest("T4", "k", big, 1, "T4", true)),
+              "max-store-bytes", 4096);
+  ASSERT_TRUE(client_->Delete(DeleteRequest("T2", "k", 1, "T2")).ok());
+  EXPECT_TRUE(client_->Write(WriteRequest("T4", "k", big, 1, "T4", true)).ok());
+}
+
+TEST_F(ServerLimitsTest, DeleteKeyAndListKeysAfterAreSizeChecked) {
+  ASSERT_TRUE(client_->Acquire("a", "S", 60'000).response.has_granted());
+  ExpectLimit(client_->Delete(DeleteRequest("S", std::string(9, 'k'), 1, "a")),
+              "max-key-bytes", 8);
+  ExpectLimit(client_->Delete(DeleteRequest("S", "k", 1, std::string(17, 'c'))),
+              "max-client-id-bytes", 16);
+  ExpectLimit(client_->ListKeys(ListKeysRequest(std::string(17, 'l'))),
+              "max-lock-name-bytes", 16);
+  ExpectLimit(client_->ListKeys(ListKeysRequest("S", std::string(9, 'k'))),
+              "max-key-bytes", 8);
+}
+
 TEST_F(ServerLimitsTest, WaitersPerLock) {
   ASSERT_TRUE(client_->Acquire("holder", "L", 60'000).response.has_granted());
   ASSERT_TRUE(client_->Acquire("w1", "L", 60'000).response.has_queued());

@@ -292,6 +292,37 @@ TEST_F(ServerMetricsTest, AcquireWaitCountsGrantedCallsByTheirTimeInTheQueue) {
             4);
 }
 
+// Deletes count beside writes: accepted ones by op, stale ones among the
+// stale writes; the store's size gauges follow both.
+TEST_F(ServerMetricsTest, DeletesCountBesideWritesAndFreeTheStoreGauges) {
+  StartWithMetrics();
+  ASSERT_TRUE(client_->Acquire("r1", "L", 60'000, pb::LOCK_MODE_SHARED).ok());
+  ASSERT_TRUE(client_->Acquire("r2", "L", 60'000, pb::LOCK_MODE_SHARED).ok());
+  ASSERT_TRUE(client_->Write(WriteRequest("L", "k1", "v", 2, "r2", true)).ok());
+  ASSERT_TRUE(client_->Write(WriteRequest("L", "k2", "vv", 2, "r2", true)).ok());
+  Exposition m = Scrape();
+  EXPECT_EQ(Value(m, "leasekeeper_store_keys"), 2);
+  EXPECT_EQ(Value(m, "leasekeeper_store_bytes"), 1 + 2 + 1 + 2 + 2);
+  ASSERT_TRUE(client_->Delete(DeleteRequest("L", "k1", 2, "r2")).ok());
+  ASSERT_TRUE(client_->Delete(DeleteRequest("L", "absent", 2, "r2")).ok());
+  EXPECT_EQ(client_->Delete(DeleteRequest("L", "k2", 1, "r1")).reason,
+            "STALE_TOKEN");
+  m = Scrape();
+  EXPECT_EQ(
+      Value(m, "leasekeeper_store_mutations_total", {{"op", "write"}}), 2);
+  EXPECT_EQ(
+      Value(m, "leasekeeper_store_mutations_total", {{"op", "delete"}}), 2);
+  EXPECT_EQ(Value(m, "leasekeeper_stale_writes_refused_total"), 1);
+  EXPECT_EQ(Value(m, "leasekeeper_store_keys"), 1);
+  EXPECT_EQ(Value(m, "leasekeeper_store_bytes"), 1 + 2 + 2);
+  EXPECT_EQ(Value(m, "leasekeeper_rpcs_total",
+                  {{"method", "Delete"}, {"code", "OK"}}),
+            2);
+  EXPECT_EQ(Value(m, "leasekeeper_rpcs_total",
+                  {{"method", "Delete"}, {"code", "FAILED_PRECONDITION"}}),
+            1);
+}
+
 class ServerLimitMetricsTest : public ServerMetricsTest {
  protected:
   void SetUp() override {

@@ -138,6 +138,7 @@ TEST_F(OperatorsTest, ReflectionDescribesTheLockService) {
   }
   EXPECT_EQ(methods, (std::vector<std::string>{
                          "Acquire", "Renew", "Release", "Write", "Read",
+                         "Delete", "ListKeys",
                          "Inspect", "Status", "ListLocks", "Session",
                          "ForceRelease", "ServerInfo", "ClusterStatus",
                          "Watch"}));

@@ -149,6 +149,15 @@ Result<pb::ReadResponse> TestClient::Read(const pb::ReadRequest& request) {
   return Invoke(*stub_, &pb::LockService::Stub::Read, request);
 }
 
+Result<pb::DeleteResponse> TestClient::Delete(const pb::DeleteRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::Delete, request);
+}
+
+Result<pb::ListKeysResponse> TestClient::ListKeys(
+    const pb::ListKeysRequest& request) {
+  return Invoke(*stub_, &pb::LockService::Stub::ListKeys, request);
+}
+
 Result<pb::InspectResponse> TestClient::Inspect(const std::string& lock) {
   pb::InspectRequest request;
   request.set_lock(lock);
@@ -228,6 +237,25 @@ pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key,
   request.set_lock(lock);
   request.set_key(key);
   request.set_token(token);
+  return request;
+}
+
+pb::DeleteRequest DeleteRequest(const std::string& lock, const std::string& key,
+                                uint64_t token, const std::string& client) {
+  pb::DeleteRequest request;
+  request.set_lock(lock);
+  request.set_key(key);
+  request.set_token(token);
+  request.set_client_id(client);
+  return request;
+}
+
+pb::ListKeysRequest ListKeysRequest(const std::string& lock,
+                                    const std::string& after, int32_t limit) {
+  pb::ListKeysRequest request;
+  request.set_lock(lock);
+  request.set_after(after);
+  request.set_limit(limit);
   return request;
 }
 

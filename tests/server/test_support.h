@@ -114,6 +114,8 @@ class TestClient {
   Result<pb::ReadResponse> Read(const std::string& lock,
                                 const std::string& key);
   Result<pb::ReadResponse> Read(const pb::ReadRequest& request);
+  Result<pb::DeleteResponse> Delete(const pb::DeleteRequest& request);
+  Result<pb::ListKeysResponse> ListKeys(const pb::ListKeysRequest& request);
   Result<pb::InspectResponse> Inspect(const std::string& lock);
   Result<pb::StatusResponse> Status(const std::string& client);
   Result<pb::InspectResponse> Inspect(const pb::InspectRequest& request);
@@ -148,6 +150,12 @@ pb::WriteRequest WriteRequest(const std::string& lock, const std::string& key,
 // `token` 0: an unfenced read.
 pb::ReadRequest ReadRequest(const std::string& lock, const std::string& key,
                             uint64_t token = 0);
+
+pb::DeleteRequest DeleteRequest(const std::string& lock, const std::string& key,
+                                uint64_t token, const std::string& client);
+pb::ListKeysRequest ListKeysRequest(const std::string& lock,
+                                    const std::string& after = "",
+                                    int32_t limit = 0);
 
 // Polls `condition` every millisecond until true or `timeout`; the observer
 // polls, never the server.

@@ -41,6 +41,10 @@ std::vector<Operation> OneOfEachKind() {
       Operation{25, op::Forget{"job-4"}},
       Operation{26, op::Acquire{"job-5", "pool", 100, LockMode::kSemaphore,
                                 65535}},
+      Operation{27, op::Delete{.lock = "exports/daily",
+                               .key = "part-1",
+                               .token = ~FencingToken{0},
+                               .client = "job-1"}},
   };
 }
 
@@ -88,7 +92,7 @@ TEST(OperationCodec, EveryProperPrefixAndExtensionIsAnError) {
 }
 
 TEST(OperationCodec, UnknownVersionIsAClearError) {
-  for (const char version : {'\x00', '\x04'}) {
+  for (const char version : {'\x00', '\x05'}) {
     std::string bytes = EncodeOperation(Operation{1, op::Advance{}});
     bytes[0] = version;
     absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
@@ -98,7 +102,7 @@ TEST(OperationCodec, UnknownVersionIsAClearError) {
                   absl::StrCat("codec version ", static_cast<int>(version))),
               std::string::npos)
         << entry.status();
-    EXPECT_NE(entry.status().message().find("versions 1 to 3"),
+    EXPECT_NE(entry.status().message().find("versions 1 to 4"),
               std::string::npos);
   }
 }
@@ -196,6 +200,26 @@ TEST(OperationCodec, SemaphoreAcquireIsANewKindOfVersionThree) {
   semaphore[0] = 2;
   EXPECT_EQ(DecodeLogEntry(semaphore).status().code(),
             absl::StatusCode::kDataLoss);
+}
+
+// A delete is kind 36, new in version 4: a data dir of a version 3 build
+// (which has none) still opens, and a delete in an older entry is
+// corruption.
+TEST(OperationCodec, DeleteIsANewKindOfVersionFour) {
+  std::string del = EncodeOperation(
+      Operation{1, op::Delete{.lock = "L", .key = "k", .token = 5,
+                              .client = "c"}});
+  EXPECT_EQ(del, std::string("\x04\x24\x02\x01L\x01k\x05\x01" "c", 10));
+  del[0] = 3;
+  EXPECT_EQ(DecodeLogEntry(del).status().code(), absl::StatusCode::kDataLoss);
+  for (const Operation& op : OneOfEachKind()) {
+    if (std::holds_alternative<op::Delete>(op.body)) continue;
+    std::string bytes = EncodeOperation(op);
+    bytes[0] = 3;
+    absl::StatusOr<LogEntry> entry = DecodeLogEntry(bytes);
+    ASSERT_TRUE(entry.ok()) << entry.status();
+    EXPECT_TRUE(SameOperation(std::get<Operation>(*entry), op));
+  }
 }
 
 TEST(OperationCodec, SemaphoreKindSpellingAContractAcquireIsMalformed) {

@@ -99,7 +99,7 @@ inline std::string CanonicalState(const StateMachine& machine) {
 
 // A random but valid-looking operation stream over a few clients and locks,
 // dense enough to produce queues, shared holders, semaphores, lapses, hand-overs,
-// deadlock aborts, stale writes and contract errors. Ticks never decrease.
+// deadlock aborts, stale writes, deletes and contract errors. Ticks never decrease.
 class OperationGenerator {
  public:
   explicit OperationGenerator(uint32_t seed, int clients = 8, int locks = 5)
@@ -156,10 +156,16 @@ class OperationGenerator {
       case 13:
         op.body = op::Forget{client};
         break;
-      case 12:
-        op.body = op::FencedRead{lock, absl::StrCat("k", Pick(0, 3)),
-                                 static_cast<FencingToken>(Pick(1, 12))};
+      case 12: {  // the store alone: a fenced read, or a delete
+        std::string key = absl::StrCat("k", Pick(0, 3));
+        const auto token = static_cast<FencingToken>(Pick(1, 12));
+        if (token % 2 == 0) {
+          op.body = op::FencedRead{lock, std::move(key), token};
+        } else {
+          op.body = op::Delete{lock, std::move(key), token, client};
+        }
         break;
+      }
       default:
         op.body = op::Advance{};
         break;
