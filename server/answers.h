@@ -2,7 +2,8 @@
 // CoreOwner after validation, and what it gets back to convert into protos.
 //
 // Names: a request is ...Args (or ...Query for a paged view), the server's
-// answer to it ...Answer (absl::StatusOr<...Answer> when it can fail); the
+// answer to it ...Answer (absl::StatusOr<...Answer> when it can fail; a
+// request's Answer is what CoreOwner's grouped entries answer it with); the
 // API's messages keep their proto names (...Request, ...Response), and the
 // core's results theirs (...Outcome, core/lock_table.h).
 //
@@ -14,6 +15,7 @@
 #ifndef LEASEKEEPER_SERVER_ANSWERS_H_
 #define LEASEKEEPER_SERVER_ANSWERS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +27,12 @@
 #include "core/types.h"
 
 namespace leasekeeper::server {
+
+struct RenewAnswer;
+struct ForcedRelease;
+struct InspectAnswer;
+struct StatusAnswer;
+struct ListLocksAnswer;
 
 struct AcquireArgs {
   std::string client{};
@@ -59,6 +67,7 @@ struct AcquireAnswer {
 // WaitCancelled.
 
 struct RenewArgs {
+  using Answer = absl::StatusOr<RenewAnswer>;
   std::string client{};
   std::string lock{};
   int64_t ttl_ms = 0;
@@ -72,6 +81,7 @@ struct RenewAnswer {
 };
 
 struct ReleaseArgs {
+  using Answer = absl::StatusOr<ReleaseOutcome>;
   std::string client{};
   std::string lock{};
   std::string request_id{};
@@ -81,6 +91,19 @@ struct ReleaseArgs {
 // A Release's answer: the core's ReleaseOutcome (kReleased: a lease ended;
 // kWithdrawn: a wait was withdrawn).
 using ReleaseAnswer = ReleaseOutcome;
+
+// An operator's forced release of the lease `client` holds on `lock`, or
+// (client empty) of every lease on it; the answer lists the leases ended.
+struct ForceReleaseArgs {
+  using Answer = absl::StatusOr<std::vector<ForcedRelease>>;
+  std::string lock{};
+  std::string client{};
+};
+struct ForcedRelease {
+  std::string client;
+  FencingToken token = 0;
+  LockMode mode = LockMode::kExclusive;
+};
 
 struct WriteArgs {
   std::string lock{};
@@ -109,22 +132,44 @@ struct StoreAnswer {
 };
 
 struct ReadArgs {
+  using Answer = absl::StatusOr<std::optional<std::string>>;
   std::string lock{};
   std::string key{};
   FencingToken token = 0;  // 0: a plain read; else a fenced read
-};
-
-// A page of a lock's key names in the fenced store (ListKeys).
-struct KeysQuery {
-  std::string lock{};
-  std::string after{};  // empty: from the first key
-  size_t limit = 0;     // >= 1
 };
 
 struct KeysAnswer {
   std::vector<std::string> keys{};  // ascending
   // The last key of this page when more follow; nullopt at the end.
   std::optional<std::string> next_after{};
+};
+
+// A page of a lock's key names in the fenced store (ListKeys).
+struct KeysQuery {
+  using Answer = absl::StatusOr<KeysAnswer>;
+  std::string lock{};
+  std::string after{};  // empty: from the first key
+  size_t limit = 0;     // >= 1
+};
+
+// The paged views (Inspect, Status, ListLocks), as parsed (convert.h).
+struct InspectQuery {
+  using Answer = absl::StatusOr<InspectAnswer>;
+  std::string lock{};
+  InspectCursor from{};  // decoded page token; the start for the first page
+  size_t limit = 0;
+};
+struct StatusQuery {
+  using Answer = absl::StatusOr<StatusAnswer>;
+  std::string client{};
+  std::string after{};  // decoded page token; empty for the first page
+  size_t limit = 0;
+};
+struct ListLocksQuery {
+  using Answer = absl::StatusOr<ListLocksAnswer>;
+  std::string prefix{};
+  std::string after{};  // decoded page token; empty for the first page
+  size_t limit = 0;
 };
 
 struct HolderInfo {

@@ -48,26 +48,11 @@ absl::StatusOr<KeysQuery> ParseListKeys(const v1::ListKeysRequest& request,
 // Inspect and Status pages: page_size 0 is limits.default_detail_page_size,
 // larger than limits.max_detail_page_size is that cap; a negative size or a
 // page token this server did not hand out is INVALID_ARGUMENT.
-struct InspectQuery {
-  std::string lock{};
-  InspectCursor from{};  // decoded page token; the start for the first page
-  size_t limit = 0;
-};
 absl::StatusOr<InspectQuery> ParseInspect(const v1::InspectRequest& request,
                                           const Limits& limits);
-struct StatusQuery {
-  std::string client{};
-  std::string after{};  // decoded page token; empty for the first page
-  size_t limit = 0;
-};
 absl::StatusOr<StatusQuery> ParseStatus(const v1::StatusRequest& request,
                                         const Limits& limits);
 
-struct ListLocksQuery {
-  std::string prefix{};
-  std::string after{};  // decoded page token; empty for the first page
-  size_t limit = 0;
-};
 absl::StatusOr<ListLocksQuery> ParseListLocks(
     const v1::ListLocksRequest& request, const Limits& limits);
 

@@ -116,10 +116,14 @@ class AcquireReactor final : public grpc::ServerUnaryReactor,
     FinishWith(std::move(reply));
   }
 
-  void OnCancel() override { owner_.CancelWait(args_.client, args_.lock, this); }
+  void OnCancel() override {
+    owner_.ReportAcquireCall(
+        AcquireWaitCancelled{args_.client, args_.lock, this});
+  }
 
   void OnDone() override {
-    owner_.AcquireCallDone(args_, reply_, context_->IsCancelled());
+    owner_.ReportAcquireCall(
+        AcquireCallFinished{args_, reply_, context_->IsCancelled()});
     delete this;
   }
 
@@ -214,7 +218,8 @@ grpc::ServerUnaryReactor* LockServiceImpl::Renew(
       [&] { return ParseRenew(*request, limits_); },
       [&](const RenewArgs& args) {
         return AskOwner<absl::StatusOr<RenewAnswer>>(
-            context, [&](auto done) { owner_.Renew(args, std::move(done)); },
+            context,
+            [&](auto done) { owner_.Lease(Ask(args, std::move(done))); },
             [response](const absl::StatusOr<RenewAnswer>& answer) {
               ToProto(*answer, response);
             });
@@ -233,7 +238,8 @@ grpc::ServerUnaryReactor* LockServiceImpl::Release(
       [&] { return ParseRelease(*request, limits_); },
       [&](const ReleaseArgs& args) {
         return AskOwner<absl::StatusOr<ReleaseAnswer>>(
-            context, [&](auto done) { owner_.Release(args, std::move(done)); },
+            context,
+            [&](auto done) { owner_.Lease(Ask(args, std::move(done))); },
             [response](const absl::StatusOr<ReleaseAnswer>& outcome) {
               response->set_result(ToProto(*outcome));
             });
@@ -287,7 +293,8 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
       [&](const ReadArgs& args) {
         // A read may show what a write not yet durable wrote: it waits too.
         return AskOwner<Answer>(
-            context, [&](auto done) { owner_.Read(args, std::move(done)); },
+            context,
+            [&](auto done) { owner_.Query(Ask(args, std::move(done))); },
             [response](const Answer& value) {
               if (!value->has_value()) return;
               response->set_found(true);
@@ -328,7 +335,7 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListKeys(
       [&] { return ParseListKeys(*request, limits_); },
       [&](const KeysQuery& query) {
         return AskOwner<absl::StatusOr<KeysAnswer>>(
-            context, [&](auto done) { owner_.Read(query, std::move(done)); },
+            context, [&](auto done) { owner_.Query(Ask(query, std::move(done))); },
             [response](const absl::StatusOr<KeysAnswer>& answer) {
               for (const std::string& key : answer->keys) {
                 response->add_keys(key);
@@ -350,10 +357,7 @@ grpc::ServerUnaryReactor* LockServiceImpl::Inspect(
       [&](const InspectQuery& query) {
         return AskOwner<absl::StatusOr<InspectAnswer>>(
             context,
-            [&](auto done) {
-              owner_.Inspect(query.lock, query.from, query.limit,
-                             std::move(done));
-            },
+            [&](auto done) { owner_.Query(Ask(query, std::move(done))); },
             [response](const absl::StatusOr<InspectAnswer>& answer) {
               ToProto(*answer, absl::Now(), response);
             });
@@ -373,10 +377,7 @@ grpc::ServerUnaryReactor* LockServiceImpl::Status(
       [&](const StatusQuery& query) {
         return AskOwner<absl::StatusOr<StatusAnswer>>(
             context,
-            [&](auto done) {
-              owner_.Status(query.client, query.after, query.limit,
-                            std::move(done));
-            },
+            [&](auto done) { owner_.Query(Ask(query, std::move(done))); },
             [response](const absl::StatusOr<StatusAnswer>& answer) {
               ToProto(*answer, absl::Now(), response);
             });
@@ -395,10 +396,7 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListLocks(
       [&](const ListLocksQuery& query) {
         return AskOwner<absl::StatusOr<ListLocksAnswer>>(
             context,
-            [&](auto done) {
-              owner_.ListLocks(query.prefix, query.after, query.limit,
-                               std::move(done));
-            },
+            [&](auto done) { owner_.Query(Ask(query, std::move(done))); },
             [response](const absl::StatusOr<ListLocksAnswer>& answer) {
               ToProto(*answer, absl::Now(), response);
             });
@@ -436,8 +434,8 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
     return FinishNow(context, s);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_.ForceRelease(
-      request->lock(), request->client_id(),
+  owner_.Lease(Ask(
+      ForceReleaseArgs{.lock = request->lock(), .client = request->client_id()},
       [reactor, context, request, response, peer = peer.ToString()](
           absl::StatusOr<std::vector<CoreOwner::ForcedRelease>> released) {
         if (!released.ok()) {
@@ -465,7 +463,7 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
           proto->set_mode(ModeToProto(lease.mode));
         }
         reactor->Finish(grpc::Status::OK);
-      });
+      }));
   return reactor;
 }
 

@@ -38,7 +38,7 @@
 namespace leasekeeper::server {
 
 // The answer handed to an Acquire call, plus bookkeeping the call gives back
-// in CoreOwner::AcquireCallDone.
+// in CoreOwner::ReportAcquireCall.
 struct AcquireCallAnswer {
   absl::StatusOr<AcquireAnswer> result;
   // True if this answer is the retry-cache entry's answer and was counted

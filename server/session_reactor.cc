@@ -22,6 +22,13 @@ security::PeerIdentity PeerOf(grpc::CallbackServerContext* context) {
   return security::PeerIdentityFromAuthContext(context->auth_context().get());
 }
 
+// AnswerCall's `apply` for Renew and Release: the owner's lease entry.
+auto AskLease() {
+  return [](CoreOwner& owner, const auto& args, auto done) {
+    owner.Lease(Ask(args, std::move(done)));
+  };
+}
+
 }  // namespace
 
 SessionReactor* SessionReactor::Start(CoreOwner& owner, const Limits& limits,
@@ -184,11 +191,14 @@ void SessionReactor::HandleOpen() {
   }
   // The next message is read once the session is open (and durable):
   // a client sends nothing before it learns its session.
-  owner_.OpenSession(args->client, args->resume_session_id, shared_from_this(),
-                     [self = shared_from_this(), client = args->client](
-                         absl::StatusOr<SessionOpenedAnswer> opened) {
-                       self->Opened(client, std::move(opened));
-                     });
+  owner_.Session(Ask(OpenSessionArgs{.client = args->client,
+                                     .resume_id = args->resume_session_id,
+                                     .sink = shared_from_this()},
+                     Completion<absl::StatusOr<SessionOpenedAnswer>>(
+                         [self = shared_from_this(), client = args->client](
+                             absl::StatusOr<SessionOpenedAnswer> opened) {
+                           self->Opened(client, std::move(opened));
+                         })));
 }
 
 void SessionReactor::Opened(const std::string& client,
@@ -207,7 +217,7 @@ void SessionReactor::Opened(const std::string& client,
     ended_meanwhile = stream_end_reported_;
   }
   if (ended_meanwhile) {
-    owner_.SessionStreamEnded(opened->session_id, this);
+    owner_.Session(SessionStreamEnded{opened->session_id, this});
     return;
   }
   pb::SessionResponse message;
@@ -226,18 +236,19 @@ void SessionReactor::HandleKeepalive() {
     return;
   }
   const uint64_t sequence = request_.keepalive().sequence();
-  owner_.Keepalive(
-      *id, this,
-      [self = shared_from_this(), sequence](absl::StatusOr<int> renewed) {
-        if (!renewed.ok()) {
-          self->FinishOnce(renewed.status());
-          return;
-        }
-        pb::SessionResponse message;
-        message.mutable_keepalive_ack()->set_sequence(sequence);
-        message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
-        self->Send(std::move(message), /*droppable=*/false);
-      });
+  owner_.Session(Ask(
+      KeepaliveArgs{std::move(*id), this},
+      Completion<absl::StatusOr<int>>(
+          [self = shared_from_this(), sequence](absl::StatusOr<int> renewed) {
+            if (!renewed.ok()) {
+              self->FinishOnce(renewed.status());
+              return;
+            }
+            pb::SessionResponse message;
+            message.mutable_keepalive_ack()->set_sequence(sequence);
+            message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
+            self->Send(std::move(message), /*droppable=*/false);
+          })));
   ContinueReading();
 }
 
@@ -266,7 +277,7 @@ void SessionReactor::HandleCall() {
       pb::RenewRequest request = call.renew();
       ContinueReading();
       return AnswerCall(
-          call_id, std::move(request), session, &ParseRenew, &CoreOwner::Renew,
+          call_id, std::move(request), session, &ParseRenew, AskLease(),
           [](const RenewAnswer& answer, pb::SessionCallResult& result) {
             ToProto(answer, result.mutable_renew());
           });
@@ -275,8 +286,7 @@ void SessionReactor::HandleCall() {
       pb::ReleaseRequest request = call.release();
       ContinueReading();
       return AnswerCall(
-          call_id, std::move(request), session, &ParseRelease,
-          &CoreOwner::Release,
+          call_id, std::move(request), session, &ParseRelease, AskLease(),
           [](const ReleaseAnswer& outcome, pb::SessionCallResult& result) {
             result.mutable_release()->set_result(ToProto(outcome));
           });
@@ -395,7 +405,8 @@ void SessionReactor::AnswerParked(ParkedAcquire* call,
     ToSessionCallError(reply.result.status(), result->mutable_error());
   }
   const bool sent = Answer(std::move(message));
-  owner_.AcquireCallDone(call->args(), reply, /*cancelled=*/!sent);
+  owner_.ReportAcquireCall(
+      AcquireCallFinished{call->args(), reply, /*cancelled=*/!sent});
   std::unique_ptr<ParkedAcquire> done;
   {
     absl::MutexLock lock(&mu_);
@@ -412,10 +423,11 @@ void SessionReactor::WithdrawParkedCalls() {
       parked.emplace_back(call->args(), call);
     }
   }
-  // CancelWait compares `call` with what it has parked and touches nothing
+  // A cancelled wait compares `call` with what is parked and touches nothing
   // else, so a call completed meanwhile is harmless here.
   for (const auto& [args, call] : parked) {
-    owner_.CancelWait(args.client, args.lock, call);
+    owner_.ReportAcquireCall(
+        AcquireWaitCancelled{args.client, args.lock, call});
   }
 }
 
@@ -425,10 +437,11 @@ void SessionReactor::HandleClose() {
     FinishOnce(absl::OkStatus());  // nothing of this stream was applied
     return;
   }
-  owner_.CloseSession(*id, this,
-                      [self = shared_from_this()](absl::Status closed) {
-                        self->FinishOnce(closed);
-                      });
+  owner_.Session(Ask(CloseSessionArgs{std::move(*id), this},
+                     Completion<absl::Status>(
+                         [self = shared_from_this()](absl::Status closed) {
+                           self->FinishOnce(closed);
+                         })));
 }
 
 void SessionReactor::ContinueReading() {
@@ -462,7 +475,7 @@ void SessionReactor::ReportStreamEnded() {
     if (!session_id_.has_value()) return;
     id = session_id_;
   }
-  owner_.SessionStreamEnded(*id, this);
+  owner_.Session(SessionStreamEnded{std::move(*id), this});
 }
 
 bool SessionReactor::Send(pb::SessionResponse message, bool droppable) {

@@ -72,11 +72,14 @@ struct Queries {
   CompletionRecorder<absl::StatusOr<KeysAnswer>> keys;
 
   void Run(CoreOwner& owner) {
-    owner.Read(ReadArgs{.lock = "L", .key = "k"}, read.Callback());
-    owner.Inspect("L", InspectCursor{}, 1000, inspect.Callback());
-    owner.Status("a", "", 1000, status.Callback());
-    owner.ListLocks("", "", 10, list.Callback());
-    owner.Read(KeysQuery{.lock = "L", .limit = 10}, keys.Callback());
+    owner.Query(Ask(ReadArgs{.lock = "L", .key = "k"}, read.Callback()));
+    owner.Query(
+        Ask(InspectQuery{.lock = "L", .limit = 1000}, inspect.Callback()));
+    owner.Query(
+        Ask(StatusQuery{.client = "a", .limit = 1000}, status.Callback()));
+    owner.Query(Ask(ListLocksQuery{.limit = 10}, list.Callback()));
+    owner.Query(
+        Ask(KeysQuery{.lock = "L", .limit = 10}, keys.Callback()));
   }
   int answered() const {
     return read.calls() + inspect.calls() + status.calls() + list.calls() +
@@ -122,7 +125,7 @@ TEST_F(DurablePathTest, AReadDoesNotWaitForRecordsAppendedAfterIt) {
   Write("v", token, first);
   const LogPosition barrier = log_->last_position();
   CompletionRecorder<absl::StatusOr<std::optional<std::string>>> read;
-  owner_.Read(ReadArgs{.lock = "L", .key = "k"}, read.Callback());
+  owner_.Query(Ask(ReadArgs{.lock = "L", .key = "k"}, read.Callback()));
   Write("w", token, second);
   ASSERT_GT(log_->last_position(), barrier);
   log_->MakeDurable(barrier);
@@ -135,7 +138,8 @@ TEST_F(DurablePathTest, AReadDoesNotWaitForRecordsAppendedAfterIt) {
 TEST_F(DurablePathTest, AReadOfDurableStateAnswersAtOnce) {
   Grant("a", "L");
   CompletionRecorder<absl::StatusOr<InspectAnswer>> inspect;
-  owner_.Inspect("L", InspectCursor{}, 1000, inspect.Callback());
+  owner_.Query(
+      Ask(InspectQuery{.lock = "L", .limit = 1000}, inspect.Callback()));
   ASSERT_EQ(inspect.calls(), 1);
   EXPECT_TRUE(inspect.answer().ok());
 }
@@ -145,7 +149,8 @@ TEST_F(DurablePathTest, AReadWhoseRecordsCanNeverBeDurableFails) {
   owner_.Acquire(AcquireArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
                  &call);
   CompletionRecorder<absl::StatusOr<InspectAnswer>> inspect;
-  owner_.Inspect("L", InspectCursor{}, 1000, inspect.Callback());
+  owner_.Query(
+      Ask(InspectQuery{.lock = "L", .limit = 1000}, inspect.Callback()));
   EXPECT_FALSE(inspect.answered());
   log_->Fail(absl::UnavailableError("disk gone"));
   ASSERT_EQ(inspect.calls(), 1);
@@ -161,7 +166,8 @@ TEST_F(DurablePathTest, AReadWhoseRecordsCanNeverBeDurableFails) {
 TEST_F(DurablePathTest, EveryMutationAnswersOnceAfterItsRecordsAreDurable) {
   auto sink = std::make_shared<NullSink>();
   CompletionRecorder<absl::StatusOr<SessionOpenedAnswer>> opened;
-  owner_.OpenSession("a", "", sink, opened.Callback());
+  owner_.Session(
+      Ask(OpenSessionArgs{.client = "a", .sink = sink}, opened.Callback()));
   EXPECT_FALSE(opened.answered());
   log_->MakeDurable(log_->last_position());
   ASSERT_EQ(opened.calls(), 1);
@@ -175,22 +181,23 @@ TEST_F(DurablePathTest, EveryMutationAnswersOnceAfterItsRecordsAreDurable) {
                              .session_id = session},
                  &acquired);
   CompletionRecorder<absl::StatusOr<RenewAnswer>> renewed;
-  owner_.Renew(RenewArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
-               renewed.Callback());
+  owner_.Lease(Ask(RenewArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
+                   renewed.Callback()));
   CompletionRecorder<absl::StatusOr<StoreAnswer>> written;
   Write("v", 1, written);
   CompletionRecorder<absl::StatusOr<int>> kept;
-  owner_.Keepalive(session, sink.get(), kept.Callback());
+  owner_.Session(Ask(KeepaliveArgs{session, sink.get()}, kept.Callback()));
   CompletionRecorder<absl::StatusOr<ReleaseAnswer>> released;
-  owner_.Release(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback());
+  owner_.Lease(
+      Ask(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback()));
   RecordingCall again;
   owner_.Acquire(AcquireArgs{.client = "b", .lock = "L", .ttl_ms = 60'000},
                  &again);
   CompletionRecorder<absl::StatusOr<std::vector<CoreOwner::ForcedRelease>>>
       forced;
-  owner_.ForceRelease("L", "", forced.Callback());
+  owner_.Lease(Ask(ForceReleaseArgs{.lock = "L"}, forced.Callback()));
   CompletionRecorder<absl::Status> closed;
-  owner_.CloseSession(session, sink.get(), closed.Callback());
+  owner_.Session(Ask(CloseSessionArgs{session, sink.get()}, closed.Callback()));
   const int pending = acquired.completions() + renewed.calls() +
                       written.calls() + kept.calls() + released.calls() +
                       again.completions() + forced.calls() + closed.calls();
@@ -224,7 +231,8 @@ TEST_F(DurablePathTest, ARefusalWaitsForTheRecordsBeforeIt) {
   owner_.Acquire(AcquireArgs{.client = "a", .lock = "L", .ttl_ms = 60'000},
                  &holder);
   CompletionRecorder<absl::StatusOr<ReleaseAnswer>> refused;
-  owner_.Release(ReleaseArgs{.client = "b", .lock = "L"}, refused.Callback());
+  owner_.Lease(
+      Ask(ReleaseArgs{.client = "b", .lock = "L"}, refused.Callback()));
   EXPECT_FALSE(refused.answered());
   log_->MakeDurable(log_->last_position());
   ASSERT_EQ(refused.calls(), 1);
@@ -246,7 +254,8 @@ TEST_F(DurablePathTest, AGrantFromTheQueueAnswersOnceTheHandOverIsDurable) {
   log_->MakeDurable(log_->last_position());
   EXPECT_FALSE(waiter.reply().has_value());  // parked
   CompletionRecorder<absl::StatusOr<ReleaseAnswer>> released;
-  owner_.Release(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback());
+  owner_.Lease(
+      Ask(ReleaseArgs{.client = "a", .lock = "L"}, released.Callback()));
   EXPECT_FALSE(waiter.reply().has_value());
   EXPECT_FALSE(released.answered());
   log_->MakeDurable(log_->last_position());
@@ -262,8 +271,10 @@ TEST_F(DurablePathTest, SessionsAndRetryAnswersAreLoggedAsServerRecords) {
   log_->AutoDurable(true);
   auto sink = std::make_shared<NullSink>();
   const absl::StatusOr<SessionOpenedAnswer> opened =
-      testing::AnswerNow<absl::StatusOr<SessionOpenedAnswer>>(
-          [&](auto done) { owner_.OpenSession("a", "", sink, std::move(done)); });
+      testing::AnswerNow<absl::StatusOr<SessionOpenedAnswer>>([&](auto done) {
+        owner_.Session(
+            Ask(OpenSessionArgs{.client = "a", .sink = sink}, std::move(done)));
+      });
   ASSERT_TRUE(opened.ok());
   AcquireArgs args{.client = "a",
                    .lock = "L",
@@ -274,8 +285,9 @@ TEST_F(DurablePathTest, SessionsAndRetryAnswersAreLoggedAsServerRecords) {
   owner_.Acquire(args, &call);
   ASSERT_EQ(call.completions(), 1);
   ASSERT_TRUE(testing::AnswerNow<absl::Status>([&](auto done) {
-                owner_.CloseSession(opened->session_id, sink.get(),
-                                    std::move(done));
+                owner_.Session(
+                    Ask(CloseSessionArgs{opened->session_id, sink.get()},
+                        std::move(done)));
               }).ok());
 
   std::vector<std::string> kinds;

@@ -25,7 +25,7 @@ using testing::RecordingCall;
 absl::StatusOr<ReleaseAnswer> ReleaseNow(CoreOwner& owner,
                                          const ReleaseArgs& args) {
   return testing::AnswerNow<absl::StatusOr<ReleaseAnswer>>(
-      [&](auto done) { owner.Release(args, std::move(done)); });
+      [&](auto done) { owner.Lease(Ask(args, std::move(done))); });
 }
 
 AcquireArgs Args(const std::string& client, const std::string& lock,
@@ -47,7 +47,8 @@ class CoreOwnerTest : public ::testing::Test {
   std::vector<HolderInfo> Holders(const std::string& lock) {
     absl::StatusOr<InspectAnswer> answer =
         testing::AnswerNow<absl::StatusOr<InspectAnswer>>([&](auto done) {
-          owner_.Inspect(lock, InspectCursor{}, 1000, std::move(done));
+          owner_.Query(
+              Ask(InspectQuery{.lock = lock, .limit = 1000}, std::move(done)));
         });
     return answer.ok() ? answer->holders : std::vector<HolderInfo>{};
   }
@@ -68,7 +69,8 @@ TEST_F(CoreOwnerTest, UndeliveredImmediateGrantIsReleasedAgain) {
   const std::optional<AcquireCallAnswer> reply = call.reply();
   ASSERT_TRUE(reply.has_value() && reply->result.ok());
   ASSERT_EQ(Holders("L").size(), 1u);
-  owner_.AcquireCallDone(args, *reply, /*cancelled=*/true);
+  owner_.ReportAcquireCall(
+      AcquireCallFinished{args, *reply, /*cancelled=*/true});
   EXPECT_TRUE(Holders("L").empty());
 }
 
@@ -90,7 +92,8 @@ TEST_F(CoreOwnerTest, UndeliveredGrantFromTheQueuePassesToTheNextWaiter) {
   ASSERT_TRUE(first.reply()->result.ok());
   EXPECT_EQ(first.reply()->result->token, 2u);
   // The grant raced with the call's cancellation: nobody got the answer.
-  owner_.AcquireCallDone(first_args, *first.reply(), /*cancelled=*/true);
+  owner_.ReportAcquireCall(
+      AcquireCallFinished{first_args, *first.reply(), /*cancelled=*/true});
   ASSERT_TRUE(second.reply().has_value());
   EXPECT_EQ(second.reply()->result->token, 3u);
   std::vector<HolderInfo> holders = Holders("L");
@@ -108,8 +111,10 @@ TEST_F(CoreOwnerTest, GrantDeliveredByARetryIsKept) {
   ASSERT_TRUE(first_reply.has_value() && retry_reply.has_value());
   EXPECT_TRUE(first_reply->tracked);
   EXPECT_TRUE(retry_reply->tracked);
-  owner_.AcquireCallDone(args, *first_reply, /*cancelled=*/true);
-  owner_.AcquireCallDone(args, *retry_reply, /*cancelled=*/false);
+  owner_.ReportAcquireCall(
+      AcquireCallFinished{args, *first_reply, /*cancelled=*/true});
+  owner_.ReportAcquireCall(
+      AcquireCallFinished{args, *retry_reply, /*cancelled=*/false});
   EXPECT_EQ(Holders("L").size(), 1u);
 }
 
@@ -121,9 +126,11 @@ TEST_F(CoreOwnerTest, GrantIsReleasedOnlyWhenNoCallDeliveredIt) {
   const std::optional<AcquireCallAnswer> first_reply = first.reply();
   const std::optional<AcquireCallAnswer> retry_reply = retry.reply();
   ASSERT_TRUE(first_reply.has_value() && retry_reply.has_value());
-  owner_.AcquireCallDone(args, *first_reply, /*cancelled=*/true);
+  owner_.ReportAcquireCall(
+      AcquireCallFinished{args, *first_reply, /*cancelled=*/true});
   EXPECT_EQ(Holders("L").size(), 1u);  // the retry may still deliver it
-  owner_.AcquireCallDone(args, *retry_reply, /*cancelled=*/true);
+  owner_.ReportAcquireCall(
+      AcquireCallFinished{args, *retry_reply, /*cancelled=*/true});
   EXPECT_TRUE(Holders("L").empty());
 }
 

@@ -298,8 +298,8 @@ class CoreWatchTest : public ::testing::Test {
         &calls_.emplace_back());
   }
   void Release(const std::string& client, const std::string& lock) {
-    owner_.Release(ReleaseArgs{.client = client, .lock = lock},
-                   releases_.emplace_back().Callback());
+    owner_.Lease(Ask(ReleaseArgs{.client = client, .lock = lock},
+                     releases_.emplace_back().Callback()));
   }
   WatchStart Watch(const std::string& name, bool prefix) {
     absl::StatusOr<WatchStart> start =
@@ -415,7 +415,8 @@ TEST_F(CoreWatchTest, WithdrawalForcedReleaseAndDeadlockAbortAreEvents) {
   testing::CompletionRecorder<
       absl::StatusOr<std::vector<CoreOwner::ForcedRelease>>>
       forced;
-  owner_.ForceRelease("L", "a", forced.Callback());
+  owner_.Lease(
+      Ask(ForceReleaseArgs{.lock = "L", .client = "a"}, forced.Callback()));
   std::vector<WatchEvent> events = DurableEvents(start.id);
   ASSERT_TRUE(forced.answered());
   EXPECT_TRUE(forced.answer().ok()) << forced.answer().status();
@@ -456,7 +457,8 @@ TEST_F(CoreWatchTest, TheSequenceRisesAsMuchWithoutAWatcher) {
     Release(p + "b", p + "L");  // withdrawn
     Acquire(p + "b", p + "L");
     Acquire(p + "a", p + "M");  // a cycle: b is aborted, a gets M
-    owner_.ForceRelease(p + "L", p + "a", forced[round++].Callback());
+    owner_.Lease(Ask(ForceReleaseArgs{.lock = p + "L", .client = p + "a"},
+                     forced[round++].Callback()));
     Acquire(p + "c", p + "N", /*ttl_ms=*/500);
     Acquire(p + "d", p + "N", 700);  // queued
     clock_.Advance(600);             // c lapses, d is granted N ...
