@@ -410,9 +410,21 @@ def release_request(client_id: str, lock: str, request_id: str,
                              request_id=request_id, session_id=session_id)
 
 
+_MODE_NAMES: dict[int, str] = {pb.LOCK_MODE_SHARED: "shared",
+                               pb.LOCK_MODE_SEMAPHORE: "semaphore"}
+
+
+def mode_name(mode: int) -> str:
+    """A LockMode as leasekeeper-ctl and the C++ client name it:
+    "exclusive", "shared" or "semaphore" (a permit of a semaphore)."""
+    return _MODE_NAMES.get(mode, "exclusive")
+
+
 @dataclass(frozen=True)
 class Holder:
-    """One lease, as Inspect, Status and ListLocks show it."""
+    """One lease, as Inspect, Status and ListLocks show it. mode:
+    "exclusive", "shared" or "semaphore" (one permit of a semaphore);
+    shared is mode == "shared"."""
 
     client_id: str
     lock: str
@@ -420,21 +432,26 @@ class Holder:
     token: int
     expires_in: float  # seconds left when the server answered
     holder_label: str
+    mode: str = "exclusive"
 
     @staticmethod
     def of(holder: pb.Holder) -> "Holder":
         return Holder(holder.client_id, holder.lock,
                       holder.mode == pb.LOCK_MODE_SHARED, holder.token,
-                      holder.expires_in_ms / 1000, holder.holder_label)
+                      holder.expires_in_ms / 1000, holder.holder_label,
+                      mode_name(holder.mode))
 
 
 @dataclass(frozen=True)
 class Waiter:
+    """One queued request; mode and shared as in Holder."""
+
     client_id: str
     shared: bool
     ttl: float
     position: int  # 1 = next in line
     holder_label: str
+    mode: str = "exclusive"
 
 
 @dataclass(frozen=True)
@@ -451,7 +468,8 @@ class LockInfo:
         return LockInfo(
             [Holder.of(h) for h in response.holders],
             [Waiter(w.client_id, w.mode == pb.LOCK_MODE_SHARED,
-                    w.ttl_ms / 1000, w.position, w.holder_label)
+                    w.ttl_ms / 1000, w.position, w.holder_label,
+                    mode_name(w.mode))
              for w in response.queue],
             response.capacity)
 
@@ -491,16 +509,18 @@ class LockSummary:
 
 @dataclass(frozen=True)
 class ReleasedLease:
-    """A lease ForceRelease ended."""
+    """A lease ForceRelease ended; mode and shared as in Holder."""
 
     client_id: str
     token: int
     shared: bool
+    mode: str = "exclusive"
 
     @staticmethod
     def all_of(response: pb.ForceReleaseResponse) -> list["ReleasedLease"]:
         return [ReleasedLease(r.client_id, r.token,
-                              r.mode == pb.LOCK_MODE_SHARED)
+                              r.mode == pb.LOCK_MODE_SHARED,
+                              mode_name(r.mode))
                 for r in response.released]
 
 

@@ -478,7 +478,8 @@ class Client:
 
     async def list_locks(self, prefix: str = "",
                          page_size: int = 0) -> list[LockSummary]:
-        """Every matching lock, all pages."""
+        """As leasekeeper.Client.list_locks: every matching lock, all
+        pages."""
         _common.check_page(prefix, page_size)
         locks: list[LockSummary] = []
         token = ""

@@ -140,6 +140,20 @@ def test_a_semaphore_grants_up_to_its_capacity_each_its_own_token(
     assert observer.inspect("pool").capacity == 0
 
 
+def test_holders_name_their_mode(make_client: MakeClient) -> None:
+    a, b, c, observer = make_client(), make_client(), make_client(), make_client()
+    with a.lock("m/x", ttl=5), b.lock("m/s", ttl=5, shared=True), \
+            c.lock("m/p", ttl=5, semaphore=1):
+        modes = {s.lock: (s.holders[0].mode, s.holders[0].shared)
+                 for s in observer.list_locks("m/")}
+        assert modes == {"m/x": ("exclusive", False), "m/s": ("shared", True),
+                         "m/p": ("semaphore", False)}
+        assert c.status().holds[0].mode == "semaphore"
+    observer.lock("m/q", ttl=5, semaphore=2)
+    released = observer.force_release("m/q")
+    assert [(r.mode, r.shared) for r in released] == [("semaphore", False)]
+
+
 def test_a_bad_semaphore_capacity_is_refused_before_any_call(
         make_client: MakeClient) -> None:
     client = make_client()
@@ -307,9 +321,10 @@ def test_observation_calls(make_client: MakeClient) -> None:
         assert status.registered and status.session == "open"
         assert sorted(h.lock for h in status.holds) == ["jobs/a", "jobs/b"]
         assert {h.holder_label for h in status.holds} == {"pod-7"}
-        assert [s.lock for s in client.list_locks("jobs/", page_size=1)] == [
-            "jobs/a", "jobs/b"]
-        assert list(client.list_locks("other/")) == []
+        locks = client.list_locks("jobs/", page_size=1)
+        assert isinstance(locks, list), "every page, fetched at the call"
+        assert [s.lock for s in locks] == ["jobs/a", "jobs/b"]
+        assert client.list_locks("other/") == []
 
 
 def test_the_default_client_id_is_host_pid_random() -> None:
@@ -376,7 +391,7 @@ def test_bad_client_and_store_arguments_raise_before_any_call() -> None:
         with pytest.raises(TypeError):
             client.read("a", b"k")  # type: ignore[arg-type]
         with pytest.raises(ValueError):
-            list(client.list_locks(page_size=-1))
+            client.list_locks(page_size=-1)
         with pytest.raises(TypeError):
             client.run_as_leader("a", 5, work=lambda lease, term: None,
                                  stop=None)  # type: ignore[arg-type]
