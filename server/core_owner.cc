@@ -1178,7 +1178,7 @@ void CoreOwner::ForceRelease(
           }
           watch_publisher_.set_forced_release(false);
           if (released.empty()) {
-            result = MakeError(ErrorCode::kNotHolder);
+            result = NoHolder(lock, client);
           } else {
             counters_.CountForcedReleases(released.size());
             result = std::move(released);

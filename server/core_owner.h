@@ -100,7 +100,8 @@ class CoreOwner {
   // lease `client` holds on `lock`, or every lease on `lock` when `client`
   // is empty, each as one Release operation (so the log replays it). Waits,
   // sessions and the retry cache are untouched. Outcomes: the leases ended,
-  // by token; NOT_HOLDER (core error) if no lease matched: nothing changed.
+  // by token; NoHolder (server_errors.h) if no lease matched: nothing
+  // changed.
   // Cost: O(holders of the lock).
   struct ForcedRelease {
     std::string client;
@@ -348,6 +349,7 @@ class CoreOwner {
 
   ParkedCalls parked_ ABSL_GUARDED_BY(mu_);
 
+  // Logs through machine_, under mu_.
   HolderLabels labels_ ABSL_GUARDED_BY(mu_);
 
   // Logs through machine_, under mu_.

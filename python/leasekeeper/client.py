@@ -348,7 +348,7 @@ class Client:
                       reason: str = "") -> list[ReleasedLease]:
         """For operators: ends `client_id`'s lease on `lock` (every lease on
         it when empty). With mutual TLS only an admin identity may; without
-        client certificates anybody. Raises NotHolder if nobody (or not
+        client certificates anybody. Raises NoHolder if nobody (or not
         client_id) holds it; PERMISSION_DENIED / UNAUTHENTICATED errors."""
         request = _common.force_release_request(lock, client_id, reason)
         return ReleasedLease.all_of(self._unary("ForceRelease", request,

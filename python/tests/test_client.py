@@ -125,10 +125,13 @@ def test_a_semaphore_grants_up_to_its_capacity_each_its_own_token(
         info = observer.inspect("pool")
         assert info.capacity == 2 and len(info.holders) == 2
         assert c.try_lock("pool", ttl=5, semaphore=2) is None
-        with pytest.raises(leasekeeper.CapacityMismatch):
+        with pytest.raises(leasekeeper.CapacityMismatch) as capacity:
             c.lock("pool", ttl=5, wait=0, semaphore=3)
-        with pytest.raises(leasekeeper.ModeMismatch):
+        assert capacity.value.message == (
+            "capacity mismatch: pool is a semaphore of 2, asked 3")
+        with pytest.raises(leasekeeper.ModeMismatch) as mode:
             c.lock("pool", ttl=5, wait=0)
+        assert mode.value.message == "mode mismatch: pool is a semaphore of 2"
         waiting = threading.Thread(
             target=lambda: c.lock("pool", ttl=5, wait=5, semaphore=2).release())
         waiting.start()
@@ -228,11 +231,13 @@ def test_force_release_sets_lost_within_the_grace_and_the_exit_reports_it(
     assert lost.value.end_reason == "forced"
 
 
-def test_force_release_of_a_free_lock_is_not_holder(
+def test_force_release_of_a_free_lock_says_it_has_no_holder(
         make_client: MakeClient) -> None:
-    with pytest.raises(leasekeeper.NotHolder) as error:
+    with pytest.raises(leasekeeper.NoHolder) as error:
         make_client().force_release("jobs/free")
-    assert error.value.reason == "NOT_HOLDER"
+    assert error.value.reason == "NO_HOLDER"
+    assert error.value.message == "jobs/free has no holder"
+    assert not isinstance(error.value, leasekeeper.NotHolder)
 
 
 def test_a_lease_without_renewals_expires_on_the_client_first(
