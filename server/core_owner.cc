@@ -66,6 +66,7 @@ void SetAnswer(T result, CoreOwner::Completion<T> done,
 CoreOwner::CoreOwner(ServerConfig config, Clock& clock)
     : config_(std::move(config)),
       clock_(clock),
+      labels_(machine_),
       sessions_(
           SessionLifecycle::Options{
               .grace_ms = config_.session_grace_ms,
@@ -233,6 +234,7 @@ storage::ServerState CoreOwner::ServerStateLocked() const {
   storage::ServerState state;
   sessions_.SaveTo(state);
   retries_.SaveTo(state);
+  labels_.SaveTo(state);
   return state;
 }
 
@@ -303,6 +305,14 @@ absl::Status CoreOwner::SettleRecoveredState() {
     storage::ServerState recovered = storage_.TakeRecoveredServerState();
     sessions_.Restore(recovered.sessions, NowLocked());
     unreadable = retries_.Restore(std::move(recovered.retries));
+    const LockTable& table = machine_.table();
+    labels_.Restore(std::move(recovered.labels),
+                    [&table](const HolderLabels::Key& key) {
+                      std::optional<absl::string_view> awaited =
+                          table.WaitingFor(key.first);
+                      return (awaited.has_value() && *awaited == key.second) ||
+                             table.LeaseOf(key.first, key.second).has_value();
+                    });
     settled = machine_.last_position();
   }
   if (unreadable > 0) {
@@ -444,11 +454,7 @@ void CoreOwner::NotifyLocked(const std::string& client, SessionNotice notice,
 void CoreOwner::SetLabelLocked(const std::string& client,
                                const std::string& lock,
                                const std::string& label) {
-  if (label.empty()) {
-    labels_.erase(WaiterKey(client, lock));
-  } else {
-    labels_[WaiterKey(client, lock)] = label;
-  }
+  labels_.Set(WaiterKey(client, lock), label);
 }
 
 // ---------------------------------------------------------------------------

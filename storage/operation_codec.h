@@ -1,6 +1,6 @@
 // OperationCodec: the binary encoding of one log entry: an Operation the
 // core applied, a RestartGrace (restart_grace.h) or a ServerRecord
-// (server_records.h). Version 3 is written; versions 1 and 2 are still read.
+// (server_records.h). Version 4 is written; versions 1 to 3 are still read.
 // The format, and why the codec checks structure but not meaning, are in
 // docs/design/durable-path.md ("The operation codec").
 //
@@ -27,7 +27,7 @@
 
 namespace leasekeeper::storage {
 
-inline constexpr uint8_t kOperationCodecVersion = 3;
+inline constexpr uint8_t kOperationCodecVersion = 4;
 // The oldest version DecodeLogEntry still reads.
 inline constexpr uint8_t kOldestOperationCodecVersion = 1;
 
