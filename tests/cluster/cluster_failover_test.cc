@@ -347,10 +347,9 @@ TEST_F(ClusterTest, KilledLeaderIsReplacedWithTokensRisingWritesKeptAndHoldersKe
   pb::AcquireRequest labelled = AcquireRequest("holder", "job", 4000);
   labelled.set_holder_label("nightly-run 7");
   pb::AcquireResponse held;
-  ASSERT_TRUE(
-      nodes_
-          .Invoke(old_leader, &pb::LockService::Stub::Acquire, labelled, &held)
-          .ok());
+  const Call acquired =
+      nodes_.Invoke(old_leader, &pb::LockService::Stub::Acquire, labelled, &held);
+  ASSERT_TRUE(acquired.ok()) << acquired.status.error_message();
   ASSERT_TRUE(held.has_granted());
   const uint64_t job_token = held.granted().token();
   ASSERT_TRUE(nodes_.Write(old_leader, "job", "k", "v1", job_token).ok());
