@@ -54,6 +54,8 @@ std::optional<ErrorReason> FromProtoReason(pb::ErrorReason reason) {
       return ErrorReason::kModeMismatch;
     case pb::WATCH_FELL_BEHIND:
       return ErrorReason::kWatchFellBehind;
+    case pb::NO_HOLDER:
+      return ErrorReason::kNoHolder;
     default:
       return std::nullopt;
   }
@@ -95,6 +97,8 @@ pb::ErrorReason ToProtoReason(ErrorReason reason) {
       return pb::MODE_MISMATCH;
     case ErrorReason::kWatchFellBehind:
       return pb::WATCH_FELL_BEHIND;
+    case ErrorReason::kNoHolder:
+      return pb::NO_HOLDER;
   }
   return pb::ERROR_REASON_UNSPECIFIED;
 }

@@ -45,6 +45,7 @@ enum class ErrorReason {
   kCapacityMismatch,   // FAILED_PRECONDITION: the semaphore has another N
   kModeMismatch,       // FAILED_PRECONDITION: semaphore vs exclusive/shared
   kWatchFellBehind,    // RESOURCE_EXHAUSTED: a Watch stream was cut
+  kNoHolder,           // FAILED_PRECONDITION: ForceRelease found no lease
 };
 
 // The proto's name of the reason, e.g. "CLIENT_BUSY".

@@ -94,8 +94,9 @@ class Lease {
   // Outcomes:
   //  - OK: released at the server.
   //  - FAILED_PRECONDITION: the lease had already ended (EndReason() says
-  //    why; kNotHolder if the server answered that this client no longer
-  //    held the lock: the lease was lost before the release).
+  //    why; kForced, or kExpired past the deadline, if the server answered
+  //    that this client no longer held the lock: the lease was lost before
+  //    the release).
   //  - UNAVAILABLE / DEADLINE_EXCEEDED: the server could not be reached
   //    within the call timeout (attempts retried with the same request id).
   //    The lease ends anyway (kReleased) and is never renewed again; the

@@ -33,6 +33,8 @@ absl::string_view LeaseEndReasonName(LeaseEndReason reason) {
       return "deadlock_victim";
     case LeaseEndReason::kSessionLost:
       return "session_lost";
+    case LeaseEndReason::kForced:
+      return "forced";
   }
   return "released";
 }

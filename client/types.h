@@ -43,9 +43,8 @@ enum class LeaseEndReason {
   // shutdown.
   kReleased,
   // The server says this client does not hold the lock any more: the lease
-  // lapsed there (a LEASE_LAPSED notice, or a renewal answered NOT_HOLDER),
-  // e.g. because someone released it with this client's id, or it was taken
-  // over after it lapsed.
+  // lapsed there (a LEASE_LAPSED notice), or the server holds the lock for
+  // this client under another grant (a renewal answered another token).
   kNotHolder,
   // The client's own deadline passed without a successful renewal. The
   // deadline is counted on the client's monotonic clock from the moment the
@@ -60,9 +59,17 @@ enum class LeaseEndReason {
   // client id, or the server restarted), which released every lease of the
   // session.
   kSessionLost,
+  // The server ended the lease before it could have lapsed: a renewal or
+  // the release was answered NOT_HOLDER while the client's deadline had
+  // not passed (the server's lease lasts longer than that deadline), so
+  // someone else released it: an operator's ForceRelease, or a Release
+  // with this client's id from elsewhere. The server does not tell the
+  // holder; the next keepalive's count of renewed leases reveals it.
+  kForced,
 };
 
-// "released", "not_holder", "expired", "deadlock_victim", "session_lost".
+// "released", "not_holder", "expired", "deadlock_victim", "session_lost",
+// "forced": the words leasekeeper-ctl and the Python client use too.
 absl::string_view LeaseEndReasonName(LeaseEndReason reason);
 
 // Lease durations the server accepts: 1 ms to 24 h. Background renewal runs

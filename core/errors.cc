@@ -1,6 +1,10 @@
 #include "core/errors.h"
 
 #include <array>
+#include <optional>
+#include <string>
+
+#include "absl/strings/cord.h"
 
 namespace leasekeeper {
 namespace {
@@ -10,6 +14,9 @@ constexpr std::array<ErrorCode, 8> kAllCodes = {
     ErrorCode::kClientBusy,        ErrorCode::kNotHolder,
     ErrorCode::kStaleToken,        ErrorCode::kTokenNotIssued,
     ErrorCode::kCapacityMismatch, ErrorCode::kModeMismatch};
+
+// The payload under which MakeError keeps a detail (plain text).
+constexpr absl::string_view kDetailPayloadUrl = "leasekeeper/error-detail";
 
 }  // namespace
 
@@ -51,6 +58,12 @@ absl::Status MakeError(ErrorCode code) {
   return absl::InternalError("unknown error code");
 }
 
+absl::Status MakeError(ErrorCode code, absl::string_view detail) {
+  absl::Status status = MakeError(code);
+  status.SetPayload(kDetailPayloadUrl, absl::Cord(detail));
+  return status;
+}
+
 std::optional<ErrorCode> ErrorCodeOf(const absl::Status& status) {
   if (status.ok()) return std::nullopt;
   for (ErrorCode code : kAllCodes) {
@@ -60,6 +73,11 @@ std::optional<ErrorCode> ErrorCodeOf(const absl::Status& status) {
     }
   }
   return std::nullopt;
+}
+
+std::string ErrorDetailOf(const absl::Status& status) {
+  auto detail = status.GetPayload(kDetailPayloadUrl);
+  return detail.has_value() ? std::string(*detail) : std::string();
 }
 
 }  // namespace leasekeeper

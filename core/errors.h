@@ -14,6 +14,7 @@
 #define LEASEKEEPER_CORE_ERRORS_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -43,9 +44,19 @@ absl::string_view ErrorText(ErrorCode code);
 // kInvalidArgument or kFailedPrecondition.
 absl::Status MakeError(ErrorCode code);
 
+// MakeError(code) with `detail`, what about the state refused the request
+// (e.g. "locks/x is a semaphore of 4, asked 3"), as a payload. The message
+// stays ErrorText(code): the replay prints the contract's text and
+// ErrorCodeOf finds the code; the daemon appends the detail to the message
+// it answers with.
+absl::Status MakeError(ErrorCode code, absl::string_view detail);
+
 // The ErrorCode a status made by MakeError carries; nullopt for OK or any
 // other status.
 std::optional<ErrorCode> ErrorCodeOf(const absl::Status& status);
+
+// The detail MakeError(code, detail) attached; empty for any other status.
+std::string ErrorDetailOf(const absl::Status& status);
 
 }  // namespace leasekeeper
 

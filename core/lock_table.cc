@@ -240,6 +240,20 @@ absl::Status LockTable::ValidateAcquire(absl::string_view client_name,
   return ValidateTtl(ttl);
 }
 
+// What kind of lock a busy `lock` is, for a refusal: "<name> is a
+// semaphore of N", "<name> is held exclusive|shared", or, between a lapse
+// and the grant it causes, "<name> is awaited exclusive|shared".
+std::string LockTable::DescribeKind(const LockState& lock) {
+  if (lock.capacity() != 0) {
+    return absl::StrCat(lock.name, " is a semaphore of ", lock.capacity());
+  }
+  if (lock.has_holders()) {
+    return absl::StrCat(lock.name, " is held ", LockModeName(lock.first.mode));
+  }
+  return absl::StrCat(lock.name, " is awaited ",
+                      LockModeName(lock.queue().front().mode));
+}
+
 absl::Status LockTable::CheckAcquirable(const ClientState* client,
                                         const LockState* lock,
                                         absl::string_view lock_name,
@@ -253,10 +267,11 @@ absl::Status LockTable::CheckAcquirable(const ClientState* client,
   if (lock != nullptr && !lock->idle()) {
     // The lock's kind and capacity stand while anybody holds or waits.
     if ((lock->capacity() != 0) != (mode == LockMode::kSemaphore)) {
-      return MakeError(ErrorCode::kModeMismatch);
+      return MakeError(ErrorCode::kModeMismatch, DescribeKind(*lock));
     }
     if (lock->capacity() != capacity) {
-      return MakeError(ErrorCode::kCapacityMismatch);
+      return MakeError(ErrorCode::kCapacityMismatch,
+                       absl::StrCat(DescribeKind(*lock), ", asked ", capacity));
     }
   }
   return absl::OkStatus();

@@ -500,10 +500,14 @@ class LockTable {
                                absl::string_view lock_name, int64_t ttl,
                                LockMode mode, uint32_t capacity) const;
   // Acquire's state checks (either may be null): CLIENT_BUSY,
-  // MODE_MISMATCH, CAPACITY_MISMATCH or OK.
+  // MODE_MISMATCH, CAPACITY_MISMATCH (each with a detail naming the lock's
+  // kind, core/errors.h) or OK.
   absl::Status CheckAcquirable(const ClientState* client, const LockState* lock,
                                absl::string_view lock_name, LockMode mode,
                                uint32_t capacity) const;
+  // "<name> is a semaphore of N" / "is held <mode>" / "is awaited <mode>".
+  // REQUIRES: !lock.idle().
+  static std::string DescribeKind(const LockState& lock);
   // Puts the client at the end of the lock's queue.
   void Enqueue(LockState& lock, ClientState& client, int64_t ttl, LockMode mode,
                uint16_t capacity);

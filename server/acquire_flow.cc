@@ -160,11 +160,7 @@ std::optional<absl::StatusOr<AcquireAnswer>> AcquireFlow::Apply(
 }
 
 void AcquireFlow::SetLabel(const AcquireArgs& args) {
-  if (args.label.empty()) {
-    p_.labels.erase(ParkedCalls::Key(args.client, args.lock));
-  } else {
-    p_.labels[ParkedCalls::Key(args.client, args.lock)] = args.label;
-  }
+  p_.labels.Set(ParkedCalls::Key(args.client, args.lock), args.label);
 }
 
 bool AcquireFlow::Withdraw(const std::string& client, const std::string& lock,

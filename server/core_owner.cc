@@ -117,6 +117,7 @@ storage::ServerState CoreOwner::ServerStateLocked() const {
   storage::ServerState state;
   rules_.sessions.SaveTo(state);
   rules_.retries.SaveTo(state);
+  rules_.labels.SaveTo(state);
   return state;
 }
 
@@ -195,6 +196,16 @@ absl::Status CoreOwner::SettleRecoveredState() {
     storage::ServerState recovered = storage_.TakeRecoveredServerState();
     rules_.sessions.Restore(recovered.sessions, time_.Read());
     unreadable = rules_.retries.Restore(std::move(recovered.retries));
+    const LockTable& table = machine_.table();
+    rules_.labels.Restore(std::move(recovered.labels),
+                          [&table](const HolderLabels::Key& key) {
+                            std::optional<absl::string_view> awaited =
+                                table.WaitingFor(key.first);
+                            return (awaited.has_value() &&
+                                    *awaited == key.second) ||
+                                   table.LeaseOf(key.first, key.second)
+                                       .has_value();
+                          });
     settled = machine_.last_position();
   }
   if (unreadable > 0) {

@@ -57,7 +57,7 @@ GrpcError ToGrpcStatus(const absl::Status& status) {
   GrpcError error;
   if (status.ok()) return error;
   error.status =
-      grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
+      grpc::Status(ToGrpcCode(status.code()), AnsweredMessage(status));
 
   const pb::ErrorDetail detail = ToErrorDetail(ErrorInfoOf(status));
   error.trailing_metadata.emplace_back(
@@ -84,7 +84,7 @@ grpc::Status PrepareFinish(grpc::ServerContextBase* context,
 void ToSessionCallError(const absl::Status& status,
                         pb::SessionCallError* error) {
   error->set_code(static_cast<int>(ToGrpcCode(status.code())));
-  error->set_message(std::string(status.message()));
+  error->set_message(AnsweredMessage(status));
   *error->mutable_detail() = ToErrorDetail(ErrorInfoOf(status));
 }
 

@@ -3,8 +3,9 @@
 //
 // Mapping (the client library implements the inverse):
 //   absl code                 -> the gRPC code of the same name;
-//   message                   -> the status message, verbatim (the contract's
-//                                error text for the core's errors);
+//   message                   -> AnsweredMessage(status): the status message
+//                                (the contract's error text for the core's
+//                                errors) and the core's detail, if any;
 //   ErrorInfoOf(status)       -> trailing metadata
 //        "leasekeeper-reason"    the reason's name, e.g. "CLIENT_BUSY";
 //        "leasekeeper-error-bin" a serialized leasekeeper.v1.ErrorDetail;

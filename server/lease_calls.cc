@@ -101,7 +101,7 @@ absl::StatusOr<std::vector<ForcedRelease>> LeaseCalls::ForceRelease(
     }
   }
   p_.applier.set_forced_release(false);
-  if (released.empty()) return MakeError(ErrorCode::kNotHolder);
+  if (released.empty()) return NoHolder(lock, client);
   p_.counters.CountForcedReleases(released.size());
   return released;
 }

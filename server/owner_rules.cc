@@ -5,7 +5,8 @@ namespace leasekeeper::server {
 OwnerRules::OwnerRules(const ServerConfig& config,
                        DurableStateMachine& machine, const OwnerClock& time,
                        WatchHub& hub)
-    : sessions(SessionLifecycle::Options{
+    : labels(machine),
+      sessions(SessionLifecycle::Options{
                    .grace_ms = config.session_grace_ms,
                    .restart_grace_ms = config.durability.restart_grace_ms},
                config.limits, machine),

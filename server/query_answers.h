@@ -13,19 +13,15 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/state_machine.h"
 #include "server/answers.h"
 #include "server/durable_state_machine.h"
+#include "server/holder_labels.h"
 #include "server/session_table.h"
 #include "server/watch_hub.h"
 
 namespace leasekeeper::server {
-
-// holder_label per (client, lock) held or awaited; only non-empty labels.
-using HolderLabels =
-    absl::flat_hash_map<std::pair<std::string, std::string>, std::string>;
 
 // A watch's first answer: the matching locks with a holder or a waiter, by
 // name, and where the watcher's events start.

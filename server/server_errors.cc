@@ -156,6 +156,14 @@ absl::Status NotLeader(absl::string_view leader_address) {
   return status;
 }
 
+absl::Status NoHolder(absl::string_view lock, absl::string_view client) {
+  return WithInfo(
+      absl::FailedPreconditionError(
+          client.empty() ? absl::StrCat(lock, " has no holder")
+                         : absl::StrCat(lock, " is not held by ", client)),
+      ErrorInfo{.reason = pb::NO_HOLDER});
+}
+
 std::string LeaderAddressOf(const absl::Status& status) {
   auto payload = status.GetPayload(kLeaderPayloadUrl);
   return payload.has_value() ? std::string(*payload) : std::string();
@@ -172,6 +180,12 @@ absl::Status WatchFellBehind(size_t buffer_events) {
                   ErrorInfo{.reason = pb::WATCH_FELL_BEHIND,
                             .limit = "watch-buffer-events",
                             .limit_value = static_cast<int64_t>(buffer_events)});
+}
+
+std::string AnsweredMessage(const absl::Status& status) {
+  const std::string detail = ErrorDetailOf(status);
+  if (detail.empty()) return std::string(status.message());
+  return absl::StrCat(status.message(), ": ", detail);
 }
 
 pb::ErrorDetail ToErrorDetail(const ErrorInfo& info) {

@@ -68,6 +68,10 @@ absl::Status NotLeader(absl::string_view leader_address);
 // when it presented none, PERMISSION_DENIED "cluster peer call with a
 // wrong peer secret" otherwise; reason NOT_CLUSTER_MEMBER.
 absl::Status NotClusterMember(bool presented_a_secret);
+// A ForceRelease that found no lease to end: FAILED_PRECONDITION
+// "<lock> has no holder", or "<lock> is not held by <client>" when `client`
+// is not empty; reason NO_HOLDER.
+absl::Status NoHolder(absl::string_view lock, absl::string_view client);
 // The leader address a NotLeader status carries; empty for any other.
 std::string LeaderAddressOf(const absl::Status& status);
 // A Watch stream whose buffer filled: RESOURCE_EXHAUSTED "watch fell
@@ -78,6 +82,11 @@ absl::Status WatchFellBehind(size_t buffer_events);
 // The ErrorInfo of any status made here or by core/errors.h; reason
 // ERROR_REASON_UNSPECIFIED for OK and for any other status.
 ErrorInfo ErrorInfoOf(const absl::Status& status);
+
+// The message a client is answered with: the status's own, followed by
+// the core's detail (core/errors.h) when it has one, e.g. "capacity
+// mismatch: locks/x is a semaphore of 4, asked 3".
+std::string AnsweredMessage(const absl::Status& status);
 
 // `info` as the API's ErrorDetail message.
 v1::ErrorDetail ToErrorDetail(const ErrorInfo& info);

@@ -30,6 +30,8 @@ enum Kind : uint8_t {
   kSessionEnded = 66,
   kRetryAnswered = 67,
   kRetryForgotten = 68,
+  kLabelSet = 69,      // version 4 on
+  kLabelCleared = 70,  // version 4 on
 };
 
 // The checks byte of a CheckedWrite.
@@ -185,13 +187,25 @@ void EncodeServerRecord(const ServerRecord& record, std::string& out) {
             PutLengthPrefixed(out, r.client);
             PutLengthPrefixed(out, r.request_id);
           },
+          [&](const srec::LabelSet& r) {
+            PutHeader(out, kLabelSet, record.at);
+            PutLengthPrefixed(out, r.client);
+            PutLengthPrefixed(out, r.lock);
+            PutLengthPrefixed(out, r.label);
+          },
+          [&](const srec::LabelCleared& r) {
+            PutHeader(out, kLabelCleared, record.at);
+            PutLengthPrefixed(out, r.client);
+            PutLengthPrefixed(out, r.lock);
+          },
       },
       record.body);
 }
 
 namespace {
 
-// Kinds 65..68 (version 2 on); `in` is past the header.
+// Kinds 65..68 (version 2 on) and 69..70 (version 4 on); `in` is past the
+// header.
 absl::StatusOr<LogEntry> DecodeServerRecord(uint8_t kind, Tick at,
                                             ByteReader& in) {
   ServerRecord record;
@@ -226,6 +240,21 @@ absl::StatusOr<LogEntry> DecodeServerRecord(uint8_t kind, Tick at,
       record.body = std::move(r);
       break;
     }
+    case kLabelSet: {
+      srec::LabelSet r;
+      ok = in.GetString(r.client, kAnyLength) &&
+           in.GetString(r.lock, kAnyLength) &&
+           in.GetString(r.label, kAnyLength);
+      record.body = std::move(r);
+      break;
+    }
+    case kLabelCleared: {
+      srec::LabelCleared r;
+      ok = in.GetString(r.client, kAnyLength) &&
+           in.GetString(r.lock, kAnyLength);
+      record.body = std::move(r);
+      break;
+    }
     default:
       return Malformed(absl::StrCat("unknown kind ", kind));
   }
@@ -257,7 +286,8 @@ absl::Status DecodeEntryHeader(ByteReader& in, EntryHeader& header) {
     return Malformed(absl::StrCat("kind ", kind, " in a version 1 entry"));
   }
   if ((version < 3 && kind == kAcquireWithCapacity) ||
-      (version < 4 && kind == kDelete)) {
+      (version < 4 && (kind == kDelete || kind == kLabelSet ||
+                       kind == kLabelCleared))) {
     return Malformed(absl::StrCat("kind ", kind, " in a version ", version,
                                   " entry"));
   }
@@ -416,6 +446,8 @@ absl::StatusOr<LogEntry> DecodeLogEntry(absl::string_view bytes) {
     case kSessionEnded:
     case kRetryAnswered:
     case kRetryForgotten:
+    case kLabelSet:
+    case kLabelCleared:
       if (header.version < 2) {
         return Malformed(absl::StrCat("kind ", header.kind, " in a version ",
                                       header.version, " entry"));

@@ -28,6 +28,15 @@ bool SameServerRecord(const ServerRecord& a, const ServerRecord& b) {
             const auto& y = std::get<srec::RetryForgotten>(b.body);
             return x.client == y.client && x.request_id == y.request_id;
           },
+          [&](const srec::LabelSet& x) {
+            const auto& y = std::get<srec::LabelSet>(b.body);
+            return x.client == y.client && x.lock == y.lock &&
+                   x.label == y.label;
+          },
+          [&](const srec::LabelCleared& x) {
+            const auto& y = std::get<srec::LabelCleared>(b.body);
+            return x.client == y.client && x.lock == y.lock;
+          },
       },
       a.body);
 }
@@ -39,6 +48,9 @@ bool SameServerState(const ServerState& a, const ServerState& b) {
   auto retry = [](const ServerState::Retry& r) {
     return std::tie(r.client, r.request_id, r.entry, r.answered_at);
   };
+  auto label = [](const ServerState::Label& l) {
+    return std::tie(l.client, l.lock, l.label);
+  };
   return std::equal(a.sessions.begin(), a.sessions.end(), b.sessions.begin(),
                     b.sessions.end(),
                     [&](const auto& x, const auto& y) {
@@ -47,12 +59,17 @@ bool SameServerState(const ServerState& a, const ServerState& b) {
          std::equal(a.retries.begin(), a.retries.end(), b.retries.begin(),
                     b.retries.end(), [&](const auto& x, const auto& y) {
                       return retry(x) == retry(y);
+                    }) &&
+         std::equal(a.labels.begin(), a.labels.end(), b.labels.begin(),
+                    b.labels.end(), [&](const auto& x, const auto& y) {
+                      return label(x) == label(y);
                     });
 }
 
 void ServerStateReplay::Restore(ServerState state) {
   sessions_.clear();
   retries_.clear();
+  labels_.clear();
   next_order_ = 0;
   for (ServerState::Session& s : state.sessions) {
     sessions_[s.session_id] =
@@ -63,6 +80,10 @@ void ServerStateReplay::Restore(ServerState state) {
         RetrySlot{.order = next_order_++,
                   .entry = std::move(r.entry),
                   .answered_at = r.answered_at};
+  }
+  for (ServerState::Label& l : state.labels) {
+    if (l.label.empty()) continue;  // invariant 1
+    labels_[{std::move(l.client), std::move(l.lock)}] = std::move(l.label);
   }
 }
 
@@ -83,6 +104,16 @@ void ServerStateReplay::Apply(const ServerRecord& record) {
           },
           [&](const srec::RetryForgotten& r) {
             retries_.erase({r.client, r.request_id});
+          },
+          [&](const srec::LabelSet& r) {
+            if (r.label.empty()) {  // invariant 1: as a clear
+              labels_.erase({r.client, r.lock});
+            } else {
+              labels_[{r.client, r.lock}] = r.label;
+            }
+          },
+          [&](const srec::LabelCleared& r) {
+            labels_.erase({r.client, r.lock});
           },
       },
       record.body);
@@ -113,8 +144,19 @@ ServerState ServerStateReplay::Take() {
   for (auto& [order, s] : sessions) state.sessions.push_back(std::move(s));
   state.retries.reserve(retries.size());
   for (auto& [order, r] : retries) state.retries.push_back(std::move(r));
+  state.labels.reserve(labels_.size());
+  for (auto& [key, label] : labels_) {
+    state.labels.push_back(ServerState::Label{
+        .client = key.first, .lock = key.second, .label = std::move(label)});
+  }
+  // By key: the same labels give the same state, whatever their history.
+  std::sort(state.labels.begin(), state.labels.end(),
+            [](const ServerState::Label& a, const ServerState::Label& b) {
+              return std::tie(a.client, a.lock) < std::tie(b.client, b.lock);
+            });
   sessions_.clear();
   retries_.clear();
+  labels_.clear();
   next_order_ = 0;
   return state;
 }

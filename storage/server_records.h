@@ -1,7 +1,8 @@
 // ServerRecord and ServerState: leasekeeperd's own durable state next to the
-// core's, as plain data: which sessions exist (and for which client), and
-// the first answers of idempotent requests (the retry cache; each entry is
-// opaque bytes, the server's encoding). They are records of the same
+// core's, as plain data: which sessions exist (and for which client), the
+// first answers of idempotent requests (the retry cache; each entry is
+// opaque bytes, the server's encoding), and the holder label of each lease
+// or wait that carried one. They are records of the same
 // ordered log as the core's operations, replayed in that order by every
 // OperationLog implementation (the local log and the etcd log alike). What
 // is recorded and what is not: docs/design/durable-path.md.
@@ -10,7 +11,8 @@
 // owner.
 //
 // Invariants of a ServerState built by ServerStateReplay:
-//  1. Session ids are unique; retry keys (client, request_id) are unique.
+//  1. Session ids are unique; retry keys (client, request_id) are unique;
+//     label keys (client, lock) are unique and no label is empty.
 //  2. retries are in the order their keys were first answered.
 #ifndef LEASEKEEPER_STORAGE_SERVER_RECORDS_H_
 #define LEASEKEEPER_STORAGE_SERVER_RECORDS_H_
@@ -49,13 +51,27 @@ struct RetryForgotten {
   std::string client;
   std::string request_id;
 };
+// `client`'s lease on, or wait for, `lock` carries `label` (never empty):
+// logged right after the Acquire that granted or queued it.
+struct LabelSet {
+  std::string client;
+  std::string lock;
+  std::string label;
+};
+// The label went with its lease or wait (released, lapsed, withdrawn, ...),
+// logged right after the operation that ended it.
+struct LabelCleared {
+  std::string client;
+  std::string lock;
+};
 }  // namespace srec
 
 struct ServerRecord {
+  using Body =
+      std::variant<srec::SessionOpened, srec::SessionEnded, srec::RetryAnswered,
+                   srec::RetryForgotten, srec::LabelSet, srec::LabelCleared>;
   Tick at = 0;
-  std::variant<srec::SessionOpened, srec::SessionEnded, srec::RetryAnswered,
-               srec::RetryForgotten>
-      body;
+  Body body;
 };
 
 struct ServerState {
@@ -69,12 +85,20 @@ struct ServerState {
     std::string entry;
     Tick answered_at = 0;
   };
+  struct Label {
+    std::string client;
+    std::string lock;
+    std::string label;
+  };
   // No meaning in the order (a replay gives opening order, a snapshot
   // taken by the server its table's order).
   std::vector<Session> sessions;
   std::vector<Retry> retries;  // invariant 2
+  std::vector<Label> labels;   // a replay's by (client, lock)
 
-  bool empty() const { return sessions.empty() && retries.empty(); }
+  bool empty() const {
+    return sessions.empty() && retries.empty() && labels.empty();
+  }
 };
 
 // Field-by-field equality (tests, assertions).
@@ -95,7 +119,9 @@ class ServerStateReplay {
   // Applies one record. Records are facts that already happened, so none is
   // refused: opening an id that exists replaces its client, ending or
   // forgetting something absent is a no-op, answering an existing key
-  // replaces its entry and answer tick but keeps its place in the order.
+  // replaces its entry and answer tick but keeps its place in the order;
+  // setting a label replaces the key's (an empty one clears it), clearing
+  // an absent one is a no-op.
   void Apply(const ServerRecord& record);
 
   // The state built so far; the replay is left empty.
@@ -103,6 +129,7 @@ class ServerStateReplay {
 
   size_t session_count() const { return sessions_.size(); }
   size_t retry_count() const { return retries_.size(); }
+  size_t label_count() const { return labels_.size(); }
 
  private:
   struct SessionSlot {
@@ -117,6 +144,8 @@ class ServerStateReplay {
   uint64_t next_order_ = 0;
   absl::flat_hash_map<std::string, SessionSlot> sessions_;
   absl::flat_hash_map<std::pair<std::string, std::string>, RetrySlot> retries_;
+  // (client, lock) -> label.
+  absl::flat_hash_map<std::pair<std::string, std::string>, std::string> labels_;
 };
 
 }  // namespace leasekeeper::storage

@@ -115,6 +115,17 @@ class PayloadDecoder {
         return Bad("retry entry");
       }
     }
+    s.labels.clear();
+    if (version_ < 4) return absl::OkStatus();
+    if (!Count(n)) return Bad("label count");
+    s.labels.resize(n);
+    for (ServerState::Label& label : s.labels) {
+      if (!in_.GetString(label.client, kAnyLength) ||
+          !in_.GetString(label.lock, kAnyLength) ||
+          !in_.GetString(label.label, kAnyLength)) {
+        return Bad("label");
+      }
+    }
     return absl::OkStatus();
   }
 
@@ -245,6 +256,12 @@ void EncodeServerState(const ServerState& s, std::string& out) {
     PutLengthPrefixed(out, retry.request_id);
     PutSignedVarint64(out, retry.answered_at);
     PutLengthPrefixed(out, retry.entry);
+  }
+  PutVarint64(out, s.labels.size());
+  for (const ServerState::Label& label : s.labels) {
+    PutLengthPrefixed(out, label.client);
+    PutLengthPrefixed(out, label.lock);
+    PutLengthPrefixed(out, label.label);
   }
 }
 

@@ -26,7 +26,9 @@
 
 namespace leasekeeper::storage {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 3;
+// Version 4 added the holder labels to the server state; a version 3 file
+// reads with none.
+inline constexpr uint32_t kSnapshotFormatVersion = 4;
 // The oldest version ReadSnapshotFile still reads.
 inline constexpr uint32_t kOldestSnapshotFormatVersion = 1;
 inline constexpr size_t kSnapshotHeaderBytes = 40;

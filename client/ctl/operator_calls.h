@@ -46,7 +46,7 @@ struct ForcedRelease {
 // Ends `holder`'s lease on `lock` (every holder's when `holder` is empty),
 // logged by the server with `reason`.
 // Outcomes: the leases ended, lowest token first (never empty);
-// INVALID_ARGUMENT; RESOURCE_EXHAUSTED; FAILED_PRECONDITION NOT_HOLDER
+// INVALID_ARGUMENT; RESOURCE_EXHAUSTED; FAILED_PRECONDITION NO_HOLDER
 // (nobody, or not `holder`, holds it); PERMISSION_DENIED (not an admin);
 // UNAUTHENTICATED; transport failures.
 absl::StatusOr<std::vector<ForcedRelease>> ForceRelease(

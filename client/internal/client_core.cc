@@ -636,7 +636,7 @@ absl::Status ClientCore::Release(LeaseState& lease) {
     if (outcome.ok()) {
       EndLocked(lease, LeaseEndReason::kReleased);
     } else if (HasErrorReason(status, ErrorReason::kNotHolder)) {
-      EndLocked(lease, LeaseEndReason::kNotHolder);
+      EndLocked(lease, LeaseEndReason::kForced);
       result = absl::FailedPreconditionError(
           absl::StrCat("not holder: the lease on ", lease.lock, " (token ",
                        lease.token, ") was lost before the release"));
@@ -969,7 +969,7 @@ void ClientCore::ApplyRenewResult(LeaseState& lease, MonotonicTime sent_at,
   }
   const absl::Status& status = result.status();
   if (HasErrorReason(status, ErrorReason::kNotHolder)) {
-    EndLocked(lease, LeaseEndReason::kNotHolder);
+    EndLocked(lease, LeaseEndReason::kForced);
   } else if (HasErrorReason(status, ErrorReason::kSessionEnded)) {
     EndLocked(lease, LeaseEndReason::kSessionLost);
   } else if (background && !shutting_down_) {
@@ -1183,7 +1183,8 @@ void ClientCore::OnSessionLost(const std::string& session_id,
 void ClientCore::EndLocked(LeaseState& lease, LeaseEndReason reason,
                            bool release_at_server) {
   if (lease.end_reason.has_value()) return;
-  if (reason == LeaseEndReason::kNotHolder &&
+  if ((reason == LeaseEndReason::kNotHolder ||
+       reason == LeaseEndReason::kForced) &&
       lease.timer.ExpiredAt(MonotonicNow())) {
     // The client's deadline passed first (the server's lapse, which follows
     // it, is what the notice or the answer reports): the lease expired.

@@ -17,8 +17,8 @@ from leasekeeper._common import (ClientStatus, Holder, KeyPage, LockInfo,
 from leasekeeper.client import Client, Lease
 from leasekeeper.errors import (CapacityMismatch, ClientBusy, DeadlockVictim,
                                 LeasekeeperError, LeaseLost, LimitExceeded,
-                                LockBusy, ModeMismatch, NotHolder, NotLeader,
-                                StaleToken, Unavailable)
+                                LockBusy, ModeMismatch, NoHolder, NotHolder,
+                                NotLeader, StaleToken, Unavailable)
 from leasekeeper.leader import TermEnd, run_as_leader
 
 __all__ = [
@@ -27,5 +27,5 @@ __all__ = [
     "DeadlockVictim", "LimitExceeded", "Unavailable", "NotLeader", "LeaseLost",
     "LockInfo", "Holder", "Waiter", "ClientStatus", "LockSummary",
     "ReleasedLease", "default_client_id", "CapacityMismatch", "ModeMismatch",
-    "KeyPage",
+    "KeyPage", "NoHolder",
 ]

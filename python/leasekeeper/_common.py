@@ -9,6 +9,7 @@ are thread-safe.
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import os
 import secrets
@@ -167,13 +168,77 @@ class TlsFiles:
         return [("grpc.ssl_target_name_override", self.server_name_override)]
 
 
+MAX_PORT = 65535
+
+
+def _address_error(address: str, reason: str) -> ValueError:
+    return ValueError(f'invalid server address "{address}": {reason}')
+
+
+def _check_host_port(address: str, host_port: str) -> None:
+    """`host_port` (from `address`) is host:port, host a name, an IPv4
+    address or a bracketed IPv6 address, port 1..65535."""
+    if host_port.startswith("["):
+        end = host_port.find("]")
+        if end < 0:
+            raise _address_error(address, "malformed IPv6 address")
+        try:
+            ipaddress.IPv6Address(host_port[1:end])
+        except ValueError:
+            raise _address_error(address, "malformed IPv6 address") from None
+        rest = host_port[end + 1:]
+        if not rest or rest == ":":
+            raise _address_error(address, "missing port")
+        if not rest.startswith(":"):
+            raise _address_error(address, "malformed IPv6 address")
+        port = rest[1:]
+    else:
+        if host_port.count(":") > 1:
+            # An IPv6 address needs brackets to be told from its port.
+            raise _address_error(address, "malformed IPv6 address")
+        host, colon, port = host_port.partition(":")
+        if not host:
+            raise _address_error(address, "empty host")
+        if not colon or not port:
+            raise _address_error(address, "missing port")
+    if not port.isascii() or not port.isdigit() or not (
+            1 <= int(port) <= MAX_PORT):
+        raise _address_error(address, f"port out of range (1-{MAX_PORT})")
+
+
+def check_address(address: object) -> str:
+    """One server address, as the C++ client checks it: "host:port" (host
+    a name, IPv4, or [IPv6]; port 1..65535), "dns:host:port" (or
+    "dns:///host:port"), or "unix:/path". Raises ValueError
+    'invalid server address "<address>": <reason>', the reason one of
+    "missing port", "port out of range (1-65535)", "empty host",
+    "scheme not supported; write host:port", "malformed IPv6 address"."""
+    if not isinstance(address, str):
+        raise TypeError("endpoint must be a str, not "
+                        f"{type(address).__name__}")
+    if address.startswith("unix:"):
+        if not address[len("unix:"):]:
+            raise _address_error(address, "empty host")
+        return address
+    host_port = address
+    if address.startswith("dns:"):
+        host_port = address[len("dns:"):]
+        if host_port.startswith("//"):
+            # dns://[authority]/host:port: the authority is a DNS server.
+            host_port = host_port[2:].partition("/")[2]
+    elif "://" in address:
+        raise _address_error(address, "scheme not supported; write host:port")
+    _check_host_port(address, host_port)
+    return address
+
+
 def check_endpoints(endpoints: object) -> list[str]:
-    """A list of "host:port" from a list, or from "a,b,c"."""
+    """A list of addresses (check_address) from a list, or from "a,b,c"."""
     if isinstance(endpoints, str):
         endpoints = [e.strip() for e in endpoints.split(",")]
     if not isinstance(endpoints, (list, tuple)):
         raise TypeError("endpoints must be a str or a sequence of str")
-    checked = [check_str("endpoint", e) for e in endpoints]
+    checked = [check_address(e) for e in endpoints]
     if not checked:
         raise ValueError("endpoints must name at least one server")
     return checked
@@ -376,9 +441,21 @@ def release_request(client_id: str, lock: str, request_id: str,
                              request_id=request_id, session_id=session_id)
 
 
+_MODE_NAMES: dict[int, str] = {pb.LOCK_MODE_SHARED: "shared",
+                               pb.LOCK_MODE_SEMAPHORE: "semaphore"}
+
+
+def mode_name(mode: int) -> str:
+    """A LockMode as leasekeeper-ctl and the C++ client name it:
+    "exclusive", "shared" or "semaphore" (a permit of a semaphore)."""
+    return _MODE_NAMES.get(mode, "exclusive")
+
+
 @dataclass(frozen=True)
 class Holder:
-    """One lease, as Inspect, Status and ListLocks show it."""
+    """One lease, as Inspect, Status and ListLocks show it. mode:
+    "exclusive", "shared" or "semaphore" (one permit of a semaphore);
+    shared is mode == "shared"."""
 
     client_id: str
     lock: str
@@ -386,21 +463,26 @@ class Holder:
     token: int
     expires_in: float  # seconds left when the server answered
     holder_label: str
+    mode: str = "exclusive"
 
     @staticmethod
     def of(holder: pb.Holder) -> "Holder":
         return Holder(holder.client_id, holder.lock,
                       holder.mode == pb.LOCK_MODE_SHARED, holder.token,
-                      holder.expires_in_ms / 1000, holder.holder_label)
+                      holder.expires_in_ms / 1000, holder.holder_label,
+                      mode_name(holder.mode))
 
 
 @dataclass(frozen=True)
 class Waiter:
+    """One queued request; mode and shared as in Holder."""
+
     client_id: str
     shared: bool
     ttl: float
     position: int  # 1 = next in line
     holder_label: str
+    mode: str = "exclusive"
 
 
 @dataclass(frozen=True)
@@ -417,7 +499,8 @@ class LockInfo:
         return LockInfo(
             [Holder.of(h) for h in response.holders],
             [Waiter(w.client_id, w.mode == pb.LOCK_MODE_SHARED,
-                    w.ttl_ms / 1000, w.position, w.holder_label)
+                    w.ttl_ms / 1000, w.position, w.holder_label,
+                    mode_name(w.mode))
              for w in response.queue],
             response.capacity)
 
@@ -457,16 +540,18 @@ class LockSummary:
 
 @dataclass(frozen=True)
 class ReleasedLease:
-    """A lease ForceRelease ended."""
+    """A lease ForceRelease ended; mode and shared as in Holder."""
 
     client_id: str
     token: int
     shared: bool
+    mode: str = "exclusive"
 
     @staticmethod
     def all_of(response: pb.ForceReleaseResponse) -> list["ReleasedLease"]:
         return [ReleasedLease(r.client_id, r.token,
-                              r.mode == pb.LOCK_MODE_SHARED)
+                              r.mode == pb.LOCK_MODE_SHARED,
+                              mode_name(r.mode))
                 for r in response.released]
 
 

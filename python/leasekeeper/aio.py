@@ -12,8 +12,9 @@ end reasons. What differs:
  - the session stream and the renewals run as tasks of the event loop the
    Client was first used on; nothing runs on other threads;
  - lease.lost is an asyncio.Event;
- - lock() returns an object that is both awaitable (`await client.lock(...)`
-   gives the Lease) and an async context manager;
+ - lock() returns a LockRequest, a coroutine (`await client.lock(...)` and
+   `asyncio.create_task(client.lock(...))` give the Lease) that is also an
+   async context manager;
  - cancelling the task that waits in lock() cancels the Acquire call, which
    withdraws the request at the server;
  - run_as_leader takes an async work(lease, term) and an asyncio.Event stop.
@@ -26,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Generator, Optional, TypeVar
+from typing import (Any, Awaitable, Callable, Coroutine, Generator, Optional,
+                    TypeVar)
 
 import grpc
 import grpc.aio
@@ -125,13 +127,19 @@ class Lease(LeaseBase):
         self._raise_if_uncovered(exc_type is not None, reason)
 
 
-class LockRequest:
-    """What Client.lock returns: `await` it for the Lease, or use it as
-    `async with client.lock(...) as lease:`."""
+class LockRequest(Coroutine[Any, Any, Lease]):
+    """What Client.lock returns: a coroutine that gives the Lease, so
+    `await client.lock(...)` and `asyncio.create_task(client.lock(...))`
+    both work, and an async context manager, `async with client.lock(...)
+    as lease:`, which releases the lease at the block's end. Nothing is
+    sent until it is awaited, scheduled or entered; one LockRequest
+    acquires once (awaiting it again raises RuntimeError, as any coroutine
+    does)."""
 
     def __init__(self, acquire: Callable[[], Awaitable[Optional[Lease]]]
                  ) -> None:
         self._acquire = acquire
+        self._coroutine: Optional[Coroutine[Any, Any, Lease]] = None
         self._lease: Optional[Lease] = None
 
     async def _get(self) -> Lease:
@@ -139,11 +147,30 @@ class LockRequest:
         assert lease is not None
         return lease
 
+    def _started(self) -> Coroutine[Any, Any, Lease]:
+        # Made on first use, so a LockRequest never awaited leaves no
+        # "coroutine was never awaited" warning behind.
+        if self._coroutine is None:
+            self._coroutine = self._get()
+        return self._coroutine
+
+    def send(self, value: Any) -> Any:
+        return self._started().send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        if val is None and tb is None:
+            return self._started().throw(typ)
+        return self._started().throw(typ, val, tb)
+
+    def close(self) -> None:
+        if self._coroutine is not None:
+            self._coroutine.close()
+
     def __await__(self) -> Generator[Any, None, Lease]:
-        return self._get().__await__()
+        return self._started().__await__()
 
     async def __aenter__(self) -> Lease:
-        self._lease = await self._get()
+        self._lease = await self
         return self._lease
 
     async def __aexit__(self, exc_type: Optional[type[BaseException]],
@@ -473,7 +500,8 @@ class Client:
 
     async def list_locks(self, prefix: str = "",
                          page_size: int = 0) -> list[LockSummary]:
-        """Every matching lock, all pages."""
+        """As leasekeeper.Client.list_locks: every matching lock, all
+        pages."""
         _common.check_page(prefix, page_size)
         locks: list[LockSummary] = []
         token = ""

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 import grpc
 
@@ -355,29 +355,27 @@ class Client:
                 return status
 
     def list_locks(self, prefix: str = "",
-                   page_size: int = 0) -> Iterator[LockSummary]:
+                   page_size: int = 0) -> list[LockSummary]:
         """Every lock with a holder or a waiter whose name starts with
-        `prefix`, in name order, fetched a page at a time."""
+        `prefix`, in name order: all pages, fetched `page_size` locks a call
+        (0: the server's default) before it returns."""
         _common.check_page(prefix, page_size)
-        return self._pages(prefix, page_size)
-
-    def _pages(self, prefix: str, page_size: int) -> Iterator[LockSummary]:
+        locks: list[LockSummary] = []
         token = ""
         while True:
             response = self._unary("ListLocks", pb.ListLocksRequest(
                 prefix=prefix, page_size=page_size, page_token=token),
                 self.call_timeout)
-            for summary in response.locks:
-                yield LockSummary.of(summary)
+            locks.extend(LockSummary.of(s) for s in response.locks)
             token = response.next_page_token
             if not token:
-                return
+                return locks
 
     def force_release(self, lock: str, client_id: str = "",
                       reason: str = "") -> list[ReleasedLease]:
         """For operators: ends `client_id`'s lease on `lock` (every lease on
         it when empty). With mutual TLS only an admin identity may; without
-        client certificates anybody. Raises NotHolder if nobody (or not
+        client certificates anybody. Raises NoHolder if nobody (or not
         client_id) holds it; PERMISSION_DENIED / UNAUTHENTICATED errors."""
         request = _common.force_release_request(lock, client_id, reason)
         return ReleasedLease.all_of(self._unary("ForceRelease", request,

@@ -71,6 +71,11 @@ class NotHolder(LeasekeeperError):
     """The server says this client does not hold (or wait for) the lock."""
 
 
+class NoHolder(LeasekeeperError):
+    """force_release found no lease to end: nobody holds the lock, or not
+    the client named (NO_HOLDER). Nothing changed."""
+
+
 class ClientBusy(LeasekeeperError):
     """This client already waits for some lock, or already holds this one."""
 
@@ -111,6 +116,8 @@ class NotLeader(Unavailable):
     """A cluster node that is not the leader refused the call (nothing was
     applied); `leader` names the leader when the node knows it. The client
     follows it by itself; callers see this only when no node served."""
+
+
 class CapacityMismatch(LeasekeeperError):
     """The semaphore is held or awaited with another capacity
     (FAILED_PRECONDITION CAPACITY_MISMATCH)."""
@@ -132,6 +139,7 @@ class LeaseLost(LeasekeeperError):
 _BY_REASON: dict[str, type[LeasekeeperError]] = {
     "STALE_TOKEN": StaleToken,
     "NOT_HOLDER": NotHolder,
+    "NO_HOLDER": NoHolder,
     "CLIENT_BUSY": ClientBusy,
     "WAIT_TIMEOUT": LockBusy,
     "DEADLOCK_VICTIM": DeadlockVictim,

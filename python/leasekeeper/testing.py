@@ -9,11 +9,11 @@
 or, in pytest, the `leasekeeperd` fixture (conftest.py:
 `from leasekeeper.testing import leasekeeperd  # noqa: F401`).
 
-The binary is $LEASEKEEPER_BIN, else build/bin/leasekeeperd of the checkout
-this package lives in, else `leasekeeperd` on PATH. The daemon listens on
-127.0.0.1:0 (the kernel picks a free port; the daemon prints the one it got,
-so no port is ever guessed), keeps nothing on disk (--data-dir= empty), and
-is stopped by its PID: SIGTERM, then SIGKILL after a few seconds.
+The binary is found by find_leasekeeperd ($LEASEKEEPER_BIN first). The
+daemon listens on 127.0.0.1, on `port` if given, else on port 0 (the kernel
+picks a free port; the daemon prints the one it got, so no port is ever
+guessed); it keeps nothing on disk (--data-dir= empty), and is stopped by
+its PID: SIGTERM, then SIGKILL after a few seconds.
 
 Thread-safety: a LocalServer is used from one thread.
 """
@@ -32,28 +32,48 @@ from typing import Iterator, Optional, Sequence
 LISTENING_PREFIX = "leasekeeperd listening on "
 
 
+BINARY_NAME = "leasekeeperd"
+
+
+def _checkout_binary(start: str) -> Optional[str]:
+    """build/bin/leasekeeperd of the leasekeeper checkout that holds
+    `start` (a directory), looking upwards; None if there is none."""
+    directory = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(directory, "build", "bin", BINARY_NAME)
+        if (os.path.isfile(os.path.join(directory, "proto", "leasekeeper",
+                                        "v1", "lock_service.proto"))
+                and os.access(candidate, os.X_OK)):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
 def find_leasekeeperd() -> str:
-    """The leasekeeperd binary to run. Raises FileNotFoundError naming what
-    was tried."""
-    tried = []
+    """The leasekeeperd binary to run: $LEASEKEEPER_BIN; else the build of
+    the checkout this package is imported from (python/ of a checkout);
+    else `leasekeeperd` on PATH; else the build of the checkout the current
+    directory lies in (a package installed into a venv, used from a
+    checkout). Raises FileNotFoundError saying how to point at one."""
     env = os.environ.get("LEASEKEEPER_BIN", "")
     if env:
         if os.path.isfile(env) and os.access(env, os.X_OK):
             return env
-        tried.append(f"$LEASEKEEPER_BIN={env}")
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidate = os.path.join(here, "..", "..", "build", "bin", "leasekeeperd")
-    candidate = os.path.normpath(candidate)
-    if os.access(candidate, os.X_OK):
-        return candidate
-    tried.append(candidate)
-    on_path = shutil.which("leasekeeperd")
-    if on_path:
-        return on_path
-    tried.append("leasekeeperd on PATH")
+        raise FileNotFoundError(
+            f"LEASEKEEPER_BIN={env} is not an executable file; set it to "
+            f"the path of a {BINARY_NAME} binary")
+    found = (_checkout_binary(os.path.dirname(os.path.abspath(__file__)))
+             or shutil.which(BINARY_NAME)
+             or _checkout_binary(os.getcwd()))
+    if found:
+        return found
     raise FileNotFoundError(
-        "no leasekeeperd binary; tried " + ", ".join(tried) +
-        " (run scripts/build or set LEASEKEEPER_BIN)")
+        f"no {BINARY_NAME} binary: none on PATH and no build/bin/"
+        f"{BINARY_NAME} in a leasekeeper checkout around this package or "
+        f"the current directory; set LEASEKEEPER_BIN to its path, put it "
+        f"on PATH, or run scripts/build in the checkout")
 
 
 def _with_parent_death_signal(args: list[str]) -> list[str]:
@@ -72,16 +92,26 @@ class LocalServer:
 
     session_grace: --session-grace in seconds (short by default, so a
       crashed client's locks pass on quickly in tests).
-    extra_flags: more flags (not --listen, which this picks).
-    Raises FileNotFoundError (no binary), ValueError (--listen given),
-    RuntimeError (the daemon did not start within start_timeout).
+    extra_flags: more flags (not --listen: the address is 127.0.0.1:port).
+    port: the port to listen on; 0 (the default) lets the kernel pick a
+      free one. `address` and `port` say which once started.
+    Raises FileNotFoundError (no binary), ValueError (--listen given, a
+    port outside 0..65535), RuntimeError (the daemon did not start within
+    start_timeout, e.g. because the port is taken).
     """
 
     def __init__(self, session_grace: float = 0.5,
                  extra_flags: Sequence[str] = (), binary: Optional[str] = None,
-                 start_timeout: float = 10.0, log_level: str = "warn") -> None:
+                 start_timeout: float = 10.0, log_level: str = "warn",
+                 port: int = 0) -> None:
         if any(flag.startswith("--listen") for flag in extra_flags):
-            raise ValueError("LocalServer picks the address; no --listen")
+            raise ValueError("LocalServer picks the address; no --listen "
+                             "(give port= for a fixed port)")
+        if isinstance(port, bool) or not isinstance(port, int):
+            raise TypeError(f"port must be an int, not {type(port).__name__}")
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be within 0..65535, not {port}")
+        self._listen_port = port
         self.binary = binary or find_leasekeeperd()
         self.session_grace = session_grace
         self._flags = list(extra_flags)
@@ -98,7 +128,7 @@ class LocalServer:
         return self._process.pid
 
     def start(self) -> "LocalServer":
-        args = [self.binary, "--listen=127.0.0.1:0",
+        args = [self.binary, f"--listen=127.0.0.1:{self._listen_port}",
                 f"--session-grace={int(self.session_grace * 1000)}ms",
                 f"--log-level={self._log_level}"]
         if not any(flag.startswith("--data-dir") for flag in self._flags):

@@ -38,6 +38,44 @@ async def test_async_with_lock_grants_and_releases(
 
 
 @pytest.mark.asyncio
+async def test_a_lock_request_runs_as_a_task(
+        clients: tuple[aio.Client, aio.Client]) -> None:
+    client, observer = clients
+    task = asyncio.create_task(client.lock("jobs/task", ttl=5, wait=5))
+    lease = await asyncio.wait_for(task, 10)
+    assert lease.held and lease.token == 1
+    await lease.release()
+    # A waiting task cancelled withdraws its request at the server.
+    holder = await observer.lock("jobs/task", ttl=5)
+    waiting = asyncio.create_task(client.lock("jobs/task", ttl=5, wait=30))
+    for _ in range(100):
+        if (await observer.inspect("jobs/task")).queue:
+            break
+        await asyncio.sleep(0.02)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    for _ in range(100):
+        if not (await observer.inspect("jobs/task")).queue:
+            break
+        await asyncio.sleep(0.02)
+    assert (await observer.inspect("jobs/task")).queue == []
+    await holder.release()
+
+
+@pytest.mark.asyncio
+async def test_a_lock_request_also_runs_under_gather_and_ensure_future(
+        clients: tuple[aio.Client, aio.Client]) -> None:
+    client, other = clients
+    first, second = await asyncio.gather(client.lock("jobs/g1", ttl=5),
+                                         other.lock("jobs/g2", ttl=5))
+    third = await asyncio.ensure_future(client.lock("jobs/g3", ttl=5))
+    assert first.held and second.held and third.held
+    for lease in (first, second, third):
+        await lease.release()
+
+
+@pytest.mark.asyncio
 async def test_async_exception_in_the_block_releases(
         clients: tuple[aio.Client, aio.Client]) -> None:
     client, observer = clients

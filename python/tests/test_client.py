@@ -125,10 +125,13 @@ def test_a_semaphore_grants_up_to_its_capacity_each_its_own_token(
         info = observer.inspect("pool")
         assert info.capacity == 2 and len(info.holders) == 2
         assert c.try_lock("pool", ttl=5, semaphore=2) is None
-        with pytest.raises(leasekeeper.CapacityMismatch):
+        with pytest.raises(leasekeeper.CapacityMismatch) as capacity:
             c.lock("pool", ttl=5, wait=0, semaphore=3)
-        with pytest.raises(leasekeeper.ModeMismatch):
+        assert capacity.value.message == (
+            "capacity mismatch: pool is a semaphore of 2, asked 3")
+        with pytest.raises(leasekeeper.ModeMismatch) as mode:
             c.lock("pool", ttl=5, wait=0)
+        assert mode.value.message == "mode mismatch: pool is a semaphore of 2"
         waiting = threading.Thread(
             target=lambda: c.lock("pool", ttl=5, wait=5, semaphore=2).release())
         waiting.start()
@@ -138,6 +141,20 @@ def test_a_semaphore_grants_up_to_its_capacity_each_its_own_token(
         waiting.join(5)
         assert not waiting.is_alive()
     assert observer.inspect("pool").capacity == 0
+
+
+def test_holders_name_their_mode(make_client: MakeClient) -> None:
+    a, b, c, observer = make_client(), make_client(), make_client(), make_client()
+    with a.lock("m/x", ttl=5), b.lock("m/s", ttl=5, shared=True), \
+            c.lock("m/p", ttl=5, semaphore=1):
+        modes = {s.lock: (s.holders[0].mode, s.holders[0].shared)
+                 for s in observer.list_locks("m/")}
+        assert modes == {"m/x": ("exclusive", False), "m/s": ("shared", True),
+                         "m/p": ("semaphore", False)}
+        assert c.status().holds[0].mode == "semaphore"
+    observer.lock("m/q", ttl=5, semaphore=2)
+    released = observer.force_release("m/q")
+    assert [(r.mode, r.shared) for r in released] == [("semaphore", False)]
 
 
 def test_a_bad_semaphore_capacity_is_refused_before_any_call(
@@ -214,11 +231,13 @@ def test_force_release_sets_lost_within_the_grace_and_the_exit_reports_it(
     assert lost.value.end_reason == "forced"
 
 
-def test_force_release_of_a_free_lock_is_not_holder(
+def test_force_release_of_a_free_lock_says_it_has_no_holder(
         make_client: MakeClient) -> None:
-    with pytest.raises(leasekeeper.NotHolder) as error:
+    with pytest.raises(leasekeeper.NoHolder) as error:
         make_client().force_release("jobs/free")
-    assert error.value.reason == "NOT_HOLDER"
+    assert error.value.reason == "NO_HOLDER"
+    assert error.value.message == "jobs/free has no holder"
+    assert not isinstance(error.value, leasekeeper.NotHolder)
 
 
 def test_a_lease_without_renewals_expires_on_the_client_first(
@@ -307,9 +326,10 @@ def test_observation_calls(make_client: MakeClient) -> None:
         assert status.registered and status.session == "open"
         assert sorted(h.lock for h in status.holds) == ["jobs/a", "jobs/b"]
         assert {h.holder_label for h in status.holds} == {"pod-7"}
-        assert [s.lock for s in client.list_locks("jobs/", page_size=1)] == [
-            "jobs/a", "jobs/b"]
-        assert list(client.list_locks("other/")) == []
+        locks = client.list_locks("jobs/", page_size=1)
+        assert isinstance(locks, list), "every page, fetched at the call"
+        assert [s.lock for s in locks] == ["jobs/a", "jobs/b"]
+        assert client.list_locks("other/") == []
 
 
 def test_the_default_client_id_is_host_pid_random() -> None:
@@ -376,7 +396,7 @@ def test_bad_client_and_store_arguments_raise_before_any_call() -> None:
         with pytest.raises(TypeError):
             client.read("a", b"k")  # type: ignore[arg-type]
         with pytest.raises(ValueError):
-            list(client.list_locks(page_size=-1))
+            client.list_locks(page_size=-1)
         with pytest.raises(TypeError):
             client.run_as_leader("a", 5, work=lambda lease, term: None,
                                  stop=None)  # type: ignore[arg-type]

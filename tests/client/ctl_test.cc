@@ -441,17 +441,17 @@ TEST_F(CtlTest, RunStopsTheCommandWhenTheLeaseIsLost) {
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_TRUE(run->WaitForLine("started", absl::Seconds(10)).has_value());
 
-  // The server takes the lease away (an operator's release).
+  // The server takes the lease away (an operator's force-release).
   const MonotonicTime lost_at = MonotonicNow();
-  absl::StatusOr<ReleaseOutcome> released =
-      rpc().Release(ReleaseCall{"doomed", lock, "", ""});
-  ASSERT_TRUE(released.ok()) << released.status();
+  ProcessResult forced =
+      RunCtl({"force-release", lock, "--holder", "doomed", "--reason", "test"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
   ProcessResult result = run->Wait(absl::Seconds(15));
   EXPECT_LT(MonotonicNow() - lost_at, absl::Seconds(5))
       << "the command ran on without the lock";
   EXPECT_EQ(result.exit_code, 1) << result.err;
   EXPECT_NE(result.err.find("lost the lease"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("not_holder"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("): forced"), std::string::npos) << result.err;
 }
 
 TEST_F(CtlTest, RunForwardsATerminationSignalToTheCommand) {
@@ -707,7 +707,8 @@ TEST_F(CtlTest, ForceReleaseEndsTheLeaseAndNeedsAReason) {
 
   ProcessResult again = RunCtl({"force-release", lock, "--reason", "again"});
   EXPECT_EQ(again.exit_code, 1);
-  EXPECT_NE(again.err.find("not holder"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find(lock + " has no holder"), std::string::npos)
+      << again.err;
 }
 
 TEST_F(CtlTest, ForceReleaseNamesASemaphoreLeaseSemaphore) {

@@ -34,6 +34,7 @@ TEST(ErrorsTest, ReasonNamesAreTheProtosNames) {
             "SUPERSEDED_BY_RETRY");
   EXPECT_EQ(ErrorReasonName(ErrorReason::kWatchFellBehind),
             "WATCH_FELL_BEHIND");
+  EXPECT_EQ(ErrorReasonName(ErrorReason::kNoHolder), "NO_HOLDER");
   EXPECT_EQ(ErrorReasonName(static_cast<ErrorReason>(-1)), "UNKNOWN");
 }
 

@@ -198,7 +198,7 @@ TEST_F(LeaseTest, EndedSaysExpiredWhenRenewalsStopAndAnotherClientTakesOver) {
       << "losing a lease is final";
 }
 
-TEST_F(LeaseTest, EndedSaysNotHolderWhenTheServerNoLongerHasTheLease) {
+TEST_F(LeaseTest, EndedSaysForcedWhenTheServerEndedTheLeaseBeforeItsDeadline) {
   auto holder = NewClient("released-behind-its-back");
   const std::string lock = LockName();
   absl::StatusOr<Lease> lease =
@@ -208,7 +208,9 @@ TEST_F(LeaseTest, EndedSaysNotHolderWhenTheServerNoLongerHasTheLease) {
   absl::StatusOr<ReleaseOutcome> released =
       rpc().Release(ReleaseCall{"released-behind-its-back", lock, "", ""});
   ASSERT_TRUE(released.ok()) << released.status();
-  EXPECT_EQ(lease->WaitForEnd(absl::Seconds(3)), LeaseEndReason::kNotHolder);
+  EXPECT_EQ(lease->WaitForEnd(absl::Seconds(3)), LeaseEndReason::kForced);
+  EXPECT_EQ(LeaseEndReasonName(LeaseEndReason::kForced), "forced")
+      << "the word leasekeeper-ctl and the Python client use";
 }
 
 TEST_F(LeaseTest, EndedSaysSessionLostWhenTheSessionIsCutLongerThanTheGrace) {

@@ -346,10 +346,14 @@ TEST(ClusterNodeTest, NodeThatCannotReachEtcdIsNotServingAndKnowsNoLeader) {
 TEST_F(ClusterTest, KilledLeaderIsReplacedWithTokensRisingWritesKeptAndHoldersKept) {
   StartCluster();
   const std::string old_leader = LeaderAddress();
-  // A holder that keeps renewing, a fenced write under it, and a lock
-  // whose token climbs.
+  // A holder (with a holder label) that keeps renewing, a fenced write
+  // under it, and a lock whose token climbs.
+  pb::AcquireRequest labelled = AcquireRequest("holder", "job", 4000);
+  labelled.set_holder_label("nightly-run 7");
   pb::AcquireResponse held;
-  ASSERT_TRUE(nodes_.Acquire(old_leader, "holder", "job", 4000, &held).ok());
+  const Call acquired =
+      nodes_.Invoke(old_leader, &pb::LockService::Stub::Acquire, labelled, &held);
+  ASSERT_TRUE(acquired.ok()) << acquired.status.error_message();
   ASSERT_TRUE(held.has_granted());
   const uint64_t job_token = held.granted().token();
   ASSERT_TRUE(nodes_.Write(old_leader, "job", "k", "v1", job_token).ok());
@@ -391,6 +395,15 @@ TEST_F(ClusterTest, KilledLeaderIsReplacedWithTokensRisingWritesKeptAndHoldersKe
   EXPECT_GT(after.granted().token(), last_counter_token);
   // The holder's fenced write still goes through.
   EXPECT_TRUE(nodes_.Write(new_leader, "job", "k", "v2", job_token).ok());
+  // And the new leader shows the holder with its label.
+  pb::InspectRequest inspect;
+  inspect.set_lock("job");
+  pb::InspectResponse view;
+  ASSERT_TRUE(
+      nodes_.Invoke(new_leader, &pb::LockService::Stub::Inspect, inspect, &view)
+          .ok());
+  ASSERT_EQ(view.holders_size(), 1);
+  EXPECT_EQ(view.holders(0).holder_label(), "nightly-run 7");
 }
 
 TEST_F(ClusterTest, SessionResumesOnTheNewLeaderWithItsLease) {

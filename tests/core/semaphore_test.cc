@@ -222,6 +222,33 @@ TEST(Semaphore, PlainRequestOnASemaphoreAndTheReverseAreModeMismatch) {
   EXPECT_TRUE(t.CheckInvariants().ok()) << t.CheckInvariants();
 }
 
+TEST(Semaphore, MismatchesKeepTheContractsTextAndDetailTheLocksKind) {
+  LockTable t;
+  Sem(t, 0, "a", "S", 10, 4);
+  MustAcquire(t, 0, "a", "R", 10, kS);
+  MustAcquire(t, 0, "a", "W", 10, kX);
+  struct Case {
+    std::string lock;
+    LockMode mode;
+    uint32_t capacity;
+    std::string message;
+    std::string detail;
+  } cases[] = {
+      {"S", kSem, 3, "capacity mismatch", "S is a semaphore of 4, asked 3"},
+      {"S", kX, 0, "mode mismatch", "S is a semaphore of 4"},
+      {"R", kSem, 2, "mode mismatch", "R is held shared"},
+      {"W", kSem, 2, "mode mismatch", "W is held exclusive"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<AcquireOutcome> out =
+        t.Acquire(1, "b", c.lock, 10, c.mode, c.capacity);
+    ASSERT_FALSE(out.ok()) << c.detail;
+    EXPECT_EQ(out.status().message(), c.message) << "the contract's text";
+    EXPECT_EQ(ErrorDetailOf(out.status()), c.detail);
+  }
+  EXPECT_EQ(ErrorDetailOf(MakeError(ErrorCode::kNotHolder)), "");
+}
+
 TEST(Semaphore, CapacityOutOfRangeOrOnAPlainModeIsInvalidArguments) {
   LockTable t;
   EXPECT_EQ(AcquireError(t, 0, "a", "S", kSem, 0),

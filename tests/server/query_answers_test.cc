@@ -14,7 +14,8 @@ namespace {
 class QueryAnswersTest : public ::testing::Test {
  protected:
   QueryAnswersTest()
-      : machine_(CoreConfig{}, [] { return storage::ServerState{}; }) {}
+      : machine_(CoreConfig{}, [] { return storage::ServerState{}; }),
+        labels_(machine_) {}
 
   void Acquire(Tick at, const std::string& client, const std::string& lock,
                int64_t ttl = 1'000) {
@@ -35,8 +36,8 @@ TEST_F(QueryAnswersTest, InspectShowsHoldersWithLabelsAndWaitersInLine) {
   Acquire(10, "a", "L");
   Acquire(11, "b", "L");
   Acquire(12, "c", "L");
-  labels_[{"a", "L"}] = "holder";
-  labels_[{"c", "L"}] = "second";
+  labels_.Set({"a", "L"}, "holder");
+  labels_.Set({"c", "L"}, "second");
 
   absl::StatusOr<InspectAnswer> answer = At(100).Inspect("L", {}, 10);
   ASSERT_TRUE(answer.ok()) << answer.status();
@@ -89,7 +90,7 @@ TEST_F(QueryAnswersTest, StatusShowsTheClientsHoldsWaitAndSession) {
   Acquire(10, "a", "M");
   Acquire(11, "b", "N");
   Acquire(11, "b", "M");
-  labels_[{"b", "N"}] = "mine";
+  labels_.Set({"b", "N"}, "mine");
   sessions_.Restore("s-1", "b", /*deadline=*/5'000);
 
   absl::StatusOr<StatusAnswer> answer = At(50).Status("b", "", 10);

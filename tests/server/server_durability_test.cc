@@ -137,6 +137,54 @@ TEST(DurabilityTest, DeletedKeyStaysDeletedAcrossAKill) {
   }
 }
 
+// The holder label a lease was taken with, after a SIGKILL and a restart;
+// a label that went with its lease does not come back.
+void ExpectLabelsSurviveARestart(std::vector<std::string> flags) {
+  DataDir dir;
+  auto labelled = [](const std::string& client, const std::string& lock,
+                     const std::string& label) {
+    pb::AcquireRequest request = AcquireRequest(client, lock, 60'000);
+    request.set_holder_label(label);
+    return request;
+  };
+  {
+    Daemon daemon = StartOn(dir, flags);
+    ASSERT_FALSE(daemon.address.empty());
+    TestClient client(daemon.address);
+    ASSERT_TRUE(client.Acquire(labelled("a", "L", "job-a")).ok());
+    ASSERT_TRUE(client.Acquire(labelled("b", "M", "gone")).ok());
+    ASSERT_TRUE(client.Release("b", "M").ok());
+    ASSERT_TRUE(client.Acquire("b", "M", 60'000).ok());
+    ASSERT_TRUE(client.Acquire(labelled("c", "N", "first")).ok());
+    ASSERT_TRUE(client.Release("c", "N").ok());
+    ASSERT_TRUE(client.Acquire(labelled("c", "N", "second")).ok());
+    Kill(daemon);
+  }
+  Daemon daemon = StartOn(dir, flags);
+  ASSERT_FALSE(daemon.address.empty());
+  TestClient client(daemon.address);
+  auto label_of = [&client](const std::string& lock) {
+    Result<pb::InspectResponse> view = client.Inspect(lock);
+    return view.response.holders_size() == 1
+               ? view.response.holders(0).holder_label()
+               : std::string("(no single holder)");
+  };
+  EXPECT_EQ(label_of("L"), "job-a");
+  EXPECT_EQ(label_of("M"), "");
+  EXPECT_EQ(label_of("N"), "second");
+  Result<pb::StatusResponse> status = client.Status("a");
+  ASSERT_EQ(status.response.holds_size(), 1);
+  EXPECT_EQ(status.response.holds(0).holder_label(), "job-a");
+}
+
+TEST(DurabilityTest, RestartKeepsHolderLabelsFromTheLog) {
+  ExpectLabelsSurviveARestart({});
+}
+
+TEST(DurabilityTest, RestartKeepsHolderLabelsFromASnapshot) {
+  ExpectLabelsSurviveARestart({"--snapshot-every=1"});
+}
+
 TEST(DurabilityTest, RestartGraceLetsALivingHolderRenew) {
   for (const bool grace : {true, false}) {
     SCOPED_TRACE(grace ? "with grace" : "without grace");

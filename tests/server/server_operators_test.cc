@@ -196,5 +196,37 @@ TEST_F(OperatorsTest, ErrorsCarryTheContractTextAndAMachineReadableReason) {
   EXPECT_EQ(client_->Read("L", "k").response.value(), "v2");
 }
 
+Result<pb::ForceReleaseResponse> ForceRelease(TestClient& client,
+                                              const std::string& lock,
+                                              const std::string& holder) {
+  grpc::ClientContext context;
+  pb::ForceReleaseRequest request;
+  request.set_lock(lock);
+  request.set_client_id(holder);
+  Result<pb::ForceReleaseResponse> result;
+  result.status =
+      client.stub().ForceRelease(&context, request, &result.response);
+  ReadErrorMetadata(context, result);
+  return result;
+}
+
+TEST_F(OperatorsTest, ForceReleaseOfALockNobodyHoldsSaysItHasNoHolder) {
+  Result<pb::ForceReleaseResponse> free = ForceRelease(*client_, "locks/x", "");
+  EXPECT_EQ(free.code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(free.status.error_message(), "locks/x has no holder");
+  EXPECT_EQ(free.reason, "NO_HOLDER");
+  EXPECT_EQ(free.detail.reason(), pb::NO_HOLDER);
+
+  ASSERT_TRUE(client_->Acquire("job", "locks/x", 60'000).ok());
+  Result<pb::ForceReleaseResponse> other =
+      ForceRelease(*client_, "locks/x", "someone-else");
+  EXPECT_EQ(other.status.error_message(),
+            "locks/x is not held by someone-else");
+  EXPECT_EQ(other.reason, "NO_HOLDER");
+  EXPECT_EQ(client_->Inspect("locks/x").response.holders_size(), 1)
+      << "a refused force-release changes nothing";
+  EXPECT_TRUE(ForceRelease(*client_, "locks/x", "job").ok());
+}
+
 }  // namespace
 }  // namespace leasekeeper::testing

@@ -66,19 +66,29 @@ TEST_F(SemaphoreTest, CapacityOutsideItsRangeOrOnAPlainModeIsInvalid) {
   EXPECT_FALSE(client_->Status("a").response.registered());
 }
 
-TEST_F(SemaphoreTest, MismatchesAreRefusedWithTheirReasonsAndChangeNothing) {
+TEST_F(SemaphoreTest, MismatchesAreRefusedNamingTheLocksKindAndChangeNothing) {
   ASSERT_TRUE(client_->Acquire(Permit("a", "S", 2, 10'000)).response.has_granted());
   Result<pb::AcquireResponse> other = client_->Acquire(Permit("b", "S", 3, 10'000));
   EXPECT_EQ(other.code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(other.status.error_message(), "capacity mismatch");
+  EXPECT_EQ(other.status.error_message(),
+            "capacity mismatch: S is a semaphore of 2, asked 3");
   EXPECT_EQ(other.reason, "CAPACITY_MISMATCH");
   EXPECT_EQ(other.detail.reason(), pb::CAPACITY_MISMATCH);
   Result<pb::AcquireResponse> plain = client_->Acquire("b", "S", 10'000);
-  EXPECT_EQ(plain.status.error_message(), "mode mismatch");
+  EXPECT_EQ(plain.status.error_message(),
+            "mode mismatch: S is a semaphore of 2");
   EXPECT_EQ(plain.reason, "MODE_MISMATCH");
   ASSERT_TRUE(client_->Acquire("a", "X", 10'000).response.has_granted());
   Result<pb::AcquireResponse> reverse = client_->Acquire(Permit("b", "X", 1, 10'000));
   EXPECT_EQ(reverse.reason, "MODE_MISMATCH");
+  EXPECT_EQ(reverse.status.error_message(),
+            "mode mismatch: X is held exclusive");
+  pb::AcquireRequest shared = AcquireRequest("a", "R", 10'000, 0);
+  shared.set_mode(pb::LOCK_MODE_SHARED);
+  ASSERT_TRUE(client_->Acquire(shared).response.has_granted());
+  EXPECT_EQ(
+      client_->Acquire(Permit("b", "R", 1, 10'000)).status.error_message(),
+      "mode mismatch: R is held shared");
   EXPECT_FALSE(client_->Status("b").response.registered());
   EXPECT_EQ(client_->Inspect("S").response.holders_size(), 1);
 }

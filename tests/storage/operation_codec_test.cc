@@ -114,6 +114,8 @@ std::vector<ServerRecord> OneOfEachServerRecord() {
       ServerRecord{kMaxTick, srec::RetryAnswered{"job-1", "req-7",
                                                  std::string("e\0n\xfftry", 7)}},
       ServerRecord{9, srec::RetryForgotten{"job-1", "req-7"}},
+      ServerRecord{10, srec::LabelSet{"job-1", "exports/daily", "run 7"}},
+      ServerRecord{11, srec::LabelCleared{"job-1", "exports/daily"}},
   };
 }
 
@@ -220,6 +222,26 @@ TEST(OperationCodec, DeleteIsANewKindOfVersionFour) {
     ASSERT_TRUE(entry.ok()) << entry.status();
     EXPECT_TRUE(SameOperation(std::get<Operation>(*entry), op));
   }
+}
+
+// Holder labels are kinds 69 and 70, new in version 4: a version 3 log
+// (written before labels were durable) has none, and one there is
+// corruption; a version 3 log still reads.
+TEST(OperationCodec, LabelRecordsAreNewKindsOfVersionFour) {
+  for (const ServerRecord& record :
+       {ServerRecord{1, srec::LabelSet{"c", "L", "x"}},
+        ServerRecord{1, srec::LabelCleared{"c", "L"}}}) {
+    std::string bytes;
+    EncodeServerRecord(record, bytes);
+    EXPECT_EQ(bytes[0], '\x04');
+    bytes[0] = 3;
+    EXPECT_EQ(DecodeLogEntry(bytes).status().code(),
+              absl::StatusCode::kDataLoss);
+  }
+  std::string v3_session;
+  EncodeServerRecord(ServerRecord{1, srec::SessionOpened{"s", "c"}}, v3_session);
+  v3_session[0] = 3;
+  EXPECT_TRUE(DecodeLogEntry(v3_session).ok());
 }
 
 TEST(OperationCodec, SemaphoreKindSpellingAContractAcquireIsMalformed) {

@@ -23,6 +23,15 @@ ServerRecord Forgotten(Tick at, std::string client, std::string request) {
   return ServerRecord{
       at, srec::RetryForgotten{std::move(client), std::move(request)}};
 }
+ServerRecord Labelled(Tick at, std::string client, std::string lock,
+                      std::string label) {
+  return ServerRecord{at, srec::LabelSet{std::move(client), std::move(lock),
+                                         std::move(label)}};
+}
+ServerRecord Unlabelled(Tick at, std::string client, std::string lock) {
+  return ServerRecord{at,
+                      srec::LabelCleared{std::move(client), std::move(lock)}};
+}
 
 TEST(ServerStateReplay, SessionsAreKeptInOpenOrderUntilTheyEnd) {
   ServerStateReplay replay;
@@ -77,6 +86,24 @@ TEST(ServerStateReplay, AForgottenRetryIsGoneAndMayBeAnsweredAfresh) {
   EXPECT_EQ(state.retries[1].entry, "granted 5");
 }
 
+TEST(ServerStateReplay, ALabelIsTheLastOneSetUntilItIsCleared) {
+  ServerStateReplay replay;
+  replay.Apply(Labelled(1, "a", "L", "first"));
+  replay.Apply(Labelled(2, "b", "L", "waiting"));
+  replay.Apply(Labelled(3, "a", "L", "second"));
+  replay.Apply(Unlabelled(4, "b", "L"));
+  replay.Apply(Unlabelled(5, "c", "L"));  // absent: nothing
+  replay.Apply(Labelled(6, "a", "M", "gone"));
+  replay.Apply(Labelled(7, "a", "M", ""));  // empty: a clear
+  EXPECT_EQ(replay.label_count(), 1u);
+  ServerState state = replay.Take();
+  ASSERT_EQ(state.labels.size(), 1u);
+  EXPECT_EQ(state.labels[0].client, "a");
+  EXPECT_EQ(state.labels[0].lock, "L");
+  EXPECT_EQ(state.labels[0].label, "second");
+  EXPECT_EQ(replay.label_count(), 0u);
+}
+
 // A snapshot's state followed by the records after it gives what the whole
 // stream gives.
 TEST(ServerStateReplay, SnapshotPlusRecordsEqualsTheWholeStream) {
@@ -85,7 +112,8 @@ TEST(ServerStateReplay, SnapshotPlusRecordsEqualsTheWholeStream) {
       Opened(3, "s-2", "b"),          Answered(4, "b", "r-1", "y"),
       Ended(5, "s-1"),                Answered(6, "a", "r-2", "z"),
       Forgotten(7, "b", "r-1"),       Opened(8, "s-3", "a"),
-      Answered(9, "a", "r-1", "x2"),
+      Answered(9, "a", "r-1", "x2"),  Labelled(10, "a", "L", "l1"),
+      Labelled(11, "b", "L", "l2"),   Unlabelled(12, "a", "L"),
   };
   for (size_t cut = 0; cut <= stream.size(); ++cut) {
     SCOPED_TRACE(cut);

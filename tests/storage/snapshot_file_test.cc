@@ -122,6 +122,8 @@ ServerState SomeServerState() {
   server.sessions = {{"s-1", "job-1"}, {"s-2", "job-2"}};
   server.retries = {{"job-1", "r-1", std::string("en\0try", 6), 40},
                     {"job-2", "r-9", "", -3}};
+  server.labels = {{"job-1", "exports/daily", "run 7"},
+                   {"job-2", "pool", "pod-3"}};
   return server;
 }
 
@@ -228,7 +230,7 @@ TEST(SnapshotFile, TruncatedServerStateIsDataLoss) {
   const std::string path = dir.path() + "/" + SnapshotFileName(2);
   std::string data = Slurp(path);
   std::string payload = data.substr(kSnapshotHeaderBytes);
-  payload.pop_back();  // the last retry entry loses a byte
+  payload.pop_back();  // the last label loses a byte
   std::string header = data.substr(0, 24);
   PutFixed64(header, payload.size());
   PutFixed32(header, Crc32c(payload));
@@ -238,8 +240,32 @@ TEST(SnapshotFile, TruncatedServerStateIsDataLoss) {
   ServerState server;
   absl::StatusOr<SnapshotFileInfo> info = ReadSnapshotFile(path, &core, &server);
   EXPECT_EQ(info.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(info.status().message().find("retry entry"), std::string::npos)
+  EXPECT_NE(info.status().message().find("label"), std::string::npos)
       << info.status();
+}
+
+// A data dir written before holder labels were durable still opens: a
+// version 3 file reads with its sessions and retries and no labels.
+TEST(SnapshotFile, VersionThreeFileReadsWithNoLabels) {
+  TempDir dir;
+  StateMachine machine;
+  ApplyAll(machine, OperationGenerator(6).Take(200), 0, 200);
+  std::string payload;
+  EncodeSnapshotPayload(machine.Snapshot(), payload, /*version=*/3);
+  PutVarint64(payload, 1);  // one session
+  PutLengthPrefixed(payload, "s-1");
+  PutLengthPrefixed(payload, "job-1");
+  PutVarint64(payload, 0);  // no retries
+  const std::string path = SpitOldSnapshotFile(dir, 3, 5, payload);
+  CoreSnapshot core;
+  ServerState server = SomeServerState();
+  absl::StatusOr<SnapshotFileInfo> info = ReadSnapshotFile(path, &core, &server);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(server.sessions.size(), 1u);
+  EXPECT_EQ(server.sessions[0].client, "job-1");
+  EXPECT_TRUE(server.retries.empty());
+  EXPECT_TRUE(server.labels.empty());
+  EXPECT_EQ(CanonicalState(core), CanonicalState(machine));
 }
 
 TEST(SnapshotFile, GarbagePayloadsDecodeOrFailCleanly) {
