@@ -81,14 +81,14 @@ TEST_F(EventDigestTest, GrantFromTheQueueAnswersTheParkedCallWithItsWait) {
 }
 
 TEST_F(EventDigestTest, GrantKeepsTheWaitsLabelAndEveryOtherEndDropsIt) {
-  p_.rules.labels[{"b", "L"}] = "waiting";
-  p_.rules.labels[{"a", "L"}] = "holding";
+  p_.rules.labels.Set({"b", "L"}, "waiting");
+  p_.rules.labels.Set({"a", "L"}, "holding");
   p_.rules.digest.Digest(
       {MakeEvent(Event::Kind::kLapsed, 5, "a", 3),
        MakeEvent(Event::Kind::kGrantedFromQueue, 5, "b", 4, 50)},
       5, {}, fx_);
-  EXPECT_FALSE(p_.rules.labels.contains({"a", "L"}));
-  EXPECT_EQ(p_.rules.labels.at({"b", "L"}), "waiting");
+  EXPECT_TRUE(p_.rules.labels.find({"a", "L"}) == p_.rules.labels.end());
+  EXPECT_EQ(p_.rules.labels.find({"b", "L"})->second, "waiting");
 }
 
 TEST_F(EventDigestTest, AbortedWaiterIsAnsweredDeadlockVictimNamingVictims) {

@@ -152,7 +152,7 @@ TEST(OwnerConsistencyTest, ParkedCallWithoutAWaitInTheCoreIsNamed) {
 
 TEST(OwnerConsistencyTest, LabelWithoutALeaseOrAWaitIsNamed) {
   OwnerParts p;
-  p.rules.labels[{"a", "L"}] = "orphan";
+  p.rules.labels.Set({"a", "L"}, "orphan");
   EXPECT_EQ(Consistency(p).code(), absl::StatusCode::kInternal);
 }
 
@@ -167,7 +167,7 @@ TEST(OwnerConsistencyTest, LabelOfAHeldLeaseIsConsistent) {
                                        .label = "job-1"},
                            &call, false, p.Read(1), fx)
                   ->result.ok());
-  EXPECT_EQ(p.rules.labels.at({"a", "L"}), "job-1");
+  EXPECT_EQ(p.rules.labels.find({"a", "L"})->second, "job-1");
   EXPECT_TRUE(Consistency(p).ok());
 }
 
