@@ -288,7 +288,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::Read(
   using Answer = absl::StatusOr<std::optional<std::string>>;
   return OpenUnary(
       context, CheckRole(),
-      [&] { return authorizer_.CheckUseLock(PeerOf(context), request->lock()); },
+      [&] {
+        return authorizer_.CheckUseLock(PeerOf(context), request->lock());
+      },
       [&] { return ParseRead(*request, limits_); },
       [&](const ReadArgs& args) {
         // A read may show what a write not yet durable wrote: it waits too.
@@ -331,11 +333,14 @@ grpc::ServerUnaryReactor* LockServiceImpl::ListKeys(
     pb::ListKeysResponse* response) {
   return OpenUnary(
       context, CheckRole(),
-      [&] { return authorizer_.CheckUseLock(PeerOf(context), request->lock()); },
+      [&] {
+        return authorizer_.CheckUseLock(PeerOf(context), request->lock());
+      },
       [&] { return ParseListKeys(*request, limits_); },
       [&](const KeysQuery& query) {
         return AskOwner<absl::StatusOr<KeysAnswer>>(
-            context, [&](auto done) { owner_.Query(Ask(query, std::move(done))); },
+            context,
+            [&](auto done) { owner_.Query(Ask(query, std::move(done))); },
             [response](const absl::StatusOr<KeysAnswer>& answer) {
               for (const std::string& key : answer->keys) {
                 response->add_keys(key);
@@ -487,10 +492,9 @@ grpc::ServerUnaryReactor* LockServiceImpl::ServerInfo(
   response->set_version(BuildVersion());
   response->set_commit(BuildCommit());
   response->set_grpc_version(grpc::Version());
-  response->set_uptime_ms(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::steady_clock::now() - kProcessStart)
-          .count());
+  response->set_uptime_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - kProcessStart)
+                              .count());
   return FinishNow(context, absl::OkStatus());
 }
 

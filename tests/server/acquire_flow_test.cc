@@ -246,12 +246,14 @@ TEST_F(AcquireFlowTest, ForcedReleaseEndsTheHolderButNotTheWaiterItGrants) {
   EXPECT_EQ(p_.rules.counters.counts().forced_releases, 1u);
 }
 
-TEST_F(AcquireFlowTest, ForcedReleaseOfNoMatchingLeaseIsNotHolder) {
+TEST_F(AcquireFlowTest,
+       ForcedReleaseOfNoMatchingLeaseSaysWhomTheLockIsNotHeldBy) {
   RecordingCall a;
   ASSERT_TRUE(Acquire(Args("a"), &a, 1)->result.ok());
   absl::StatusOr<std::vector<ForcedRelease>> released =
       p_.rules.leases.ForceRelease("L", "z", p_.Read(2), fx_);
-  EXPECT_EQ(ErrorCodeOf(released.status()), ErrorCode::kNotHolder);
+  EXPECT_EQ(released.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(released.status().message(), "L is not held by z");
   EXPECT_TRUE(p_.machine.table().LeaseOf("a", "L").has_value());
 }
 
