@@ -140,6 +140,32 @@ void CoreOwner::Perform(OwnerEffects& fx) {
   });
 }
 
+namespace {
+
+// Whether an answer is an UNAVAILABLE refusal.
+template <typename T>
+bool IsUnavailableAnswer(const absl::StatusOr<T>& answer) {
+  return absl::IsUnavailable(answer.status());
+}
+inline bool IsUnavailableAnswer(const absl::Status& answer) {
+  return absl::IsUnavailable(answer);
+}
+template <typename T>
+bool IsUnavailableAnswer(const T&) {
+  return false;
+}
+
+// A mutation the log refused before it was applied (a full disk) changed
+// nothing and tells nothing of the state, so it is answered at once rather
+// than behind the records waiting for room.
+bool RefusedBeforeApplying(bool unavailable, storage::LogPosition before,
+                           storage::LogPosition after,
+                           const DurableStateMachine::Durability& durability) {
+  return unavailable && after == before && !durability.AdmitsMutations().ok();
+}
+
+}  // namespace
+
 template <typename T, typename Step>
 void CoreOwner::Run(Step&& step, Completion<T> done) {
   OwnerEffects fx;
@@ -147,8 +173,14 @@ void CoreOwner::Run(Step&& step, Completion<T> done) {
     absl::MutexLock lock(&mu_);
     const Tick now = time_.Read();
     AdvanceLocked(now, fx);
-    fx.SetAnswer<T>(step(now, fx), std::move(done));
+    const storage::LogPosition before = machine_.last_position();
+    T answer = step(now, fx);
+    const bool refused_before_applying =
+        RefusedBeforeApplying(IsUnavailableAnswer(answer), before,
+                              machine_.last_position(), durability_);
+    fx.SetAnswer<T>(std::move(answer), std::move(done));
     ScheduleLocked(fx);
+    if (refused_before_applying) fx.position = 0;
   }
   Perform(fx);
 }
@@ -245,8 +277,13 @@ void CoreOwner::Acquire(const AcquireArgs& args, PendingAcquire* call) {
     AdvanceLocked(now, fx);
     // nullopt: parked, completed later through fx.completions of another
     // call (or of a later step of this one).
+    const storage::LogPosition before = machine_.last_position();
     std::optional<AcquireCallAnswer> reply =
         rules_.acquires.Acquire(args, call, shutting_down_, now, fx);
+    const bool refused_before_applying =
+        reply.has_value() &&
+        RefusedBeforeApplying(IsUnavailableAnswer(reply->result), before,
+                              machine_.last_position(), durability_);
     if (reply.has_value()) {
       fx.answer = [call,
                    reply = *std::move(reply)](absl::Status durable) mutable {
@@ -255,6 +292,7 @@ void CoreOwner::Acquire(const AcquireArgs& args, PendingAcquire* call) {
       };
     }
     ScheduleLocked(fx);
+    if (refused_before_applying) fx.position = 0;
   }
   Perform(fx);
 }

@@ -34,6 +34,12 @@ absl::StatusOr<storage::RecoveryReport> DurableStateMachine::Open(
   options.snapshot_every_records = durability.snapshot_every_records;
   options.restart_grace_ticks = durability.restart_grace_ms;
   options.recover_truncate = durability.recover_truncate;
+  options.on_space_change = [this](const absl::Status& full) {
+    durability_.ReportSpace(full);
+  };
+  options.on_snapshot_written = [this](const absl::Status& written) {
+    durability_.ReportSnapshot(written);
+  };
   absl::StatusOr<std::unique_ptr<storage::DurableStore>> store =
       storage::DurableStore::Open(durability.data_dir, options, state_,
                                   recovered);
@@ -61,7 +67,9 @@ absl::Status DurableStateMachine::UseLog(
 absl::StatusOr<Reply> DurableStateMachine::Apply(const Operation& op) {
   if (log_ == nullptr) return state_.Apply(op);
   if (!std::holds_alternative<op::Advance>(op.body)) {
-    if (absl::Status health = log_->health(); !health.ok()) return health;
+    if (absl::Status admits = log_->AdmitsMutations(); !admits.ok()) {
+      return admits;
+    }
   }
   absl::StatusOr<Reply> reply = state_.Apply(op);
   if (!reply.ok()) return reply;  // refused: changed nothing but time
@@ -73,16 +81,20 @@ absl::StatusOr<Reply> DurableStateMachine::Apply(const Operation& op) {
 }
 
 Tick DurableStateMachine::NextClockRecord() const {
-  // A failed log takes no records: no point in waking for one.
+  // A failed or full log takes no mutations: no point in waking for one.
   if (log_ == nullptr || clock_record_every_ms_ <= 0 ||
-      state_.table().held_lease_count() == 0 || !log_->health().ok()) {
+      state_.table().held_lease_count() == 0 ||
+      !log_->AdmitsMutations().ok()) {
     return kMaxTick;
   }
   return last_appended_tick_ + clock_record_every_ms_;
 }
 
 void DurableStateMachine::Log(const storage::ServerRecord& record) {
-  if (log_ == nullptr || !log_->health().ok()) return;
+  // Also while the disk is full: the record describes a change already
+  // made, so it waits in the log's memory for room (a failed log refuses
+  // it, and the answer that depends on it fails anyway).
+  if (log_ == nullptr) return;
   absl::StatusOr<storage::LogPosition> position = log_->Append(record);
   if (position.ok()) MaybeSnapshot(*position);
 }
@@ -139,6 +151,10 @@ absl::Status DurableStateMachine::Durability::health() const {
   return log_ == nullptr ? absl::OkStatus() : log_->health();
 }
 
+absl::Status DurableStateMachine::Durability::AdmitsMutations() const {
+  return log_ == nullptr ? absl::OkStatus() : log_->AdmitsMutations();
+}
+
 std::optional<storage::DurableStoreStats>
 DurableStateMachine::Durability::stats() const {
   if (wal_ == nullptr) return std::nullopt;
@@ -165,6 +181,36 @@ void DurableStateMachine::Durability::Close() {
                               static_cast<double>(stats.fsyncs),
       stats.fsync_micros_max, stats.snapshots_written, stats.last_position,
       closed.ok() ? "ok" : std::string(closed.message()));
+}
+
+void DurableStateMachine::Durability::ReportSpace(const absl::Status& full) {
+  if (full.ok()) {
+    spdlog::info(
+        "event=storage_space_recovered (the log is written again; mutations "
+        "are served)");
+  } else {
+    spdlog::warn(
+        "event=storage_full error=\"{}\" (mutations are refused with "
+        "UNAVAILABLE; reads go on; retried every {} ms)",
+        std::string(full.message()),
+        storage::kOutOfSpaceRetryMs);
+  }
+  if (space_observer_) space_observer_(full);
+}
+
+void DurableStateMachine::Durability::ReportSnapshot(
+    const absl::Status& written) {
+  // Snapshots are rare (every --snapshot-every records), so one line per
+  // failure is no flood; the first success after failures says so too.
+  if (!written.ok()) {
+    snapshot_failing_.store(true);
+    spdlog::warn(
+        "event=snapshot_failed error=\"{}\" (the log keeps every record; "
+        "tried again after half an interval)",
+        std::string(written.message()));
+  } else if (snapshot_failing_.exchange(false)) {
+    spdlog::info("event=snapshot_written_again");
+  }
 }
 
 void DurableStateMachine::Durability::ReportFailure(

@@ -63,6 +63,8 @@ class DurableStateMachine {
     storage::LogPosition last_position() const;
     // OK, or why the log failed (OK without a log).
     absl::Status health() const;
+    // OK, or why the log takes no new mutation now (OperationLog's).
+    absl::Status AdmitsMutations() const;
     // The local WAL's counters; nullopt unless Open opened one.
     std::optional<storage::DurableStoreStats> stats() const;
     // Writes and syncs everything appended, runs the waiting callbacks and
@@ -77,16 +79,28 @@ class DurableStateMachine {
       failure_observer_ = std::move(observer);
     }
 
+    // Calls `observer` on the log's flusher thread when a full disk stops
+    // the local log (with the reason) and when it writes again (OK); the
+    // log lines are written here. REQUIRES: called before Open.
+    void SetSpaceObserver(
+        absl::AnyInvocable<void(const absl::Status&)> observer) {
+      space_observer_ = std::move(observer);
+    }
+
    private:
     friend class DurableStateMachine;
     Durability() = default;
     void ReportFailure(const absl::Status& status);
+    void ReportSpace(const absl::Status& full);
+    void ReportSnapshot(const absl::Status& written);
 
     // Set once (Open or UseLog) before any call is served, then read-only.
     storage::OperationLog* log_ = nullptr;
     storage::DurableStore* wal_ = nullptr;
     absl::AnyInvocable<void(const absl::Status&)> failure_observer_;
+    absl::AnyInvocable<void(const absl::Status&)> space_observer_;
     std::atomic<bool> failure_reported_{false};
+    std::atomic<bool> snapshot_failing_{false};
   };
 
   DurableStateMachine(CoreConfig config, ServerStateSource server_state);
@@ -112,7 +126,8 @@ class DurableStateMachine {
 
   // Applies `op` and appends it (see the guarantees above). Outcomes: the
   // core's reply; the core's error (nothing appended); the log's error if
-  // it failed before (nothing applied, unless op is an Advance). A failed
+  // it failed or its disk is full (AdmitsMutations; nothing applied, unless
+  // op is an Advance). A failed
   // append after a successful apply returns the reply: the log has failed
   // then, so nothing that depends on the record is ever acknowledged.
   absl::StatusOr<Reply> Apply(const Operation& op);

@@ -86,6 +86,8 @@ absl::Status LeasekeeperServer::Start() {
   } else {
     owner_.durability().SetFailureObserver(
         [this](const absl::Status&) { MarkStorageFailed(); });
+    owner_.durability().SetSpaceObserver(
+        [this](const absl::Status& full) { SetStorageFull(!full.ok()); });
     if (absl::Status s = RecoverStorage(); !s.ok()) return s;
   }
   if (absl::Status s = PrepareMetrics(); !s.ok()) return s;
@@ -123,7 +125,8 @@ absl::Status LeasekeeperServer::Start() {
     absl::MutexLock lock(&health_mu_);
     health_ = server_->GetHealthCheckService();
     const bool serving =
-        !storage_failed_ && (cluster_ == nullptr || cluster_serving_);
+        !storage_failed_ && !storage_full_ &&
+        (cluster_ == nullptr || cluster_serving_);
     if (health_ != nullptr) {
       health_->SetServingStatus(kServiceName, serving);
       if (!serving) health_->SetServingStatus(false);
@@ -168,6 +171,16 @@ void LeasekeeperServer::MarkStorageFailed() {
   storage_failed_ = true;
   // Every service, the overall "" included.
   if (health_ != nullptr) health_->SetServingStatus(false);
+}
+
+void LeasekeeperServer::SetStorageFull(bool full) {
+  absl::MutexLock lock(&health_mu_);
+  storage_full_ = full;
+  if (health_ == nullptr) return;
+  // Only the local log has a disk to fill, so only a single node gets here.
+  const bool serving = !storage_failed_ && !storage_full_;
+  health_->SetServingStatus(serving);
+  health_->SetServingStatus(kServiceName, serving);
 }
 
 absl::Status LeasekeeperServer::RecoverStorage() {

@@ -134,9 +134,13 @@ class LeasekeeperServer {
   grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) =
       nullptr;
   bool storage_failed_ ABSL_GUARDED_BY(health_mu_) = false;
+  // While the data dir's disk is full: NOT_SERVING until the log writes
+  // again, which it does by itself once space is freed.
+  bool storage_full_ ABSL_GUARDED_BY(health_mu_) = false;
   // Cluster mode: what the node's role says (until it says, NOT_SERVING).
   bool cluster_serving_ ABSL_GUARDED_BY(health_mu_) = false;
   void MarkStorageFailed();
+  void SetStorageFull(bool full);
   // server/server_operations.cc. Loads the TLS files and the policy,
   // setting tls_ and authorizer_; returns the listening port's credentials.
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> PrepareSecurity();

@@ -90,6 +90,13 @@ constexpr FieldSeries<Store, uint64_t> kStoreCounters[] = {
     {"leasekeeper_fsyncs_total", "fsync calls on the log.", &Store::fsyncs},
     {"leasekeeper_snapshots_total", "Snapshots written.",
      &Store::snapshots_written},
+    {"leasekeeper_snapshot_failures_total",
+     "Snapshot writes that failed (the log keeps every record; retried).",
+     &Store::snapshot_failures},
+    {"leasekeeper_storage_full_total",
+     "Times the data dir's disk was found full (mutations refused until "
+     "space was freed).",
+     &Store::out_of_space_episodes},
 };
 
 // Bounds given in `Unit`s (ms, us, records) as Prometheus bounds in base
@@ -138,9 +145,11 @@ void CollectStorage(const std::optional<Store>& stats,
                         static_cast<double>(store.group_records_sum));
   out.push_back(Single(
       MetricType::Gauge, "leasekeeper_storage_healthy",
-      "1 while the log accepts writes; 0 once a write or fsync failed "
-      "(mutations are refused until a restart).",
-      stats.has_value() && stats->health.ok() ? 1 : 0));
+      "1 while the log accepts writes; 0 while its disk is full (until "
+      "space is freed) or once a write or fsync failed (until a restart).",
+      stats.has_value() && stats->health.ok() && stats->out_of_space.ok()
+          ? 1
+          : 0));
 }
 
 void CollectCluster(const ClusterNode::Stats& cluster,

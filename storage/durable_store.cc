@@ -431,6 +431,7 @@ absl::StatusOr<LogPosition> DurableStore::AppendEncoded(std::string record) {
                      " bytes is too large for the log"));
   }
   std::vector<DurableCallback> callbacks;
+  absl::Status space_reason;  // set when this record found the disk full
   LogPosition position;
   {
     absl::MutexLock lock(&mu_);
@@ -441,20 +442,34 @@ absl::StatusOr<LogPosition> DurableStore::AppendEncoded(std::string record) {
     ++stats_.records_appended;
     stats_.last_position = position;
     ++records_since_snapshot_;
-    if (options_.fsync != FsyncPolicy::kNever) {
+    // While the disk is full (or records it refused still wait) the
+    // flusher writes, in order, under every policy.
+    if (options_.fsync != FsyncPolicy::kNever || !out_of_space_.ok() ||
+        !pending_.empty()) {
       pending_.push_back(std::move(record));
       return position;
     }
     // kNever: one write(2) here is all the durability the policy asks for
     // (see the header). Under mu_, so nobody sees the record appended but
     // not durable and parks a callback that this thread, which holds the
-    // core's lock, would then have to run. The flusher never writes in this
-    // mode, so the log keeps a single writer.
+    // core's lock, would then have to run. The flusher writes in this mode
+    // only while the disk is out of space, when nothing is written here, so
+    // the log keeps a single writer.
     if (absl::Status written = log_->Append({record}); !written.ok()) {
-      callbacks = FailLocked(written);
+      if (!IsOutOfSpace(written)) {
+        callbacks = FailLocked(written);
+      } else {
+        // The log is as it was: the flusher writes it once there is room,
+        // and until then every record queues behind it.
+        pending_.push_back(std::move(record));
+        space_reason = MarkOutOfSpaceLocked(written);
+      }
     } else {
       callbacks = MarkDurableLocked(position, 1, -1);
     }
+  }
+  if (!space_reason.ok() && options_.on_space_change) {
+    options_.on_space_change(space_reason);
   }
   // Empty (nothing waits in this mode), but never drop a callback.
   for (DurableCallback& callback : callbacks) {
@@ -511,10 +526,16 @@ absl::Status DurableStore::health() const {
   return failed_;
 }
 
+absl::Status DurableStore::AdmitsMutations() const {
+  absl::MutexLock lock(&mu_);
+  return failed_.ok() ? out_of_space_ : failed_;
+}
+
 DurableStoreStats DurableStore::stats() const {
   absl::MutexLock lock(&mu_);
   DurableStoreStats stats = stats_;
   stats.health = failed_;
+  stats.out_of_space = out_of_space_;
   stats.durable_position = durable_;
   return stats;
 }
@@ -541,48 +562,98 @@ void DurableStore::FlusherLoop() {
       if (exit) flusher_done_ = true;
     }
     RunReady(ready);
-    if (!group.empty()) {
-      const absl::Span<const std::string> all(group);
-      switch (options_.fsync) {
-        case FsyncPolicy::kAlways:
-          for (size_t i = 0; i < group.size(); ++i) {
-            absl::Status s = log_->Append(all.subspan(i, 1));
-            const auto sync_start = std::chrono::steady_clock::now();
-            if (s.ok()) s = log_->Sync();
-            if (!s.ok()) {
-              Fail(s);
-              break;
-            }
-            MarkDurable(first + i, 1, MicrosSince(sync_start));
-          }
-          break;
-        case FsyncPolicy::kBatch: {
-          absl::Status s = log_->Append(all);
-          const auto sync_start = std::chrono::steady_clock::now();
-          if (s.ok()) s = log_->Sync();
-          if (!s.ok()) {
-            Fail(s);
-            break;
-          }
-          MarkDurable(first + group.size() - 1, group.size(),
-                      MicrosSince(sync_start));
-          break;
-        }
-        case FsyncPolicy::kNever:
-          break;  // Append wrote it: pending_ stays empty
-
-      }
-    }
+    if (!group.empty()) WriteGroup(group, first);
     if (exit) break;
   }
+}
+
+size_t DurableStore::WriteGroup(absl::Span<const std::string> group,
+                                LogPosition first) {
+  // kAlways: a record at a time, each synced; otherwise one write for the
+  // group and, unless kNever, one sync.
+  const size_t step =
+      options_.fsync == FsyncPolicy::kAlways ? 1 : group.size();
+  for (size_t done = 0; done < group.size(); done += step) {
+    const absl::Span<const std::string> part = group.subspan(done, step);
+    if (absl::Status s = log_->Append(part); !s.ok()) {
+      if (IsOutOfSpace(s)) {
+        WaitForSpace(group.subspan(done), s);
+      } else {
+        Fail(s);
+      }
+      return done;
+    }
+    int64_t fsync_us = -1;
+    if (options_.fsync != FsyncPolicy::kNever) {
+      const auto sync_start = std::chrono::steady_clock::now();
+      if (absl::Status s = log_->Sync(); !s.ok()) {
+        Fail(s);
+        return done;
+      }
+      fsync_us = MicrosSince(sync_start);
+    }
+    MarkDurable(first + done + part.size() - 1, part.size(), fsync_us);
+  }
+  return group.size();
+}
+
+void DurableStore::WaitForSpace(absl::Span<const std::string> refused,
+                                const absl::Status& why) {
+  bool closing = false;
+  absl::Status reason;  // set when this refusal began the episode
+  {
+    absl::MutexLock lock(&mu_);
+    closing = closing_;
+    if (!closing) {
+      pending_.insert(pending_.begin(), refused.begin(), refused.end());
+      reason = MarkOutOfSpaceLocked(why);
+    }
+  }
+  if (closing) {
+    // Nobody frees space for a store that is shutting down.
+    Fail(absl::UnavailableError(absl::StrCat(
+        "closed while the disk of data dir ", dir_,
+        " was full; the records waiting for room were not written (",
+        why.message(), ")")));
+    return;
+  }
+  if (!reason.ok() && options_.on_space_change) {
+    options_.on_space_change(reason);
+  }
+  absl::MutexLock lock(&mu_);
+  auto closing_now = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return closing_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&closing_now),
+                       absl::Milliseconds(options_.out_of_space_retry_ms));
+}
+
+absl::Status DurableStore::MarkOutOfSpaceLocked(const absl::Status& why) {
+  if (!out_of_space_.ok()) return absl::OkStatus();
+  out_of_space_ = absl::UnavailableError(absl::StrCat(
+      "the disk of data dir ", dir_,
+      " is full; mutations are refused until space is freed, then resume "
+      "by themselves (",
+      why.message(), ")"));
+  ++stats_.out_of_space_episodes;
+  return out_of_space_;
 }
 
 void DurableStore::MarkDurable(LogPosition position, size_t group_records,
                                int64_t fsync_us) {
   std::vector<DurableCallback> done;
+  bool space_recovered = false;
   {
     absl::MutexLock lock(&mu_);
     done = MarkDurableLocked(position, group_records, fsync_us);
+    // A write went in, so a full disk has room again. In the same step as
+    // the durable position, so that kNever's inline writes resume only
+    // after the flusher's records.
+    space_recovered = !out_of_space_.ok();
+    out_of_space_ = absl::OkStatus();
+  }
+  if (space_recovered && options_.on_space_change) {
+    options_.on_space_change(absl::OkStatus());
   }
   for (DurableCallback& cb : done) std::move(cb)(absl::OkStatus());
 }
@@ -659,7 +730,7 @@ absl::Status DurableStore::ReadFrom(LogPosition from,
 bool DurableStore::SnapshotDue() const {
   absl::MutexLock lock(&mu_);
   if (options_.snapshot_every_records == 0 || !failed_.ok() ||
-      snapshot_busy_ || closing_) {
+      !out_of_space_.ok() || snapshot_busy_ || closing_) {
     return false;
   }
   return records_since_snapshot_ >= options_.snapshot_every_records ||
@@ -711,13 +782,17 @@ void DurableStore::SnapshotLoop() {
     absl::Status status = WriteSnapshot(job);
     job = SnapshotJob{};
     ReturnFreedMemoryToTheOs();
-    absl::MutexLock lock(&mu_);
-    stats_.last_snapshot_error = status;
-    snapshot_busy_ = false;
-    if (!status.ok()) {
-      // Try again after another interval; the log still has everything.
-      records_since_snapshot_ = options_.snapshot_every_records / 2;
+    {
+      absl::MutexLock lock(&mu_);
+      stats_.last_snapshot_error = status;
+      snapshot_busy_ = false;
+      if (!status.ok()) {
+        // Try again after half an interval; the log still has everything.
+        ++stats_.snapshot_failures;
+        records_since_snapshot_ = options_.snapshot_every_records / 2;
+      }
     }
+    if (options_.on_snapshot_written) options_.on_snapshot_written(status);
   }
 }
 

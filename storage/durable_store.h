@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "core/snapshot.h"
 #include "core/state_machine.h"
 #include "storage/file.h"
@@ -47,6 +49,9 @@ enum class FsyncPolicy { kAlways, kBatch, kNever };
 absl::string_view FsyncPolicyName(FsyncPolicy policy);
 std::optional<FsyncPolicy> ParseFsyncPolicy(absl::string_view name);
 
+// The default pause between writes that a full disk refuses.
+inline constexpr int64_t kOutOfSpaceRetryMs = 250;
+
 struct DurableStoreOptions {
   FsyncPolicy fsync = FsyncPolicy::kBatch;
   // SnapshotDue() turns true once this many records were appended since the
@@ -61,6 +66,13 @@ struct DurableStoreOptions {
   bool preallocate_log_segments = true;
   // How log segments are opened for writing; tests inject faults here.
   WritableFileFactory open_file = OpenPosixWritableFile;
+  // How often the flusher tries again to write while the disk is full.
+  int64_t out_of_space_retry_ms = kOutOfSpaceRetryMs;
+  // Called on the flusher thread when a full disk stops the log (with the
+  // reason AdmitsMutations gives) and when writing resumes (OK).
+  std::function<void(const absl::Status&)> on_space_change{};
+  // Called on the snapshot thread with the result of each snapshot write.
+  std::function<void(const absl::Status&)> on_snapshot_written{};
 };
 
 // What Open found and did; Summary() is one line for the server's log.
@@ -120,8 +132,11 @@ struct DurableStoreStats {
   LogPosition last_snapshot_position = 0;
   uint64_t last_snapshot_bytes = 0;
   int64_t last_snapshot_write_us = 0;
+  uint64_t snapshot_failures = 0;
   absl::Status last_snapshot_error;  // OK if the last attempt succeeded
   absl::Status health;               // OK, or why the store failed
+  absl::Status out_of_space;         // OK, or why the log waits for room
+  uint64_t out_of_space_episodes = 0;
 };
 
 class DurableStore final : public OperationLog {
@@ -158,7 +173,10 @@ class DurableStore final : public OperationLog {
   // Enqueues `operation` for the log and returns its position.
   // Outcomes: the position; Unavailable (with the reason) once the store
   // failed; FailedPrecondition after Close(); InvalidArgument if the
-  // encoded entry is too large for the log (kMaxLogRecordBytes).
+  // encoded entry is too large for the log (kMaxLogRecordBytes). While the
+  // disk is full the entry is kept in memory and written once there is
+  // room (its callbacks wait until then); the caller refuses new mutations
+  // first (AdmitsMutations).
   // Cost: O(size of the operation); never waits for I/O, except that under
   // kNever it writes the record to the OS (no fsync).
   absl::StatusOr<LogPosition> Append(const Operation& operation) override;
@@ -208,11 +226,17 @@ class DurableStore final : public OperationLog {
 
   // OK, or the Unavailable error that failed the store.
   absl::Status health() const override;
+  // health()'s failure, else Unavailable naming the data dir while its
+  // disk is full (the flusher tries again every out_of_space_retry_ms and
+  // the log resumes by itself), else OK. A failed fsync is never retried:
+  // the kernel may have dropped the pages, so it fails the store.
+  absl::Status AdmitsMutations() const override;
 
   DurableStoreStats stats() const;
 
   // Writes and syncs everything appended (callbacks run), waits for the
-  // snapshot being written, stops the threads. Later Appends fail. Returns
+  // snapshot being written, stops the threads. Later Appends fail. Entries
+  // still waiting for room on a full disk fail the store. Returns
   // health(). Idempotent.
   absl::Status Close() override;
 
@@ -248,7 +272,8 @@ class DurableStore final : public OperationLog {
   absl::StatusOr<LogPosition> AppendEncoded(std::string record);
   void FlusherLoop();
   void SnapshotLoop();
-  // Marks records up to `position` durable and runs their callbacks.
+  // Marks records up to `position` durable, ends an out-of-space episode
+  // if one was on (on_space_change first), and runs their callbacks.
   void MarkDurable(LogPosition position, size_t group_records,
                    int64_t fsync_us);
   // The same, returning the callbacks to run outside mu_.
@@ -264,6 +289,21 @@ class DurableStore final : public OperationLog {
   std::vector<DurableCallback> FailLocked(const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunReady(std::vector<ReadyCallback>& ready);
+  // The flusher's write of `group` (positions from `first`) under the
+  // policy. Returns how many records it made durable; on a full disk the
+  // rest are put back in front of pending_ (WaitForSpace); any other error
+  // fails the store.
+  size_t WriteGroup(absl::Span<const std::string> group, LogPosition first);
+  // Puts back the records a full disk refused, marks the log out of space
+  // (telling on_space_change the first time) and waits a retry interval or
+  // until Close.
+  void WaitForSpace(absl::Span<const std::string> refused,
+                    const absl::Status& why);
+  // Begins an out-of-space episode: returns the reason AdmitsMutations
+  // now gives, or OK if one was on already (nothing to report).
+  absl::Status MarkOutOfSpaceLocked(const absl::Status& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Status WriteSnapshot(SnapshotJob& job);
 
   const std::string dir_;
@@ -281,6 +321,7 @@ class DurableStore final : public OperationLog {
       ABSL_GUARDED_BY(mu_);
   std::vector<ReadyCallback> ready_ ABSL_GUARDED_BY(mu_);
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
+  absl::Status out_of_space_ ABSL_GUARDED_BY(mu_);  // OK while there is room
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool flusher_done_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;

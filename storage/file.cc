@@ -27,6 +27,17 @@ class PosixWritableFile final : public WritableFile {
     return WriteAt(data, append_at_);
   }
 
+  absl::Status RewindTo(uint64_t offset) override {
+    if (fd_ < 0) return absl::FailedPreconditionError("file closed: " + path_);
+    if (offset > append_at_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot rewind ", path_, " to ", offset, " past its end at ",
+          append_at_));
+    }
+    append_at_ = offset;
+    return absl::OkStatus();
+  }
+
   // Once per log segment, so the size is asked of the file rather than
   // tracked on every Append.
   absl::Status Preallocate(uint64_t size) override {
@@ -74,8 +85,13 @@ class PosixWritableFile final : public WritableFile {
                                  static_cast<off_t>(offset));
       if (n < 0) {
         if (errno == EINTR) continue;
-        return absl::UnavailableError(
-            absl::StrCat("write to ", path_, " failed: ", std::strerror(errno)));
+        const int error_number = errno;
+        std::string message = absl::StrCat("write to ", path_, " failed: ",
+                                           std::strerror(error_number));
+        if (error_number == ENOSPC || error_number == EDQUOT) {
+          return absl::ResourceExhaustedError(std::move(message));
+        }
+        return absl::UnavailableError(std::move(message));
       }
       data.remove_prefix(static_cast<size_t>(n));
       offset += static_cast<uint64_t>(n);
@@ -89,6 +105,10 @@ class PosixWritableFile final : public WritableFile {
 };
 
 }  // namespace
+
+bool IsOutOfSpace(const absl::Status& status) {
+  return absl::IsResourceExhausted(status);
+}
 
 absl::Status ErrnoError(absl::string_view what, const std::string& path,
                         int error_number) {

@@ -29,9 +29,15 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   // Writes all of `data` after what was appended before (handles short
-  // writes and EINTR), over any preallocated zeros. Unavailable on
-  // failure; part of `data` may have been written.
+  // writes and EINTR), over any preallocated zeros. On failure part of
+  // `data` may have been written: ResourceExhausted when the disk or the
+  // quota is full (IsOutOfSpace), Unavailable for any other error.
   virtual absl::Status Append(absl::string_view data) = 0;
+  // The next Append writes at `offset`, which must not be past the end of
+  // what was appended; the bytes after it stay until overwritten. For a
+  // failed Append, so that its retry writes the same bytes in the same
+  // place. FailedPrecondition if closed or `offset` is past the end.
+  virtual absl::Status RewindTo(uint64_t offset) = 0;
   // Makes the file at least `size` bytes long by writing zero bytes after
   // its end; the next Append still goes right after the previous one.
   // Writing over real zeros later needs no change to the file's size or
@@ -45,6 +51,10 @@ class WritableFile {
   virtual absl::Status Close() = 0;
   virtual const std::string& path() const = 0;
 };
+
+// Whether a write failed only because the disk (or the quota) is full:
+// the file is intact and the write may be retried once there is space.
+bool IsOutOfSpace(const absl::Status& status);
 
 // Creates or opens a file for appending (after its current end).
 // `truncate`: start empty.

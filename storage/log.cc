@@ -371,6 +371,25 @@ absl::Status FileLog::StartSegment(LogPosition first) {
   return absl::OkStatus();
 }
 
+absl::Status FileLog::RollSegment() {
+  // The old segment is made durable before it is left behind, so Sync()
+  // only ever concerns the current one; it stays open until the new one
+  // has started, so that a full disk leaves the log appending to it.
+  if (absl::Status s = file_->Sync(); !s.ok()) return Fail(s);
+  const Segment& old = segments_.back();
+  std::unique_ptr<WritableFile> old_file = std::move(file_);
+  const LogPosition first = old.first + old.count;
+  if (absl::Status s = StartSegment(first); !s.ok()) {
+    file_ = std::move(old_file);
+    if (!IsOutOfSpace(s)) return Fail(s);
+    // Never synced into the directory, and started again next time.
+    RemoveFile(dir_ + "/" + SegmentName(first)).IgnoreError();
+    return s;
+  }
+  if (absl::Status s = old_file->Close(); !s.ok()) return Fail(s);
+  return absl::OkStatus();
+}
+
 absl::Status FileLog::Fail(absl::Status status) {
   if (failed_.ok()) {
     failed_ = absl::UnavailableError(
@@ -395,20 +414,21 @@ absl::Status FileLog::Append(absl::Span<const std::string> records) {
   if (records.empty()) return absl::OkStatus();
   Segment* segment = &segments_.back();
   if (segment->bytes >= options_.segment_bytes && segment->count > 0) {
-    // Roll: the old segment is made durable before it is left behind, so
-    // Sync() only ever concerns the current one.
-    if (absl::Status s = file_->Sync(); !s.ok()) return Fail(s);
-    if (absl::Status s = file_->Close(); !s.ok()) return Fail(s);
-    if (absl::Status s = StartSegment(segment->first + segment->count);
-        !s.ok()) {
-      return Fail(s);
-    }
+    if (absl::Status s = RollSegment(); !s.ok()) return s;
     segment = &segments_.back();
   }
   std::string buffer;
   buffer.reserve(bytes);
   for (const std::string& record : records) AppendLogFrame(record, buffer);
-  if (absl::Status s = file_->Append(buffer); !s.ok()) return Fail(s);
+  if (absl::Status s = file_->Append(buffer); !s.ok()) {
+    if (!IsOutOfSpace(s)) return Fail(s);
+    // What was written part-way lies after the last record, where a crash
+    // leaves a torn tail; the retry writes over it.
+    if (absl::Status r = file_->RewindTo(segment->bytes); !r.ok()) {
+      return Fail(r);
+    }
+    return s;
+  }
   segment->count += records.size();
   segment->bytes += buffer.size();
   return absl::OkStatus();

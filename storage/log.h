@@ -14,7 +14,9 @@
 //  1. The records on disk are exactly [first_position(), next_position()).
 //  2. After Sync() returns OK, every record appended before it survives a
 //     crash (power loss included) and is read back by the next Open.
-//  3. After a write or sync failed, every later Append and Sync fails.
+//  3. After a write or sync failed, every later Append and Sync fails;
+//     except for a full disk (IsOutOfSpace), which leaves the log as it was
+//     before that Append, so that it can be retried once there is room.
 #ifndef LEASEKEEPER_STORAGE_LOG_H_
 #define LEASEKEEPER_STORAGE_LOG_H_
 
@@ -54,8 +56,10 @@ class Log {
   // Appends `records` at positions next_position(), next_position() + 1, ...
   // and hands them to the OS; they are durable only after Sync().
   // Outcomes: OK; InvalidArgument if a record is kMaxLogRecordBytes or
-  // longer (nothing appended); Unavailable if writing failed (the log is
-  // failed, invariant 3). Cost: O(bytes), one write(2).
+  // longer (nothing appended); ResourceExhausted (IsOutOfSpace) if the
+  // disk is full (nothing appended, the log stays healthy: retry later);
+  // Unavailable if writing failed otherwise (the log is failed, invariant
+  // 3). Cost: O(bytes), one write(2).
   virtual absl::Status Append(absl::Span<const std::string> records) = 0;
 
   // Makes every appended record durable. OK or Unavailable (the log is
@@ -91,7 +95,7 @@ struct FileLogOptions {
   // new size. Costs a write and sync of segment_bytes when a segment
   // starts, on the writing thread (bench/README.md has both figures). Best
   // effort: if the disk has no room for it, records are appended as they
-  // fit, and a full disk fails the log as it would without it.
+  // fit, and a full disk refuses Appends as it would without it.
   bool preallocate_segments = false;
   // --recover-truncate: cut the log at the first bad record instead of
   // refusing to open (see the recovery rules above).
@@ -176,6 +180,10 @@ class FileLog final : public Log {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StartSegment(LogPosition first)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Append's step when the current segment is full: syncs and closes it and
+  // starts the next. Outcomes: OK; IsOutOfSpace (the current segment stays
+  // the one appended to); the error that failed the log.
+  absl::Status RollSegment() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string dir_;

@@ -67,6 +67,12 @@ class OperationLog {
   // OK, or why the log failed (invariant 4).
   virtual absl::Status health() const = 0;
 
+  // OK when a new mutation may be applied and appended; otherwise why not:
+  // health()'s failure, or a condition that passes by itself (a full disk
+  // under DurableStore). Entries appended while it passes are kept and
+  // written, in order, once it has passed.
+  virtual absl::Status AdmitsMutations() const { return health(); }
+
   // Calls visit for every entry at position >= from that the log has
   // written so far (at least every durable one), in order. Outcomes: OK;
   // OutOfRange if `from` was truncated away; DataLoss if an entry does not

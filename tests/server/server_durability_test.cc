@@ -7,7 +7,7 @@
 // acknowledged), every acknowledged store write, the ages of registered
 // clients, held leases (with the restart grace) and no incompatible
 // holders. What it must refuse: a second daemon on the same dir, a log
-// corrupt before its tail; and with a full disk, every mutation
+// corrupt before its tail; and after a write error, every mutation
 // (UNAVAILABLE) rather than an answer that is not durable.
 #include <signal.h>
 #include <sys/wait.h>
@@ -254,9 +254,10 @@ TEST(DurabilityTest, CorruptionBeforeTheTailStopsTheStart) {
   EXPECT_GE(client.Inspect("L").response.holders_size(), 1);
 }
 
-// A file size limit (RLIMIT_FSIZE, with SIGXFSZ ignored so that write(2)
-// fails with EFBIG) stands in for a full disk.
-TEST(DurabilityTest, FullDiskRefusesMutationsWithUnavailable) {
+// A write error that is not a full disk fails the store for good: a file
+// size limit (RLIMIT_FSIZE, with SIGXFSZ ignored so that write(2) fails
+// with EFBIG). A real full disk, which passes: server_full_disk_test.cc.
+TEST(DurabilityTest, AWriteErrorFailsTheStoreAndRefusesMutationsWithUnavailable) {
   DataDir dir;
   const std::string command = absl::StrCat(
       "trap '' XFSZ; exec prlimit --fsize=16384 ", LEASEKEEPERD_PATH,

@@ -18,21 +18,8 @@ using grpc::health::v1::HealthCheckRequest;
 using grpc::health::v1::HealthCheckResponse;
 using std::chrono::milliseconds;
 
-std::optional<HealthCheckResponse::ServingStatus> HealthOf(
-    const std::string& address, const std::string& service) {
-  auto health = grpc::health::v1::Health::NewStub(NewChannel(address));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(5));
-  HealthCheckRequest request;
-  request.set_service(service);
-  HealthCheckResponse response;
-  if (!health->Check(&context, request, &response).ok()) return std::nullopt;
-  return response.status();
-}
-
 // A file size limit (RLIMIT_FSIZE, SIGXFSZ ignored so that write(2) fails
-// with EFBIG) stands in for a full disk, as in the durability tests.
+// with EFBIG) fails the store for good, as in the durability tests.
 TEST(HealthTest, StorageFailureTurnsHealthNotServing) {
   DataDir dir;
   const std::string command = absl::StrCat(

@@ -352,6 +352,19 @@ DataDir::~DataDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+std::optional<grpc::health::v1::HealthCheckResponse::ServingStatus> HealthOf(
+    const std::string& address, const std::string& service) {
+  auto health = grpc::health::v1::Health::NewStub(NewChannel(address));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  if (!health->Check(&context, request, &response).ok()) return std::nullopt;
+  return response.status();
+}
+
 std::string TestClientPath() { return LEASEKEEPER_TEST_CLIENT_PATH; }
 
 }  // namespace leasekeeper::testing

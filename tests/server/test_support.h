@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "harness/channel.h"
@@ -194,6 +195,11 @@ struct Daemon {
   std::shared_ptr<const std::string> data_dir;
 };
 Daemon StartDaemon(const std::vector<std::string>& extra_args = {});
+
+// grpc.health.v1.Health's answer for `service` ("" overall) at `address`,
+// or nullopt if the check failed (5 s deadline).
+std::optional<grpc::health::v1::HealthCheckResponse::ServingStatus> HealthOf(
+    const std::string& address, const std::string& service);
 
 // Path of the test client helper (tests/server/test_client.cc).
 std::string TestClientPath();

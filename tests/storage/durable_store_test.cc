@@ -215,7 +215,7 @@ TEST(DurableStore, FailedFsyncRefusesEverythingAfterWithUnavailable) {
   const LogPosition good = ApplyAndAppend(*store, machine, ops, 0, 40);
   ASSERT_TRUE(store->WaitDurable(good).ok());
 
-  plan->syncs_ok = plan->syncs;  // the disk fills up now
+  plan->syncs_ok = plan->syncs.load();  // the disk fails now
   absl::StatusOr<LogPosition> doomed = store->Append(ops[40]);
   ASSERT_TRUE(doomed.ok());
   absl::Notification notified;
@@ -226,13 +226,13 @@ TEST(DurableStore, FailedFsyncRefusesEverythingAfterWithUnavailable) {
   });
   notified.WaitForNotification();
   EXPECT_EQ(outcome.code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(outcome.message().find("No space left on device"),
+  EXPECT_NE(outcome.message().find("Input/output error"),
             std::string::npos)
       << outcome;
 
   const absl::StatusOr<LogPosition> refused = store->Append(ops[41]);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(refused.status().message().find("No space left on device"),
+  EXPECT_NE(refused.status().message().find("Input/output error"),
             std::string::npos);
   EXPECT_EQ(store->health().code(), absl::StatusCode::kUnavailable);
   EXPECT_FALSE(store->SnapshotDue());
@@ -286,7 +286,7 @@ TEST(DurableStore, FailedWriteInNeverModeRefusesEverythingAfter) {
   StateMachine machine;
   std::unique_ptr<DurableStore> store =
       OpenStore(dir.path(), machine, options);
-  plan->writes_ok = plan->writes;
+  plan->writes_ok = plan->writes.load();
   absl::StatusOr<LogPosition> position =
       store->Append(Operation{1, op::Advance{}});
   ASSERT_TRUE(position.ok());
@@ -300,6 +300,109 @@ TEST(DurableStore, FailedWriteInNeverModeRefusesEverythingAfter) {
   store = OpenStore(dir.path(), recovered);
   EXPECT_TRUE(store->recovery().tail_dropped);
   EXPECT_EQ(store->recovery().last_position, 0u);
+}
+
+// A full disk under every policy: the record that found it full waits in
+// memory, AdmitsMutations names the data dir, the log resumes by itself once
+// space is freed, and recovery has every record exactly once.
+TEST(DurableStore, FullDiskRefusesMutationsUntilSpaceIsFreedThenResumes) {
+  for (FsyncPolicy policy :
+       {FsyncPolicy::kAlways, FsyncPolicy::kBatch, FsyncPolicy::kNever}) {
+    SCOPED_TRACE(FsyncPolicyName(policy));
+    TempDir dir;
+    auto plan = std::make_shared<testing::FaultPlan>();
+    plan->out_of_space = true;
+    absl::Mutex mu;
+    std::vector<absl::Status> changes;
+    DurableStoreOptions options;
+    options.fsync = policy;
+    options.open_file = testing::FaultyFactory(plan);
+    options.out_of_space_retry_ms = 5;
+    options.on_space_change = [&](const absl::Status& status) {
+      absl::MutexLock lock(&mu);
+      changes.push_back(status);
+    };
+    const std::vector<Operation> ops = OperationGenerator(11).Take(30);
+    StateMachine machine;
+    std::unique_ptr<DurableStore> store =
+        OpenStore(dir.path(), machine, options);
+    const LogPosition good = ApplyAndAppend(*store, machine, ops, 0, 20);
+    ASSERT_TRUE(store->WaitDurable(good).ok());
+
+    plan->writes_ok = plan->writes.load();  // the disk is full now
+    absl::StatusOr<LogPosition> waiting = store->Append(ops[20]);
+    ASSERT_TRUE(waiting.ok());
+    absl::Notification written;
+    absl::Status outcome;
+    store->OnDurable(*waiting, [&](absl::Status status) {
+      outcome = status;
+      written.Notify();
+    });
+    auto full = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) {
+      return !changes.empty();
+    };
+    {
+      absl::MutexLock lock(&mu);
+      mu.Await(absl::Condition(&full));
+      EXPECT_EQ(changes[0].code(), absl::StatusCode::kUnavailable);
+      EXPECT_NE(changes[0].message().find(dir.path()), std::string::npos)
+          << changes[0];
+      EXPECT_NE(changes[0].message().find("No space left on device"),
+                std::string::npos)
+          << changes[0];
+    }
+    const absl::Status refused = store->AdmitsMutations();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+    EXPECT_NE(refused.message().find("is full"), std::string::npos);
+    EXPECT_TRUE(store->health().ok());  // nothing is lost: not failed
+    EXPECT_FALSE(store->SnapshotDue());
+    EXPECT_FALSE(written.HasBeenNotified());
+    EXPECT_EQ(store->durable_position(), good);
+    // A change already made (a lapse, a server record) still goes in.
+    ASSERT_TRUE(store->Append(ops[21]).ok());
+
+    plan->writes_ok = 1 << 30;  // space is freed
+    written.WaitForNotification();
+    EXPECT_TRUE(outcome.ok()) << outcome;
+    ASSERT_TRUE(store->WaitDurable(*waiting + 1).ok());
+    EXPECT_TRUE(store->AdmitsMutations().ok());
+    {
+      absl::MutexLock lock(&mu);
+      ASSERT_EQ(changes.size(), 2u);
+      EXPECT_TRUE(changes[1].ok());
+    }
+    EXPECT_EQ(store->stats().out_of_space_episodes, 1u);
+    const LogPosition last = ApplyAndAppend(*store, machine, ops, 22, 30);
+    ASSERT_TRUE(store->WaitDurable(last).ok());
+    store.reset();
+
+    StateMachine recovered;
+    store = OpenStore(dir.path(), recovered);
+    ASSERT_NE(store, nullptr);
+    EXPECT_FALSE(store->recovery().tail_dropped);
+    EXPECT_EQ(store->recovery().last_position, 30u);
+    EXPECT_EQ(CanonicalState(recovered), StateAfter(ops, 30));
+  }
+}
+
+TEST(DurableStore, CloseWhileTheDiskIsFullFailsTheWaitingRecords) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  plan->out_of_space = true;
+  DurableStoreOptions options;
+  options.open_file = testing::FaultyFactory(plan);
+  options.out_of_space_retry_ms = 5;
+  StateMachine machine;
+  std::unique_ptr<DurableStore> store =
+      OpenStore(dir.path(), machine, options);
+  plan->writes_ok = plan->writes.load();
+  absl::StatusOr<LogPosition> waiting =
+      store->Append(Operation{1, op::Advance{}});
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(store->Close().code(), absl::StatusCode::kUnavailable);
+  const absl::Status never = store->WaitDurable(*waiting);
+  EXPECT_EQ(never.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(never.message().find("was full"), std::string::npos) << never;
 }
 
 TEST(DurableStore, SecondOpenerOfTheSameDirIsRefused) {

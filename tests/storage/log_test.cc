@@ -12,6 +12,7 @@
 namespace leasekeeper::storage {
 namespace {
 
+using testing::CountFiles;
 using testing::Slurp;
 using testing::Spit;
 using testing::TempDir;
@@ -390,15 +391,67 @@ TEST(FileLog, FailedWriteOrSyncFailsTheLogForGood) {
   FileLogOptions options;
   options.open_file = testing::FaultyFactory(plan);
   std::unique_ptr<FileLog> log = OpenLog(dir.path(), nullptr, options);
-  plan->syncs_ok = plan->syncs;  // the next sync fails
+  plan->syncs_ok = plan->syncs.load();  // the next sync fails
   ASSERT_TRUE(log->Append({"a"}).ok());
   const absl::Status failed = log->Sync();
   EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(failed.message().find("No space left on device"),
+  EXPECT_NE(failed.message().find("Input/output error"),
             std::string::npos);
   EXPECT_EQ(log->Append({"b"}).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(log->Sync().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(log->health().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(FileLog, FullDiskRefusesAnAppendAndLeavesTheLogAsItWas) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  plan->out_of_space = true;
+  FileLogOptions options;
+  options.open_file = testing::FaultyFactory(plan);
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), nullptr, options);
+  ASSERT_TRUE(log->Append({"a"}).ok());
+  plan->writes_ok = plan->writes.load();  // the disk is full now
+  const absl::Status full = log->Append({"bb", "cc"});
+  EXPECT_TRUE(IsOutOfSpace(full)) << full;
+  EXPECT_TRUE(log->health().ok());
+  EXPECT_EQ(log->next_position(), 2u);
+  EXPECT_TRUE(IsOutOfSpace(log->Append({"bb", "cc"})));
+
+  plan->writes_ok = 1 << 30;  // space is freed
+  ASSERT_TRUE(log->Append({"bb", "cc"}).ok());
+  ASSERT_TRUE(log->Sync().ok());
+  EXPECT_EQ(ReadAll(*log), (std::vector<std::string>{"a", "bb", "cc"}));
+  log.reset();
+  // The half-written attempts were overwritten: nothing torn, nothing twice.
+  LogOpenReport report;
+  log = OpenLog(dir.path(), &report);
+  EXPECT_FALSE(report.tail_dropped);
+  EXPECT_EQ(ReadAll(*log), (std::vector<std::string>{"a", "bb", "cc"}));
+}
+
+TEST(FileLog, FullDiskAtASegmentRollKeepsAppendingToTheOldSegmentLater) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  plan->out_of_space = true;
+  FileLogOptions options;
+  options.segment_bytes = 64;
+  options.open_file = testing::FaultyFactory(plan);
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), nullptr, options);
+  ASSERT_TRUE(log->Append({std::string(60, 'a')}).ok());  // segment full
+  plan->writes_ok = plan->writes.load();  // the new segment's header fails
+  EXPECT_TRUE(IsOutOfSpace(log->Append({"b"})));
+  EXPECT_TRUE(log->health().ok());
+  EXPECT_EQ(CountFiles(dir.path(), "wal-"), 1u);  // the half-made one is gone
+
+  plan->writes_ok = 1 << 30;
+  ASSERT_TRUE(log->Append({"b"}).ok());
+  ASSERT_TRUE(log->Sync().ok());
+  EXPECT_EQ(CountFiles(dir.path(), "wal-"), 2u);
+  log.reset();
+  LogOpenReport report;
+  log = OpenLog(dir.path(), &report);
+  EXPECT_EQ(ReadAll(*log),
+            (std::vector<std::string>{std::string(60, 'a'), "b"}));
 }
 
 TEST(FileLog, OversizedRecordIsRefusedAndAppendsNothing) {

@@ -5,6 +5,7 @@
 #define LEASEKEEPER_TESTS_STORAGE_STORAGE_TEST_UTIL_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -195,14 +196,16 @@ class OperationGenerator {
 };
 
 // Shared between a test and the files it makes fail: after `writes_ok`
-// successful Appends (or `syncs_ok` Syncs) every later one fails with
-// `message`, as a full disk (ENOSPC) or a dying one (EIO) would.
+// successful Appends (or `syncs_ok` Syncs) every later one fails, as a
+// dying disk (EIO: Unavailable) or, with `out_of_space`, a full one (ENOSPC:
+// ResourceExhausted, after writing half) would. The test may change the
+// plan while a store's flusher writes (atomics).
 struct FaultPlan {
-  int writes_ok = 1 << 30;
-  int syncs_ok = 1 << 30;
-  std::string message = "No space left on device";
-  int writes = 0;
-  int syncs = 0;
+  std::atomic<int> writes_ok = 1 << 30;
+  std::atomic<int> syncs_ok = 1 << 30;
+  std::atomic<bool> out_of_space = false;
+  std::atomic<int> writes = 0;
+  std::atomic<int> syncs = 0;
 };
 
 class FaultyFile final : public WritableFile {
@@ -214,15 +217,22 @@ class FaultyFile final : public WritableFile {
     if (plan_->writes++ >= plan_->writes_ok) {
       // A short write first, as a disk filling up mid-write does.
       file_->Append(data.substr(0, data.size() / 2)).IgnoreError();
+      if (plan_->out_of_space) {
+        return absl::ResourceExhaustedError(
+            "write to " + path() + " failed: No space left on device");
+      }
       return absl::UnavailableError("write to " + path() +
-                                    " failed: " + plan_->message);
+                                    " failed: Input/output error");
     }
     return file_->Append(data);
+  }
+  absl::Status RewindTo(uint64_t offset) override {
+    return file_->RewindTo(offset);
   }
   absl::Status Sync() override {
     if (plan_->syncs++ >= plan_->syncs_ok) {
       return absl::UnavailableError("fsync of " + path() +
-                                    " failed: " + plan_->message);
+                                    " failed: Input/output error");
     }
     return file_->Sync();
   }
