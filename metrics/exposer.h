@@ -1,14 +1,15 @@
 // MetricsExposer: serves the exposition of a set of prometheus-cpp
 // collectables at GET /metrics over plain HTTP/1.1, for Prometheus to
-// scrape. A thin layer over prometheus::Exposer (civetweb underneath) that
-// adds an address check with a clear error, start failures as a Status
-// instead of an exception, and connection handling that a few slow or
-// half-open clients cannot exhaust (ExposerOptions).
+// scrape, from one thread with an epoll loop (no thread per connection),
+// so that stalled, trickling or half-open clients cannot delay a scrape.
+// The answers to each request are metrics/http_request.h's, the rules on
+// connections metrics/connection_table.h's.
 //
 // Thread-safety: Start and the destructor from one controlling thread;
-// port() and address() from any thread. Collectables are read on the HTTP
-// worker threads, concurrently with each other; each must be thread-safe,
-// and each is held by weak pointer (one that has expired is skipped).
+// port() and address() from any thread. Collectables are read on the
+// server's one thread, one scrape at a time; each must be safe to read
+// from a thread other than its writers', and each is held by weak pointer
+// (one that has expired is skipped).
 #ifndef LEASEKEEPER_METRICS_EXPOSER_H_
 #define LEASEKEEPER_METRICS_EXPOSER_H_
 
@@ -21,36 +22,38 @@
 #include "absl/strings/string_view.h"
 #include "prometheus/collectable.h"
 
-namespace prometheus {
-class Exposer;
-}  // namespace prometheus
-
 namespace leasekeeper::metrics {
 
-// How connections are served. civetweb serves each connection on one of
-// `num_threads` workers, from accept until it closes; a connection must
-// deliver its whole request (and take the response) within
-// `request_timeout_ms` of being picked up, and keep-alive is off (one
-// response per connection, so an idle client does not keep its worker
-// between scrapes). Hence with fewer than `num_threads` stalled
-// connections a scrape is answered at once, and a burst of B stalled
-// connections delays scrapes by at most about
-// ceil(B / num_threads) * request_timeout_ms. Connections beyond the
-// workers wait in the accept queue (`listen_backlog`), not refused.
+// How connections are served; every limit is a contract the tests check.
+// The loop accepts every connection the kernel has completed, so a scrape
+// is never queued behind stalled clients: at the cap it closes the oldest
+// idle connection (the one whose last byte in or out is the oldest) to
+// admit the new one, and a scraper that sends its request at once is
+// answered before it could become the oldest. Memory is bounded by
+// max_connections * (max_request_header_bytes + one response).
 struct ExposerOptions {
-  // HTTP worker threads, each serving one connection at a time: the number
-  // of stalled connections that cannot delay a scrape. An idle worker costs
-  // its stack and a 16 KiB request buffer.
-  int num_threads = 64;
-  // How long a connection may take to send its request (and to take the
-  // response), in milliseconds. A scraper sends its request at once; only a
-  // stalled or hostile client comes near this.
-  int request_timeout_ms = 3'000;
-  // Connections the kernel queues while every worker is busy, so that a
-  // burst is served late rather than refused.
+  // Connections held open at once; at the cap a new connection closes the
+  // oldest idle one. Each costs a descriptor and up to
+  // max_request_header_bytes of buffer while it reads.
+  int max_connections = 256;
+  // From accept, how long a connection may take to send its whole request
+  // head (request line and headers) before it is closed without an answer.
+  // A trickle does not extend it. A scraper sends its request at once.
+  int header_timeout_ms = 2'000;
+  // From the end of its request, how long a connection may take to take
+  // its whole response before it is closed. Writes never block the loop.
+  int write_timeout_ms = 10'000;
+  // A longer request head is answered 431 and closed.
+  int max_request_header_bytes = 8'192;
+  // Connections the kernel completes before the loop accepts them.
   int listen_backlog = 1'024;
-  // Receives civetweb's error messages after a successful start (on the
-  // HTTP threads); messages during Start go into its error status instead.
+  // Shedding (closing at the cap or at a timeout) is reported through
+  // error_log at most once per interval, as one line with the counts
+  // since the previous line: the first shed at once, later ones when the
+  // interval has passed.
+  int shed_log_interval_ms = 10'000;
+  // Receives the server's messages after a successful start (on its
+  // thread): shedding reports, and errors accepting connections.
   // Default: dropped.
   std::function<void(absl::string_view)> error_log{};
 };
@@ -59,15 +62,12 @@ class MetricsExposer {
  public:
   // Binds `listen` ("host:port", "[v6]:port"; host may be a name such as
   // localhost, which resolves to its first address; port 0 picks a free
-  // port) and serves `collectables` at /metrics: GET /metrics (and any path
-  // below or extending it: civetweb matches by prefix) is 200 with
-  // Content-Type "text/plain; charset=utf-8", gzip-encoded when the client
-  // accepts it; any other path is 404, any other method (HEAD included) 404
-  // or 405. The body also carries prometheus-cpp's own exposer_* series.
+  // port) and serves `collectables` as http_request.h answers, the body
+  // being their families in prometheus::TextSerializer's text format,
+  // followed by the server's own leasekeeper_metrics_http_* series.
   // Outcomes: the running exposer; INVALID_ARGUMENT for a malformed address
-  // or options (num_threads or a timeout below 1); UNAVAILABLE if the
-  // address cannot be resolved or bound (the message names the address and
-  // says why).
+  // or an option below 1; UNAVAILABLE if the address cannot be resolved or
+  // bound (the message names the address and says why).
   static absl::StatusOr<std::unique_ptr<MetricsExposer>> Start(
       absl::string_view listen,
       const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables,
@@ -75,9 +75,8 @@ class MetricsExposer {
 
   MetricsExposer(const MetricsExposer&) = delete;
   MetricsExposer& operator=(const MetricsExposer&) = delete;
-  // Stops accepting, closes every connection and joins the HTTP threads.
-  // Takes up to 2 s: civetweb's accept loop wakes that often to see whether
-  // it should stop.
+  // Stops the loop, closes every connection and the listener, and joins
+  // the server's thread (at once: a scrape in progress finishes first).
   ~MetricsExposer();
 
   // The bound port (the actual one when started with port 0).
@@ -86,16 +85,12 @@ class MetricsExposer {
   // "[::1]:9464".
   const std::string& address() const { return address_; }
 
-  // Opaque state shared with civetweb's callbacks; defined in the .cc.
-  struct Context;
-
  private:
-  MetricsExposer(std::unique_ptr<Context> context,
-                 std::unique_ptr<prometheus::Exposer> exposer, int port,
-                 std::string address);
+  class Loop;  // the server's thread and everything it owns; in the .cc
 
-  std::unique_ptr<Context> context_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  MetricsExposer(std::unique_ptr<Loop> loop, int port, std::string address);
+
+  std::unique_ptr<Loop> loop_;
   int port_;
   std::string address_;
 };

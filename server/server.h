@@ -90,8 +90,8 @@ class LeasekeeperServer {
     return metrics_http_ != nullptr ? metrics_http_->port() : 0;
   }
   // The exposition of every series the server exposes, as /metrics serves
-  // it (also without --metrics-listen), less the exposer's own exposer_*
-  // series. Valid after Start.
+  // it (also without --metrics-listen), less the /metrics server's own
+  // leasekeeper_metrics_http_* series. Valid after Start.
   std::string RenderMetrics() const;
 
  private:

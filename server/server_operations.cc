@@ -108,8 +108,9 @@ absl::Status LeasekeeperServer::PrepareMetrics() {
       owner_, !config_.durability.data_dir.empty(), cluster_.get());
   if (config_.metrics_listen.empty()) return absl::OkStatus();
   metrics::ExposerOptions options;
+  // Shedding reports (rate-limited by the exposer) and accept errors.
   options.error_log = [](absl::string_view message) {
-    spdlog::warn("event=metrics_http_error error=\"{}\"", std::string(message));
+    spdlog::warn("event=metrics_http detail=\"{}\"", std::string(message));
   };
   const std::vector<std::shared_ptr<prometheus::Collectable>> collectables =
       MetricsCollectables();

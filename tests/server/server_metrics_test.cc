@@ -527,9 +527,8 @@ TEST_F(ServerMetricsTest, SeriesDoNotDependOnLocksOrClients) {
 }
 
 // Connections that never finish their request (stalled scrapers, port
-// scanners, peers that vanished mid-request) each occupy one HTTP worker
-// until their request timeout; with fewer of them than workers, a scrape is
-// still answered at once.
+// scanners, peers that vanished mid-request) hold no thread: a scrape is
+// answered at once next to them.
 TEST_F(ServerMetricsTest, ScrapesAreAnsweredWhileFortySlowClientsStall) {
   StartWithMetrics();
   metrics::testing::SlowClients slow(server_->metrics_port(), 40);
@@ -541,7 +540,7 @@ TEST_F(ServerMetricsTest, ScrapesAreAnsweredWhileFortySlowClientsStall) {
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->status, 200);
   EXPECT_TRUE(Exposition::Parse(response->body).ok());
-  // Well under the 3 s request timeout that would free a stalled worker.
+  // Well under the 2 s header timeout that closes the stalled ones.
   EXPECT_LT(elapsed, std::chrono::seconds(2));
 }
 
