@@ -7,8 +7,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "client/errors.h"
 #include "client/internal/call_messages.h"
+#include "client/internal/call_retry.h"
 #include "client/internal/call_timing.h"
 #include "client/internal/channel_set.h"
 #include "proto/lock_mode.h"
@@ -142,13 +144,9 @@ void SetUpAttempt(MonotonicTime deadline, const CallOptions& options,
   context.set_wait_for_ready(options.wait_for_ready && !pick.can_move);
 }
 
-// A call may go to as many endpoints as a cluster has nodes, and a redirect
-// more; past that the service is not answering.
-constexpr int kMaxAttempts = 8;
-
 // Runs one unary call through `channels`: sets the deadline (for all
 // attempts together), wires the stop token to TryCancel, maps the status,
-// and follows the endpoint choice (see RpcClient's "Several endpoints").
+// and goes again as CallRetry decides, where the endpoint choice points.
 // `invoke` is (stub, context, response) -> grpc::Status.
 template <typename Response, typename Invoke>
 absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
@@ -157,36 +155,32 @@ absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
   if (options.cancel.stop_requested()) {
     return absl::CancelledError("cancelled before the call started");
   }
-  const MonotonicTime deadline = DeadlineOf(options);
-  absl::Status status;
-  for (int attempt = 0;; ++attempt) {
+  internal::CallRetry retry(DeadlineOf(options), repeatable);
+  for (;;) {
     internal::ChannelSet::Pick pick = channels.Current();
-    if (attempt > 0 && pick.not_before > MonotonicNow()) {
-      if (pick.not_before >= deadline) return status;
-      if (!internal::SleepUnlessStopped(pick.not_before - MonotonicNow(),
-                                        options.cancel)) {
-        return absl::CancelledError("cancelled before the call started");
-      }
-    }
     grpc::ClientContext context;
-    SetUpAttempt(deadline, options, pick, context);
+    SetUpAttempt(retry.deadline(), options, pick, context);
     std::stop_callback cancel_on_stop(options.cancel,
                                       [&context] { context.TryCancel(); });
     Response response;
-    grpc::Status grpc_status = invoke(*pick.stub, &context, &response);
-    if (grpc_status.ok()) {
-      channels.Report(pick, absl::OkStatus());
-      return response;
-    }
-    status = FromGrpcStatus(context, grpc_status);
+    const grpc::Status grpc_status = invoke(*pick.stub, &context, &response);
+    const absl::Status status = FromGrpcStatus(context, grpc_status);
     const bool moved = channels.Report(pick, status);
-    // A NOT_LEADER refusal applied nothing, so any call may go again; after
-    // another failure only one that may safely be repeated does.
-    const bool again = HasErrorReason(status, ErrorReason::kNotLeader) ||
-                       (repeatable && IsTransient(status));
-    if (!moved || !again || attempt + 1 >= kMaxAttempts ||
-        MonotonicNow() >= deadline || options.cancel.stop_requested()) {
-      return status;
+    if (status.ok()) return response;
+    switch (retry.After(status, pick.target, moved,
+                        channels.Current().not_before, MonotonicNow())) {
+      case internal::CallRetry::Step::kDone:
+      case internal::CallRetry::Step::kGiveUp:
+        return retry.status();
+      case internal::CallRetry::Step::kAgain:
+        break;
+    }
+    if (options.cancel.stop_requested() ||
+        !internal::SleepUnlessStopped(retry.at() - MonotonicNow(),
+                                      options.cancel)) {
+      return absl::CancelledError(
+          absl::StrCat("cancelled between attempts; the last: ",
+                       retry.status().message()));
     }
   }
 }
@@ -419,34 +413,52 @@ absl::Status RpcClient::Watch(
   } else {
     request.set_lock(call.name);
   }
-  // A stream is not moved once it runs; a NOT_LEADER refusal at its start
-  // moves the next call (a watch again) to the leader.
-  internal::ChannelSet::Pick pick = channels_->Current();
-  grpc::ClientContext context;
-  SetUpAttempt(DeadlineOf(options), options, pick, context);
-  std::stop_callback cancel_on_stop(options.cancel,
-                                    [&context] { context.TryCancel(); });
-  std::unique_ptr<grpc::ClientReader<pb::WatchResponse>> reader =
-      pick.stub->Watch(&context, request);
-  pb::WatchResponse message;
-  bool stopped = false;
-  while (reader->Read(&message)) {
-    if (!on_update(FromProto(message))) {
-      stopped = true;
-      context.TryCancel();
-      while (reader->Read(&message)) {
+  // Until its first message the stream opens as a read is retried
+  // (CallRetry), within call.open_within; once it runs it is not moved
+  // (the proto has no position to resume from without a gap).
+  const MonotonicTime deadline = DeadlineOf(options);
+  internal::CallRetry retry(
+      std::min(deadline, MonotonicNow() + call.open_within),
+      /*repeatable=*/true);
+  for (;;) {
+    internal::ChannelSet::Pick pick = channels_->Current();
+    grpc::ClientContext context;
+    SetUpAttempt(deadline, options, pick, context);
+    std::stop_callback cancel_on_stop(options.cancel,
+                                      [&context] { context.TryCancel(); });
+    std::unique_ptr<grpc::ClientReader<pb::WatchResponse>> reader =
+        pick.stub->Watch(&context, request);
+    pb::WatchResponse message;
+    bool delivered = false;
+    bool stopped = false;
+    while (reader->Read(&message)) {
+      delivered = true;
+      if (!on_update(FromProto(message))) {
+        stopped = true;
+        context.TryCancel();
+        while (reader->Read(&message)) {
+        }
+        break;
       }
-      break;
+    }
+    const grpc::Status status = reader->Finish();
+    if (stopped || status.ok()) {
+      channels_->Report(pick, absl::OkStatus());
+      return absl::OkStatus();
+    }
+    absl::Status failed = FromGrpcStatus(context, status);
+    const bool moved = channels_->Report(pick, failed);
+    if (delivered) return failed;
+    if (retry.After(failed, pick.target, moved,
+                    channels_->Current().not_before,
+                    MonotonicNow()) != internal::CallRetry::Step::kAgain) {
+      return retry.status();
+    }
+    if (!internal::SleepUnlessStopped(retry.at() - MonotonicNow(),
+                                      options.cancel)) {
+      return absl::CancelledError("cancelled before the watch started");
     }
   }
-  grpc::Status status = reader->Finish();
-  if (stopped || status.ok()) {
-    channels_->Report(pick, absl::OkStatus());
-    return absl::OkStatus();
-  }
-  absl::Status failed = FromGrpcStatus(context, status);
-  channels_->Report(pick, failed);
-  return failed;
 }
 
 absl::StatusOr<LockInfo> RpcClient::Inspect(absl::string_view lock,

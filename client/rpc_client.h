@@ -7,9 +7,15 @@
 // (and in proto/leasekeeper/v1/lock_service.proto), mapped by
 // FromGrpcStatus; or CANCELLED once CallOptions::cancel is stopped (a
 // waiting Acquire is withdrawn by the server), UNAVAILABLE when the server
-// cannot be reached, DEADLINE_EXCEEDED when the timeout passes. With
-// several endpoints a call follows NOT_LEADER to the leader (at most 8
-// attempts); how: docs/design/clients.md ("Finding the leader").
+// cannot be reached, DEADLINE_EXCEEDED when the timeout passes. A unary
+// call rides over a failover within its timeout: on NOT_LEADER, a refused
+// connection or (for a call that may be repeated) another transport
+// failure, it goes again, to the leader a node names or the next
+// endpoint, with backoff, until the timeout; then it returns the last
+// answer, naming its endpoint and the number of attempts. A call without a
+// request id that may have reached the leader is not repeated. How:
+// internal/call_retry.h, docs/design/clients.md ("One-shot calls over a
+// failover").
 //
 // Thread-safety: thread-safe; calls may run concurrently from any thread.
 #ifndef LEASEKEEPER_CLIENT_RPC_CLIENT_H_
@@ -246,6 +252,11 @@ struct WatchCall {
   // with it (empty: every lock).
   std::string name;
   bool prefix = false;
+  // How long the stream's opening may take (bounded by the call's
+  // timeout too): until its first message a refused or failed attempt
+  // goes again, to the leader a node names or the next endpoint, as a
+  // read does.
+  absl::Duration open_within = absl::Seconds(10);
 };
 
 enum class WatchEventKind {
@@ -395,10 +406,11 @@ class RpcClient {
       const CallOptions& options = {}) const;
 
   // Runs `invoke` (a call on the given stub with the given context) as this
-  // class's own calls run: deadline, cancel, the endpoint choice. For the
-  // RPCs this class leaves to its users (ServerInfo, ForceRelease). With
-  // `repeatable` (repeating the call is harmless: a read, or a call with a
-  // request id) a transport failure goes again to the next endpoint.
+  // class's own calls run: deadline, cancel, the endpoint choice, the
+  // retry over a failover. For the RPCs this class leaves to its users
+  // (ServerInfo, ForceRelease). Without `repeatable` (repeating the call
+  // is harmless: a read, or a call with a request id) only refusals that
+  // applied nothing (NOT_LEADER, a refused connection) go again.
   // Outcomes: what `invoke` returned, as FromGrpcStatus maps it.
   absl::Status CallWith(
       const CallOptions& options, bool repeatable,
@@ -415,7 +427,10 @@ class RpcClient {
   // for each message until it returns false (the call is then cancelled
   // and Watch returns OK) or the stream ends. options.timeout bounds the
   // whole stream (InfiniteDuration: none); stopping options.cancel ends
-  // it. Outcomes: OK (on_update stopped it); RESOURCE_EXHAUSTED
+  // it. Its opening rides over a failover (call.open_within); a stream
+  // that breaks once it runs returns the failure: the proto has no
+  // position to resume from, so watch again for a fresh snapshot.
+  // Outcomes: OK (on_update stopped it); RESOURCE_EXHAUSTED
   // WATCH_FELL_BEHIND (this client read too slowly and was cut: watch
   // again for a fresh snapshot); INVALID_ARGUMENT; RESOURCE_EXHAUSTED
   // LIMIT_EXCEEDED (max-watchers, max-prefix-watchers, a name too long);

@@ -412,7 +412,9 @@ int Watch(const Invocation& in, const client::RpcClient& rpc,
   const std::string name = in.watch_prefix ? in.prefix : in.lock;
   int64_t changes = 0;
   absl::Status ended = rpc.Watch(
-      client::WatchCall{.name = name, .prefix = in.watch_prefix},
+      client::WatchCall{.name = name,
+                        .prefix = in.watch_prefix,
+                        .open_within = in.timeout},
       [&](const client::WatchUpdate& update) {
         out << FormatWatchUpdate(update, in.output) << std::flush;
         if (update.kind == client::WatchUpdate::Kind::kEvent) ++changes;

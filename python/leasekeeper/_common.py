@@ -280,6 +280,11 @@ class Endpoints:
         with self._mutex:
             return self._current
 
+    @property
+    def count(self) -> int:
+        """How many endpoints the list has."""
+        return len(self._targets)
+
     def current(self) -> tuple[int, Connection]:
         """(generation, connection) of the endpoint calls go to now."""
         with self._mutex:

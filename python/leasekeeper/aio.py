@@ -38,6 +38,7 @@ from leasekeeper._acquire import AcquireAttempts, Step, renew_request
 from leasekeeper._book import EndReason, LeaseBook, LeaseState, PendingRelease, Plan
 from leasekeeper._lease_base import (LeaseBase, ended_error, ends_lease,
                                      not_writing_error)
+from leasekeeper._retry import CallRetry
 from leasekeeper._common import (ClientStatus, Endpoints, KeyPage, LockInfo,
                                  LockSummary, ReleasedLease, TlsFiles)
 from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
@@ -460,15 +461,14 @@ class Client:
     async def read(self, lock: str, key: str) -> Optional[bytes]:
         request = pb.ReadRequest(lock=_common.check_str("lock", lock),
                                  key=_common.check_str("key", key))
-        response = await self._unary("Read", request, self.call_timeout)
+        response = await self._call("Read", request)
         return bytes(response.value) if response.found else None
 
     async def list_keys(self, lock: str, after: str = "",
                         limit: int = 0) -> KeyPage:
         """As leasekeeper.Client.list_keys."""
         request = _common.list_keys_request(lock, after, limit)
-        return KeyPage.of(await self._unary("ListKeys", request,
-                                            self.call_timeout))
+        return KeyPage.of(await self._call("ListKeys", request))
 
     async def keys(self, lock: str) -> list[str]:
         """As leasekeeper.Client.keys."""
@@ -483,8 +483,7 @@ class Client:
     async def inspect(self, lock: str) -> LockInfo:
         pages = _common.InspectPages(lock)
         while True:
-            info = pages.add(await self._unary("Inspect", pages.request,
-                                               self.call_timeout))
+            info = pages.add(await self._call("Inspect", pages.request))
             if info is not None:
                 return info
 
@@ -493,8 +492,7 @@ class Client:
             "client_id", client_id)
         pages = _common.StatusPages(who)
         while True:
-            status = pages.add(await self._unary("Status", pages.request,
-                                                 self.call_timeout))
+            status = pages.add(await self._call("Status", pages.request))
             if status is not None:
                 return status
 
@@ -506,9 +504,8 @@ class Client:
         locks: list[LockSummary] = []
         token = ""
         while True:
-            response = await self._unary("ListLocks", pb.ListLocksRequest(
-                prefix=prefix, page_size=page_size, page_token=token),
-                self.call_timeout)
+            response = await self._call("ListLocks", pb.ListLocksRequest(
+                prefix=prefix, page_size=page_size, page_token=token))
             locks.extend(LockSummary.of(s) for s in response.locks)
             token = response.next_page_token
             if not token:
@@ -517,8 +514,8 @@ class Client:
     async def force_release(self, lock: str, client_id: str = "",
                             reason: str = "") -> list[ReleasedLease]:
         request = _common.force_release_request(lock, client_id, reason)
-        return ReleasedLease.all_of(await self._unary(
-            "ForceRelease", request, self.call_timeout))
+        return ReleasedLease.all_of(await self._call(
+            "ForceRelease", request, repeatable=False))
 
     def pause_renewals_for_testing(self, paused: bool) -> None:
         self._book.paused = paused
@@ -540,6 +537,24 @@ class Client:
             if error.code == grpc.StatusCode.UNAVAILABLE:
                 self._endpoints.failed(index, error.leader)
             raise error from None
+
+    async def _call(self, method: str, request: object,
+                    repeatable: bool = True) -> Any:
+        """As leasekeeper.Client._call: a one-shot call within one call
+        timeout, over a failover."""
+        retry = CallRetry(monotonic() + self.call_timeout, repeatable,
+                          self._endpoints.count)
+        while True:
+            target = self._endpoints.target
+            try:
+                return await self._unary(
+                    method, request, max(0.001, retry.deadline - monotonic()))
+            except LeasekeeperError as error:
+                at = retry.after(error, target, monotonic())
+                if at is None:
+                    assert retry.error is not None
+                    raise retry.error from None
+            await asyncio.sleep(max(0.0, at - monotonic()))
 
     async def _release_with_retries(self, request: pb.ReleaseRequest) -> None:
         give_up_at = monotonic() + self.call_timeout
@@ -724,9 +739,8 @@ class Client:
         self._deliver()
         if state.end_reason is not None:
             raise not_writing_error(state)
-        await self._unary("Write", _common.write_request(
-            state.lock, key, data, state.token, self.client_id),
-            self.call_timeout)
+        await self._call("Write", _common.write_request(
+            state.lock, key, data, state.token, self.client_id))
 
     async def _delete(self, state: LeaseState, key: str) -> bool:
         key = _common.check_str("key", key)
@@ -734,8 +748,8 @@ class Client:
         self._deliver()
         if state.end_reason is not None:
             raise not_writing_error(state, "deleting")
-        response = await self._unary("Delete", _common.delete_request(
-            state.lock, key, state.token, self.client_id), self.call_timeout)
+        response = await self._call("Delete", _common.delete_request(
+            state.lock, key, state.token, self.client_id))
         return bool(response.existed)
 
     def _deliver(self) -> None:

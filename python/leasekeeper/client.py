@@ -51,6 +51,7 @@ from leasekeeper._lease_base import (LeaseBase, ended_error, ends_lease,
                                      not_writing_error)
 from leasekeeper._common import (ClientStatus, Endpoints, KeyPage, LockInfo,
                                  LockSummary, ReleasedLease, TlsFiles)
+from leasekeeper._retry import CallRetry
 from leasekeeper._session import Session
 from leasekeeper.leader import TermEnd, run_as_leader
 from leasekeeper.errors import (ClientBusy, LeasekeeperError, LeaseLost,
@@ -307,7 +308,7 @@ class Client:
         Raises LeasekeeperError INVALID_ARGUMENT; Unavailable."""
         request = pb.ReadRequest(lock=_common.check_str("lock", lock),
                                  key=_common.check_str("key", key))
-        response = self._unary("Read", request, self.call_timeout)
+        response = self._call("Read", request)
         return bytes(response.value) if response.found else None
 
     def list_keys(self, lock: str, after: str = "",
@@ -317,7 +318,7 @@ class Client:
         (100), at most 1,000. Raises LeasekeeperError INVALID_ARGUMENT;
         LimitExceeded; Unavailable."""
         request = _common.list_keys_request(lock, after, limit)
-        return KeyPage.of(self._unary("ListKeys", request, self.call_timeout))
+        return KeyPage.of(self._call("ListKeys", request))
 
     def keys(self, lock: str) -> list[str]:
         """All the lock's keys, one ListKeys call per page. Pages are
@@ -337,8 +338,7 @@ class Client:
         lock)."""
         pages = _common.InspectPages(lock)
         while True:
-            info = pages.add(self._unary("Inspect", pages.request,
-                                         self.call_timeout))
+            info = pages.add(self._call("Inspect", pages.request))
             if info is not None:
                 return info
 
@@ -349,8 +349,7 @@ class Client:
             "client_id", client_id)
         pages = _common.StatusPages(who)
         while True:
-            status = pages.add(self._unary("Status", pages.request,
-                                           self.call_timeout))
+            status = pages.add(self._call("Status", pages.request))
             if status is not None:
                 return status
 
@@ -363,9 +362,8 @@ class Client:
         locks: list[LockSummary] = []
         token = ""
         while True:
-            response = self._unary("ListLocks", pb.ListLocksRequest(
-                prefix=prefix, page_size=page_size, page_token=token),
-                self.call_timeout)
+            response = self._call("ListLocks", pb.ListLocksRequest(
+                prefix=prefix, page_size=page_size, page_token=token))
             locks.extend(LockSummary.of(s) for s in response.locks)
             token = response.next_page_token
             if not token:
@@ -378,8 +376,10 @@ class Client:
         client certificates anybody. Raises NoHolder if nobody (or not
         client_id) holds it; PERMISSION_DENIED / UNAUTHENTICATED errors."""
         request = _common.force_release_request(lock, client_id, reason)
-        return ReleasedLease.all_of(self._unary("ForceRelease", request,
-                                                self.call_timeout))
+        # No request id: gone again only after a refusal that applied
+        # nothing (NOT_LEADER, no connection).
+        return ReleasedLease.all_of(self._call("ForceRelease", request,
+                                               repeatable=False))
 
     # -- testing -----------------------------------------------------------------
 
@@ -434,6 +434,27 @@ class Client:
         except grpc.FutureCancelledError:
             raise LeasekeeperError(f"{method} cancelled",
                                    code=grpc.StatusCode.CANCELLED) from None
+
+    def _call(self, method: str, request: object,
+              repeatable: bool = True) -> Any:
+        """A one-shot call within one call timeout, over a failover
+        (leasekeeper._retry): repeated where Endpoints points until it is
+        answered or the deadline passes; raises its LeasekeeperError.
+        Repeatable (the default): a read, or a write or delete, which
+        repeats to the same effect."""
+        retry = CallRetry(monotonic() + self.call_timeout, repeatable,
+                          self._endpoints.count)
+        while True:
+            target = self._endpoints.target
+            try:
+                return self._unary(method, request,
+                                   max(0.001, retry.deadline - monotonic()))
+            except LeasekeeperError as error:
+                at = retry.after(error, target, monotonic())
+                if at is None:
+                    assert retry.error is not None
+                    raise retry.error from None
+            threading.Event().wait(max(0.0, at - monotonic()))
 
     def _release_with_retries(self, request: pb.ReleaseRequest) -> None:
         give_up_at = monotonic() + self.call_timeout
@@ -653,16 +674,15 @@ class Client:
         data = _common.check_value(value)
         if self._check(state) is not None:
             raise not_writing_error(state)
-        self._unary("Write", _common.write_request(
-            state.lock, key, data, state.token, self.client_id),
-            self.call_timeout)
+        self._call("Write", _common.write_request(
+            state.lock, key, data, state.token, self.client_id))
 
     def _delete(self, state: LeaseState, key: str) -> bool:
         key = _common.check_str("key", key)
         if self._check(state) is not None:
             raise not_writing_error(state, "deleting")
-        response = self._unary("Delete", _common.delete_request(
-            state.lock, key, state.token, self.client_id), self.call_timeout)
+        response = self._call("Delete", _common.delete_request(
+            state.lock, key, state.token, self.client_id))
         return bool(response.existed)
 
     def _end_all(self, reason: EndReason, session_id: Optional[str]) -> None:
