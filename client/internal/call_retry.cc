@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/errors.h"
@@ -30,12 +31,24 @@ bool NeverSent(const absl::Status& status) {
   }
   // gRPC's words for a call that found no connection to go on (pick_first
   // and round_robin alike, across releases).
+  const std::string message = absl::AsciiStrToLower(status.message());
   for (absl::string_view words :
        {"failed to connect", "connection refused",
         "connections to all backends failing", "dns resolution failed"}) {
-    if (absl::StrContainsIgnoreCase(status.message(), words)) return true;
+    if (absl::StrContains(message, words)) return true;
   }
   return false;
+}
+
+bool HandshakeFailed(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kUnavailable ||
+      ErrorReasonOf(status).has_value()) {
+    return false;
+  }
+  const std::string message = absl::AsciiStrToLower(status.message());
+  return absl::StrContains(message, "handshake") ||
+         absl::StrContains(message, "ssl_error") ||
+         absl::StrContains(message, "certificate verify failed");
 }
 
 CallRetry::CallRetry(MonotonicTime deadline, bool repeatable)
@@ -55,6 +68,7 @@ CallRetry::Step CallRetry::After(const absl::Status& status,
     case EndpointVerdict::kFailed:
       break;
   }
+  if (HandshakeFailed(status)) return Step::kGiveUp;  // rule 1
   const bool unapplied =
       HasErrorReason(status, ErrorReason::kNotLeader) || NeverSent(status);
   if (!unapplied && !repeatable_) return Step::kGiveUp;  // rule 3

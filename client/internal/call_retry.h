@@ -7,7 +7,8 @@
 //
 // Rules:
 //  1. An answer ends the call (EndpointVerdict kServed: OK, or the server's
-//     refusal of the request), and so does the caller's cancellation.
+//     refusal of the request), and so do the caller's cancellation and a
+//     failed TLS handshake (a setup mistake no retry mends).
 //  2. A failure that shows nothing was applied goes again whatever the call:
 //     NOT_LEADER (a node that is not the leader applies nothing), and a
 //     connection that could not be made (the request never left).
@@ -39,6 +40,11 @@ namespace leasekeeper::client::internal {
 // message is gRPC's for a failed connection attempt ("failed to connect",
 // "Connection refused").
 bool NeverSent(const absl::Status& status);
+
+// Rule 1's failed TLS handshake: UNAVAILABLE without a server's reason
+// whose message is gRPC's for one (TLS against a plaintext port, an
+// unknown certificate authority).
+bool HandshakeFailed(const absl::Status& status);
 
 class CallRetry {
  public:

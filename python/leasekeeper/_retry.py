@@ -6,8 +6,9 @@ to the named leader, or to the next endpoint), and asks `after`.
 
 Rules:
  1. An answer ends the call (the server's refusal of the request, anything
-    but UNAVAILABLE and a deadline without WAIT_TIMEOUT), and so does a
-    cancellation.
+    but UNAVAILABLE and a deadline without WAIT_TIMEOUT), and so do a
+    cancellation and a failed TLS handshake (a setup mistake no retry
+    mends).
  2. A failure that shows nothing was applied goes again whatever the call:
     NOT_LEADER, and a connection that could not be made.
  3. Any other UNAVAILABLE or bare DEADLINE_EXCEEDED goes again only for a
@@ -48,6 +49,16 @@ def never_sent(error: LeasekeeperError) -> bool:
     return any(words in message for words in _NEVER_SENT)
 
 
+def handshake_failed(error: LeasekeeperError) -> bool:
+    """Rule 1's failed TLS handshake: UNAVAILABLE without a server reason
+    whose message is gRPC's for one."""
+    if error.code != grpc.StatusCode.UNAVAILABLE or error.reason:
+        return False
+    message = error.message.lower()
+    return ("handshake" in message or "ssl_error" in message
+            or "certificate verify failed" in message)
+
+
 def _endpoint_failure(error: LeasekeeperError) -> bool:
     if error.code == grpc.StatusCode.UNAVAILABLE:
         return True  # unreachable, NOT_LEADER, SHUTTING_DOWN
@@ -73,7 +84,7 @@ class CallRetry:
         self.error (rule 5's words added at the deadline)."""
         self.attempts += 1
         self.error = error
-        if not _endpoint_failure(error):
+        if not _endpoint_failure(error) or handshake_failed(error):
             return None  # rule 1
         unapplied = error.reason == "NOT_LEADER" or never_sent(error)
         if not unapplied and not self._repeatable:

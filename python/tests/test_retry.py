@@ -126,6 +126,16 @@ def test_one_endpoint_is_tried_again_with_backoff_until_it_serves() -> None:
     assert len(tried) < 20
 
 
+def test_a_failed_tls_handshake_ends_the_call_at_once() -> None:
+    handshake = make_error(grpc.StatusCode.UNAVAILABLE,
+                           "failed to connect to all addresses; last error: "
+                           "UNKNOWN: ipv4:127.0.0.1:7001: Ssl handshake "
+                           "failed: SSL_ERROR_SSL", None, None)
+    error, tried, _ = run(NODES, 10.0, True, lambda target, now: handshake)
+    assert error is handshake
+    assert len(tried) == 1
+
+
 def test_only_a_failed_connection_counts_as_never_sent() -> None:
     assert never_sent(refused())
     assert not never_sent(dropped())

@@ -50,7 +50,7 @@ absl::Status Dropped() { return absl::UnavailableError("Socket closed"); }
 
 const MonotonicTime kT0 = absl::Seconds(100);
 
-struct Run {
+struct CallRun {
   absl::Status status;
   std::vector<std::string> targets;  // one per attempt
   MonotonicTime ended;
@@ -59,7 +59,7 @@ struct Run {
 // A call over `endpoints` as RpcClient runs it, with `timeout`: each
 // attempt to `target` at `now` gets answer(target, now) after `cost`, and
 // the waits CallRetry asks for pass on the fake clock.
-Run RunCall(const std::vector<std::string>& endpoints, absl::Duration timeout,
+CallRun RunCall(const std::vector<std::string>& endpoints, absl::Duration timeout,
             bool repeatable,
             const std::function<absl::Status(const std::string&,
                                              MonotonicTime)>& answer,
@@ -67,7 +67,7 @@ Run RunCall(const std::vector<std::string>& endpoints, absl::Duration timeout,
   MonotonicTime now = kT0;
   EndpointChoice choice(endpoints, now);
   CallRetry retry(now + timeout, repeatable);
-  Run run;
+  CallRun run;
   for (;;) {
     const std::string target = choice.current();
     const uint64_t generation = choice.generation();
@@ -96,7 +96,7 @@ absl::Status Failover(const std::string& target, MonotonicTime now) {
 }
 
 TEST(CallRetryTest, ACallStartedAtTheLeadersDeathSucceedsOnceANewLeaderServes) {
-  const Run run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
+  const CallRun run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
                           Failover);
   EXPECT_TRUE(run.status.ok()) << run.status;
   EXPECT_EQ(run.targets.back(), "b:1");
@@ -107,7 +107,7 @@ TEST(CallRetryTest, ACallStartedAtTheLeadersDeathSucceedsOnceANewLeaderServes) {
 
 TEST(CallRetryTest, ACallThatCannotBeRepeatedStillRidesOverRefusals) {
   // Refused connections and NOT_LEADER applied nothing.
-  const Run run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/false,
+  const CallRun run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/false,
                           Failover);
   EXPECT_TRUE(run.status.ok()) << run.status;
 }
@@ -116,11 +116,11 @@ TEST(CallRetryTest, ADroppedCallIsRepeatedOnlyWhenRepeatable) {
   auto dropped_once = [](const std::string& target, MonotonicTime) {
     return target == "a:1" ? Dropped() : absl::OkStatus();
   };
-  const Run once = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/false,
+  const CallRun once = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/false,
                            dropped_once);
   EXPECT_EQ(once.status.message(), "Socket closed");
   EXPECT_EQ(once.targets.size(), 1u);
-  const Run repeated = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
+  const CallRun repeated = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
                                dropped_once);
   EXPECT_TRUE(repeated.status.ok()) << repeated.status;
   EXPECT_EQ(repeated.targets.size(), 2u);
@@ -130,7 +130,7 @@ TEST(CallRetryTest, TheServersAnswerEndsTheCallAtOnce) {
   const absl::Status not_holder = WithReason(
       absl::StatusCode::kFailedPrecondition, "not holder",
       leasekeeper::v1::NOT_HOLDER);
-  const Run run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
+  const CallRun run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
                           [&](const std::string&, MonotonicTime) {
                             return not_holder;
                           });
@@ -139,7 +139,7 @@ TEST(CallRetryTest, TheServersAnswerEndsTheCallAtOnce) {
 }
 
 TEST(CallRetryTest, AtTheDeadlineTheCallFailsWithTheLastAnswerNamingItsEndpoint) {
-  const Run run = RunCall(kNodes, absl::Seconds(3), /*repeatable=*/true,
+  const CallRun run = RunCall(kNodes, absl::Seconds(3), /*repeatable=*/true,
                           [](const std::string& target, MonotonicTime) {
                             return target == "a:1" ? Refused() : NotLeader();
                           });
@@ -158,7 +158,7 @@ TEST(CallRetryTest, AtTheDeadlineTheCallFailsWithTheLastAnswerNamingItsEndpoint)
 
 TEST(CallRetryTest, OneEndpointIsTriedAgainWithBackoffUntilItServes) {
   // A single node that restarts: refused for 1 s, then serving.
-  const Run run = RunCall({"a:1"}, absl::Seconds(5), /*repeatable=*/false,
+  const CallRun run = RunCall({"a:1"}, absl::Seconds(5), /*repeatable=*/false,
                           [](const std::string&, MonotonicTime now) {
                             return now < kT0 + absl::Seconds(1)
                                        ? Refused()
@@ -172,11 +172,24 @@ TEST(CallRetryTest, OneEndpointIsTriedAgainWithBackoffUntilItServes) {
 }
 
 TEST(CallRetryTest, TheCallersCancellationEndsTheCall) {
-  const Run run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
+  const CallRun run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
                           [](const std::string&, MonotonicTime) {
                             return absl::CancelledError("cancelled");
                           });
   EXPECT_EQ(run.status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(run.targets.size(), 1u);
+}
+
+TEST(CallRetryTest, AFailedTlsHandshakeEndsTheCallAtOnce) {
+  const absl::Status handshake = absl::UnavailableError(
+      "failed to connect to all addresses; last error: UNKNOWN: "
+      "ipv4:127.0.0.1:7001: Ssl handshake failed: SSL_ERROR_SSL: "
+      "WRONG_VERSION_NUMBER");
+  const CallRun run = RunCall(kNodes, absl::Seconds(10), /*repeatable=*/true,
+                              [&](const std::string&, MonotonicTime) {
+                                return handshake;
+                              });
+  EXPECT_EQ(run.status, handshake);
   EXPECT_EQ(run.targets.size(), 1u);
 }
 
