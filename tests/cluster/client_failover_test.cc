@@ -37,6 +37,17 @@ using client::CallOptions;
 using client::RpcClient;
 using std::chrono::milliseconds;
 
+// An exclusive 30 s Acquire with request id `id`, answered at once.
+AcquireCall GrantCall(const std::string& client, const std::string& lock,
+                      const std::string& id) {
+  AcquireCall call;
+  call.client_id = client;
+  call.lock = lock;
+  call.ttl = absl::Seconds(30);
+  call.request_id = id;
+  return call;
+}
+
 // The deadline every call gets: about four failovers' worth.
 constexpr absl::Duration kDeadline = absl::Seconds(10);
 
@@ -104,9 +115,8 @@ class ClientFailoverTest : public ::testing::Test {
   // Grants `lock` to `client` now (request id `id`); its token.
   uint64_t Grant(const std::string& client, const std::string& lock,
                  const std::string& id) {
-    AcquireCall call{.client_id = client, .lock = lock,
-                     .ttl = absl::Seconds(30), .request_id = id};
-    absl::StatusOr<AcquireResult> granted = rpc_->Acquire(call);
+    absl::StatusOr<AcquireResult> granted =
+        rpc_->Acquire(GrantCall(client, lock, id));
     EXPECT_TRUE(granted.ok()) << granted.status();
     if (!granted.ok()) return 0;
     EXPECT_EQ(granted->outcome, AcquireOutcome::kGranted);
@@ -159,10 +169,8 @@ TEST_F(ClientFailoverTest,
     absl::StatusOr<std::unique_ptr<RpcClient>> rpc =
         RpcClient::Connect(endpoints_);
     ASSERT_TRUE(rpc.ok());
-    rpc_granted = (*rpc)->Acquire(
-        AcquireCall{.client_id = "rpc", .lock = "R", .ttl = absl::Seconds(30),
-                    .request_id = "r-3"},
-        Within(kDeadline));
+    rpc_granted =
+        (*rpc)->Acquire(GrantCall("rpc", "R", "r-3"), Within(kDeadline));
     rpc_took = absl::Now() - killed;
   });
 
