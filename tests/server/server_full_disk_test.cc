@@ -115,7 +115,7 @@ class Writer {
   std::thread thread_;
 };
 
-TEST(FullDiskTest, MutationsAreRefusedReadsGoOnAndServiceResumesByItself) {
+TEST(FullDiskTest, MutationsAreRefusedAtOnceAndServiceResumesByItself) {
   SmallDisk disk(24);
   if (!disk.mounted()) GTEST_SKIP() << "no tmpfs to fill: " << disk.error();
   Daemon daemon = StartOnDisk(disk, {"--snapshot-every=0"});
