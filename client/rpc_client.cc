@@ -167,16 +167,11 @@ absl::StatusOr<Response> RunCall(internal::ChannelSet& channels,
     const absl::Status status = FromGrpcStatus(context, grpc_status);
     const bool moved = channels.Report(pick, status);
     if (status.ok()) return response;
-    switch (retry.After(status, pick.target, moved,
-                        channels.Current().not_before, MonotonicNow())) {
-      case internal::CallRetry::Step::kDone:
-      case internal::CallRetry::Step::kGiveUp:
-        return retry.status();
-      case internal::CallRetry::Step::kAgain:
-        break;
+    if (!retry.After(status, pick.target, moved, channels.Current().not_before,
+                     MonotonicNow())) {
+      return retry.status();
     }
-    if (options.cancel.stop_requested() ||
-        !internal::SleepUnlessStopped(retry.at() - MonotonicNow(),
+    if (!internal::SleepUnlessStopped(retry.at() - MonotonicNow(),
                                       options.cancel)) {
       return absl::CancelledError(
           absl::StrCat("cancelled between attempts; the last: ",
@@ -449,9 +444,8 @@ absl::Status RpcClient::Watch(
     absl::Status failed = FromGrpcStatus(context, status);
     const bool moved = channels_->Report(pick, failed);
     if (delivered) return failed;
-    if (retry.After(failed, pick.target, moved,
-                    channels_->Current().not_before,
-                    MonotonicNow()) != internal::CallRetry::Step::kAgain) {
+    if (!retry.After(failed, pick.target, moved,
+                     channels_->Current().not_before, MonotonicNow())) {
       return retry.status();
     }
     if (!internal::SleepUnlessStopped(retry.at() - MonotonicNow(),

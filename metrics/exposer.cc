@@ -18,8 +18,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/host_port.h"
 #include "metrics/connection_table.h"
 #include "metrics/http_request.h"
 #include "prometheus/counter.h"
@@ -36,45 +36,6 @@ int64_t NowMs() {
       .count();
 }
 
-struct HostPort {
-  std::string host;
-  std::string port;
-};
-
-absl::StatusOr<HostPort> SplitHostPort(absl::string_view listen) {
-  HostPort out;
-  absl::string_view port;
-  if (!listen.empty() && listen.front() == '[') {
-    const size_t close = listen.find(']');
-    if (close == absl::string_view::npos || close + 1 >= listen.size() ||
-        listen[close + 1] != ':') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "metrics listen address \"", listen, "\" must be [v6-host]:port"));
-    }
-    out.host = std::string(listen.substr(1, close - 1));
-    port = listen.substr(close + 2);
-  } else {
-    const size_t colon = listen.rfind(':');
-    if (colon == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "metrics listen address \"", listen, "\" must be host:port"));
-    }
-    out.host = std::string(listen.substr(0, colon));
-    port = listen.substr(colon + 1);
-  }
-  uint32_t port_number = 0;
-  if (out.host.empty() || port.empty() ||
-      !absl::SimpleAtoi(port, &port_number) || port_number > 65535 ||
-      port.find_first_not_of("0123456789") != absl::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("metrics listen address \"", listen,
-                     "\" needs a host and a port in 0..65535 (use 0.0.0.0 "
-                     "or [::] for every interface)"));
-  }
-  out.port = std::string(port);
-  return out;
-}
-
 struct Resolved {
   sockaddr_storage address{};
   socklen_t length = 0;
@@ -83,15 +44,16 @@ struct Resolved {
 };
 
 // The first address `host_port` resolves to.
-absl::StatusOr<Resolved> Resolve(const HostPort& host_port,
+absl::StatusOr<Resolved> Resolve(const client::HostPort& host_port,
                                  absl::string_view listen) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
   addrinfo* resolved = nullptr;
-  if (int error = getaddrinfo(host_port.host.c_str(), host_port.port.c_str(),
-                              &hints, &resolved);
+  const std::string port = std::to_string(host_port.port);
+  if (int error = getaddrinfo(host_port.host.c_str(), port.c_str(), &hints,
+                              &resolved);
       error != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot resolve metrics listen address \"", listen,
@@ -470,8 +432,15 @@ absl::StatusOr<std::unique_ptr<MetricsExposer>> MetricsExposer::Start(
         "header_timeout_ms, write_timeout_ms, max_request_header_bytes, "
         "listen_backlog, shed_log_interval_ms)");
   }
-  absl::StatusOr<HostPort> host_port = SplitHostPort(listen);
-  if (!host_port.ok()) return host_port.status();
+  // The rule every leasekeeper address follows (the daemon's flags check
+  // it first).
+  absl::StatusOr<client::HostPort> host_port =
+      client::ParseHostPort(listen, /*min_port=*/0);
+  if (!host_port.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid metrics listen address \"", listen, "\": ",
+                     host_port.status().message()));
+  }
   absl::StatusOr<Resolved> resolved = Resolve(*host_port, listen);
   if (!resolved.ok()) return resolved.status();
   auto fail = [&](absl::string_view what) {

@@ -65,9 +65,10 @@ class MetricsExposer {
   // port) and serves `collectables` as http_request.h answers, the body
   // being their families in prometheus::TextSerializer's text format,
   // followed by the server's own leasekeeper_metrics_http_* series.
-  // Outcomes: the running exposer; INVALID_ARGUMENT for a malformed address
-  // or an option below 1; UNAVAILABLE if the address cannot be resolved or
-  // bound (the message names the address and says why).
+  // Outcomes: the running exposer; INVALID_ARGUMENT for an address that
+  // breaks client/host_port.h's rule (port 0 allowed) or an option below 1;
+  // UNAVAILABLE if the address cannot be resolved or bound (the message
+  // names the address and says why).
   static absl::StatusOr<std::unique_ptr<MetricsExposer>> Start(
       absl::string_view listen,
       const std::vector<std::weak_ptr<prometheus::Collectable>>& collectables,

@@ -147,12 +147,8 @@ template <typename T>
 bool IsUnavailableAnswer(const absl::StatusOr<T>& answer) {
   return absl::IsUnavailable(answer.status());
 }
-inline bool IsUnavailableAnswer(const absl::Status& answer) {
+bool IsUnavailableAnswer(const absl::Status& answer) {
   return absl::IsUnavailable(answer);
-}
-template <typename T>
-bool IsUnavailableAnswer(const T&) {
-  return false;
 }
 
 // A mutation the log refused before it was applied (a full disk) changed

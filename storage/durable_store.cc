@@ -567,8 +567,8 @@ void DurableStore::FlusherLoop() {
   }
 }
 
-size_t DurableStore::WriteGroup(absl::Span<const std::string> group,
-                                LogPosition first) {
+void DurableStore::WriteGroup(absl::Span<const std::string> group,
+                              LogPosition first) {
   // kAlways: a record at a time, each synced; otherwise one write for the
   // group and, unless kNever, one sync.
   const size_t step =
@@ -581,20 +581,19 @@ size_t DurableStore::WriteGroup(absl::Span<const std::string> group,
       } else {
         Fail(s);
       }
-      return done;
+      return;
     }
     int64_t fsync_us = -1;
     if (options_.fsync != FsyncPolicy::kNever) {
       const auto sync_start = std::chrono::steady_clock::now();
       if (absl::Status s = log_->Sync(); !s.ok()) {
         Fail(s);
-        return done;
+        return;
       }
       fsync_us = MicrosSince(sync_start);
     }
     MarkDurable(first + done + part.size() - 1, part.size(), fsync_us);
   }
-  return group.size();
 }
 
 void DurableStore::WaitForSpace(absl::Span<const std::string> refused,

@@ -290,10 +290,10 @@ class DurableStore final : public OperationLog {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunReady(std::vector<ReadyCallback>& ready);
   // The flusher's write of `group` (positions from `first`) under the
-  // policy. Returns how many records it made durable; on a full disk the
-  // rest are put back in front of pending_ (WaitForSpace); any other error
-  // fails the store.
-  size_t WriteGroup(absl::Span<const std::string> group, LogPosition first);
+  // policy, marking what it made durable; on a full disk the rest are put
+  // back in front of pending_ (WaitForSpace); any other error fails the
+  // store.
+  void WriteGroup(absl::Span<const std::string> group, LogPosition first);
   // Puts back the records a full disk refused, marks the log out of space
   // (telling on_space_change the first time) and waits a retry interval or
   // until Close.

@@ -48,25 +48,20 @@ bool HandshakeFailed(const absl::Status& status);
 
 class CallRetry {
  public:
-  enum class Step {
-    kDone,    // rule 1: return the attempt's status
-    kAgain,   // make the next attempt, not before at()
-    kGiveUp,  // return status()
-  };
-
   // REQUIRES: deadline is in the future or infinite (an infinite deadline
   // retries until cancelled).
   CallRetry(MonotonicTime deadline, bool repeatable);
 
   // After an attempt to `target` that ended with `status` at `now`. `moved`:
   // the endpoint choice moved because of it; `not_before`: when the choice
-  // allows the next attempt.
-  Step After(const absl::Status& status, absl::string_view target, bool moved,
+  // allows the next attempt. True: make the next attempt, not before at();
+  // false: the call ends with status().
+  bool After(const absl::Status& status, absl::string_view target, bool moved,
              MonotonicTime not_before, MonotonicTime now);
 
-  // After kAgain: when the next attempt may start.
+  // After After() said true: when the next attempt may start.
   MonotonicTime at() const { return at_; }
-  // After kDone or kGiveUp: what the call returns (rule 5's wording added
+  // After After() said false: what the call returns (rule 5's wording added
   // when it gave up at the deadline after several attempts).
   const absl::Status& status() const { return status_; }
   int attempts() const { return attempts_; }

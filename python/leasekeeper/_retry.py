@@ -38,25 +38,29 @@ MAX_DELAY = 0.5
 
 _NEVER_SENT = ("failed to connect", "connection refused",
                "connections to all backends failing", "dns resolution failed")
+_HANDSHAKE = ("handshake", "ssl_error", "certificate verify failed")
+
+
+def _transport_failure_text(error: LeasekeeperError) -> Optional[str]:
+    """The message of a transport failure gRPC reported itself
+    (UNAVAILABLE without a server reason), lower-cased; None otherwise."""
+    if error.code != grpc.StatusCode.UNAVAILABLE or error.reason:
+        return None
+    return error.message.lower()
 
 
 def never_sent(error: LeasekeeperError) -> bool:
-    """Rule 2's "could not be made": UNAVAILABLE without a server reason
-    whose message is gRPC's for a failed connection attempt."""
-    if error.code != grpc.StatusCode.UNAVAILABLE or error.reason:
-        return False
-    message = error.message.lower()
-    return any(words in message for words in _NEVER_SENT)
+    """Rule 2's "could not be made": a transport failure whose message is
+    gRPC's for a failed connection attempt."""
+    text = _transport_failure_text(error)
+    return text is not None and any(words in text for words in _NEVER_SENT)
 
 
 def handshake_failed(error: LeasekeeperError) -> bool:
-    """Rule 1's failed TLS handshake: UNAVAILABLE without a server reason
-    whose message is gRPC's for one."""
-    if error.code != grpc.StatusCode.UNAVAILABLE or error.reason:
-        return False
-    message = error.message.lower()
-    return ("handshake" in message or "ssl_error" in message
-            or "certificate verify failed" in message)
+    """Rule 1's failed TLS handshake: a transport failure whose message is
+    gRPC's for one."""
+    text = _transport_failure_text(error)
+    return text is not None and any(words in text for words in _HANDSHAKE)
 
 
 def _endpoint_failure(error: LeasekeeperError) -> bool:

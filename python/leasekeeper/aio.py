@@ -556,25 +556,10 @@ class Client:
                     raise retry.error from None
             await asyncio.sleep(max(0.0, at - monotonic()))
 
-    async def _release_with_retries(self, request: pb.ReleaseRequest) -> None:
-        give_up_at = monotonic() + self.call_timeout
-        delay = _common.FIRST_RETRY_DELAY
-        while True:
-            try:
-                await self._unary("Release", request,
-                                  max(0.001, give_up_at - monotonic()))
-                return
-            except LeasekeeperError as error:
-                if (not is_transient(error)
-                        or monotonic() + delay >= give_up_at):
-                    raise
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _common.MAX_ACQUIRE_RETRY_DELAY)
-
     async def _withdraw(self, lock: str, session_id: str) -> None:
         request_id = self._ids()
         try:
-            await self._release_with_retries(_common.release_request(
+            await self._call("Release", _common.release_request(
                 self.client_id, lock, request_id, session_id))
         except LeasekeeperError as error:
             if is_transient(error):
@@ -590,7 +575,7 @@ class Client:
                 continue
             error: Optional[LeasekeeperError] = None
             try:
-                await self._release_with_retries(_common.release_request(
+                await self._call("Release", _common.release_request(
                     self.client_id, lock, release.request_id,
                     release.session_id))
             except LeasekeeperError as failure:
@@ -718,7 +703,7 @@ class Client:
         request_id = self._ids()
         error: Optional[LeasekeeperError] = None
         try:
-            await self._release_with_retries(_common.release_request(
+            await self._call("Release", _common.release_request(
                 self.client_id, state.lock, request_id, state.session_id))
         except LeasekeeperError as failure:
             error = failure

@@ -39,6 +39,7 @@ threading.Event, set from the Client's threads when the lease ends.
 from __future__ import annotations
 
 import threading
+import time
 from types import TracebackType
 from typing import Any, Callable, Optional, TypeVar
 
@@ -454,22 +455,7 @@ class Client:
                 if at is None:
                     assert retry.error is not None
                     raise retry.error from None
-            threading.Event().wait(max(0.0, at - monotonic()))
-
-    def _release_with_retries(self, request: pb.ReleaseRequest) -> None:
-        give_up_at = monotonic() + self.call_timeout
-        delay = _common.FIRST_RETRY_DELAY
-        while True:
-            try:
-                self._unary("Release", request,
-                            max(0.001, give_up_at - monotonic()))
-                return
-            except LeasekeeperError as error:
-                if (not is_transient(error)
-                        or monotonic() + delay >= give_up_at):
-                    raise
-            threading.Event().wait(delay)
-            delay = min(delay * 2, _common.MAX_ACQUIRE_RETRY_DELAY)
+            time.sleep(max(0.0, at - monotonic()))
 
     def _withdraw(self, lock: str, session_id: str) -> None:
         """Withdraws what try_lock (or a zero wait) left queued: withdrawn,
@@ -477,7 +463,7 @@ class Client:
         failures leave it to a background release."""
         request_id = self._ids()
         try:
-            self._release_with_retries(_common.release_request(
+            self._call("Release", _common.release_request(
                 self.client_id, lock, request_id, session_id))
         except LeasekeeperError as error:
             if is_transient(error):
@@ -498,7 +484,7 @@ class Client:
                 self._cv.wait(0.05)
         error: Optional[LeasekeeperError] = None
         try:
-            self._release_with_retries(_common.release_request(
+            self._call("Release", _common.release_request(
                 self.client_id, lock, release.request_id, release.session_id))
         except LeasekeeperError as failure:
             error = failure
@@ -654,7 +640,7 @@ class Client:
         request_id = self._ids()
         error: Optional[LeasekeeperError] = None
         try:
-            self._release_with_retries(_common.release_request(
+            self._call("Release", _common.release_request(
                 self.client_id, state.lock, request_id, state.session_id))
         except LeasekeeperError as failure:
             error = failure

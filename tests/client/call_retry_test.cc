@@ -15,28 +15,13 @@
 #include "client/internal/endpoint_choice.h"
 #include "gtest/gtest.h"
 #include "leasekeeper/v1/lock_service.pb.h"
+#include "tests/client/server_refusals.h"
 
 namespace leasekeeper::client::internal {
 namespace {
 
-absl::Status WithReason(absl::StatusCode code, absl::string_view message,
-                        leasekeeper::v1::ErrorReason reason) {
-  absl::Status status(code, message);
-  leasekeeper::v1::ErrorDetail detail;
-  detail.set_reason(reason);
-  status.SetPayload(kErrorDetailPayloadUrl,
-                    absl::Cord(detail.SerializeAsString()));
-  return status;
-}
-
-absl::Status NotLeader(absl::string_view leader = "") {
-  absl::Status status = WithReason(
-      absl::StatusCode::kUnavailable,
-      leader.empty() ? "not leader; leader unknown" : "not leader; leader is",
-      leasekeeper::v1::NOT_LEADER);
-  if (!leader.empty()) status.SetPayload(kLeaderPayloadUrl, absl::Cord(leader));
-  return status;
-}
+using ::leasekeeper::client::testing::NotLeader;
+using ::leasekeeper::client::testing::WithReason;
 
 absl::Status Refused() {
   return absl::UnavailableError(
@@ -75,8 +60,7 @@ CallRun RunCall(const std::vector<std::string>& endpoints, absl::Duration timeou
     const absl::Status status = answer(target, now);
     now += cost;
     const bool moved = choice.Report(generation, status, now);
-    if (retry.After(status, target, moved, choice.not_before(), now) !=
-        CallRetry::Step::kAgain) {
+    if (!retry.After(status, target, moved, choice.not_before(), now)) {
       run.status = retry.status();
       run.ended = now;
       return run;

@@ -13,31 +13,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "leasekeeper/v1/lock_service.pb.h"
+#include "tests/client/server_refusals.h"
 
 namespace leasekeeper::client::internal {
 namespace {
 
+using ::leasekeeper::client::testing::NotLeader;
+using ::leasekeeper::client::testing::WithReason;
 using ::testing::ElementsAre;
-
-absl::Status WithReason(absl::StatusCode code, absl::string_view message,
-                        leasekeeper::v1::ErrorReason reason) {
-  absl::Status status(code, message);
-  leasekeeper::v1::ErrorDetail detail;
-  detail.set_reason(reason);
-  status.SetPayload(kErrorDetailPayloadUrl,
-                    absl::Cord(detail.SerializeAsString()));
-  return status;
-}
-
-// What a follower answers (FromGrpcStatus of its refusal).
-absl::Status NotLeader(absl::string_view leader = "") {
-  absl::Status status = WithReason(
-      absl::StatusCode::kUnavailable,
-      leader.empty() ? "not leader; leader unknown" : "not leader; leader is",
-      leasekeeper::v1::NOT_LEADER);
-  if (!leader.empty()) status.SetPayload(kLeaderPayloadUrl, absl::Cord(leader));
-  return status;
-}
 
 absl::Status Unreachable() {
   return absl::UnavailableError("failed to connect to all addresses");
