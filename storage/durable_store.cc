@@ -466,6 +466,9 @@ absl::StatusOr<LogPosition> DurableStore::AppendEncoded(std::string record) {
       }
     } else {
       callbacks = MarkDurableLocked(position, 1, -1);
+      if (absl::Status room = log_->room(); !room.ok()) {
+        space_reason = MarkOutOfSpaceLocked(room);
+      }
     }
   }
   if (!space_reason.ok() && options_.on_space_change) {
@@ -541,17 +544,26 @@ DurableStoreStats DurableStore::stats() const {
 }
 
 void DurableStore::FlusherLoop() {
+  const auto retry = std::chrono::milliseconds(options_.out_of_space_retry_ms);
+  auto next_room_try = std::chrono::steady_clock::now();
   for (;;) {
     std::vector<std::string> group;
     LogPosition first = 0;
     std::vector<ReadyCallback> ready;
     bool exit = false;
+    bool short_of_room = false;
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return closing_ || !pending_.empty() || !ready_.empty();
       };
-      mu_.Await(absl::Condition(&has_work));
+      if (out_of_space_.ok()) {
+        mu_.Await(absl::Condition(&has_work));
+      } else {
+        mu_.AwaitWithTimeout(absl::Condition(&has_work),
+                             absl::Milliseconds(options_.out_of_space_retry_ms));
+      }
+      short_of_room = !out_of_space_.ok() && !closing_;
       ready.swap(ready_);
       if (!pending_.empty()) {
         first = next_position_ - pending_.size();
@@ -563,7 +575,27 @@ void DurableStore::FlusherLoop() {
     }
     RunReady(ready);
     if (!group.empty()) WriteGroup(group, first);
+    if (short_of_room && std::chrono::steady_clock::now() >= next_room_try) {
+      next_room_try = std::chrono::steady_clock::now() + retry;
+      RetryRoom();
+    }
     if (exit) break;
+  }
+}
+
+void DurableStore::RetryRoom() {
+  if (!log_->ReserveRoom().ok()) return;
+  bool recovered = false;
+  {
+    absl::MutexLock lock(&mu_);
+    // Records a full disk refused end the episode when they are written.
+    if (!out_of_space_.ok() && pending_.empty() && failed_.ok()) {
+      out_of_space_ = absl::OkStatus();
+      recovered = true;
+    }
+  }
+  if (recovered && options_.on_space_change) {
+    options_.on_space_change(absl::OkStatus());
   }
 }
 
@@ -592,7 +624,8 @@ void DurableStore::WriteGroup(absl::Span<const std::string> group,
       }
       fsync_us = MicrosSince(sync_start);
     }
-    MarkDurable(first + done + part.size() - 1, part.size(), fsync_us);
+    MarkDurable(first + done + part.size() - 1, part.size(), fsync_us,
+                log_->room());
   }
 }
 
@@ -639,20 +672,26 @@ absl::Status DurableStore::MarkOutOfSpaceLocked(const absl::Status& why) {
 }
 
 void DurableStore::MarkDurable(LogPosition position, size_t group_records,
-                               int64_t fsync_us) {
+                               int64_t fsync_us, const absl::Status& room) {
   std::vector<DurableCallback> done;
   bool space_recovered = false;
+  absl::Status space_reason;  // set when the log found its room short
   {
     absl::MutexLock lock(&mu_);
     done = MarkDurableLocked(position, group_records, fsync_us);
-    // A write went in, so a full disk has room again. In the same step as
-    // the durable position, so that kNever's inline writes resume only
-    // after the flusher's records.
-    space_recovered = !out_of_space_.ok();
-    out_of_space_ = absl::OkStatus();
+    // A write went in and the log has its room, so a full disk has room
+    // again. In the same step as the durable position, so that kNever's
+    // inline writes resume only after the flusher's records.
+    if (room.ok()) {
+      space_recovered = !out_of_space_.ok();
+      out_of_space_ = absl::OkStatus();
+    } else {
+      space_reason = MarkOutOfSpaceLocked(room);
+    }
   }
-  if (space_recovered && options_.on_space_change) {
-    options_.on_space_change(absl::OkStatus());
+  if (options_.on_space_change) {
+    if (space_recovered) options_.on_space_change(absl::OkStatus());
+    if (!space_reason.ok()) options_.on_space_change(space_reason);
   }
   for (DurableCallback& cb : done) std::move(cb)(absl::OkStatus());
 }

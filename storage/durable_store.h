@@ -227,8 +227,11 @@ class DurableStore final : public OperationLog {
   // OK, or the Unavailable error that failed the store.
   absl::Status health() const override;
   // health()'s failure, else Unavailable naming the data dir while its
-  // disk is full (the flusher tries again every out_of_space_retry_ms and
-  // the log resumes by itself), else OK. A failed fsync is never retried:
+  // disk is full: the log found no room for its next quarter segment
+  // (FileLog::room(); the records already taken are written into the room
+  // it owns, so reads behind them go on), or a write found no room at all
+  // (those records wait in memory). The flusher tries again every
+  // out_of_space_retry_ms and the log resumes by itself. Else OK. A failed fsync is never retried:
   // the kernel may have dropped the pages, so it fails the store.
   absl::Status AdmitsMutations() const override;
 
@@ -273,9 +276,14 @@ class DurableStore final : public OperationLog {
   void FlusherLoop();
   void SnapshotLoop();
   // Marks records up to `position` durable, ends an out-of-space episode
-  // if one was on (on_space_change first), and runs their callbacks.
+  // if one was on and the log has its room (`room`: FileLog::room()), or
+  // begins one if it has not (on_space_change first), and runs their
+  // callbacks.
   void MarkDurable(LogPosition position, size_t group_records,
-                   int64_t fsync_us);
+                   int64_t fsync_us, const absl::Status& room);
+  // The flusher's step while out of space: asks the log to take its room
+  // again, and ends the episode if it did and no refused record waits.
+  void RetryRoom();
   // The same, returning the callbacks to run outside mu_.
   std::vector<DurableCallback> MarkDurableLocked(LogPosition position,
                                                  size_t group_records,

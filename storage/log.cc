@@ -1,8 +1,12 @@
 #include "storage/log.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -18,6 +22,8 @@ namespace {
 constexpr absl::string_view kSegmentMagic = "LKWALSEG";
 constexpr absl::string_view kSegmentPrefix = "wal-";
 constexpr absl::string_view kSegmentSuffix = ".log";
+// The next segment, preallocated before its first position is known.
+constexpr absl::string_view kNextSegmentName = "next-wal-segment.tmp";
 
 uint32_t LengthCheck(uint32_t length) {
   const char bytes[3] = {static_cast<char>(length), static_cast<char>(length >> 8),
@@ -168,6 +174,13 @@ FindSegmentFiles(const std::string& dir) {
   return found;
 }
 
+// Removes a next segment an earlier process prepared and never used.
+absl::Status RemoveUnusedNextSegment(const std::string& path) {
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("unlink ", path, ": ", std::strerror(errno)));
+}
+
 // Removes a segment recovery gives up, counting its bytes and saying why.
 absl::Status DropSegment(const std::string& path, uint64_t bytes,
                          absl::string_view why, LogOpenReport& r) {
@@ -205,6 +218,11 @@ absl::StatusOr<std::unique_ptr<FileLog>> FileLog::Open(const std::string& dir,
       FindSegmentFiles(dir);
   if (!found.ok()) return found.status();
 
+  if (absl::Status s = RemoveUnusedNextSegment(
+          absl::StrCat(dir, "/", kNextSegmentName));
+      !s.ok()) {
+    return s;
+  }
   absl::MutexLock lock(&log->mu_);
   // Set when --recover-truncate cut the log: later segments are deleted.
   bool cut = false;
@@ -217,6 +235,8 @@ absl::StatusOr<std::unique_ptr<FileLog>> FileLog::Open(const std::string& dir,
     }
   }
   if (absl::Status s = log->StartAfterRecovery(r); !s.ok()) return s;
+  log->EnsureRoom();
+  if (!log->failed_.ok()) return log->failed_;
   return log;
 }
 
@@ -351,24 +371,104 @@ absl::Status FileLog::StartAfterRecovery(LogOpenReport& r) {
 FileLog::~FileLog() {
   absl::MutexLock lock(&mu_);
   if (file_ != nullptr) file_->Close().IgnoreError();
+  if (next_file_ != nullptr) {
+    next_file_->Close().IgnoreError();
+    RemoveFile(next_file_->path()).IgnoreError();
+  }
 }
 
 absl::Status FileLog::StartSegment(LogPosition first) {
   const std::string path = dir_ + "/" + SegmentName(first);
+  if (next_file_ != nullptr) {
+    // Prepared ahead: the header goes over its first zeros, then it takes
+    // its name.
+    std::unique_ptr<WritableFile> file = std::move(next_file_);
+    absl::Status s = file->Append(SegmentHeader(first));
+    if (s.ok()) s = file->Sync();
+    if (s.ok()) s = RenameDurably(dir_, file->path(), path);
+    if (!s.ok()) {
+      file->Close().IgnoreError();
+      RemoveFile(file->path()).IgnoreError();
+      return s;
+    }
+    file_ = std::move(file);
+    file_preallocated_ = true;
+  } else {
+    absl::StatusOr<std::unique_ptr<WritableFile>> file =
+        options_.open_file(path, /*truncate=*/true);
+    if (!file.ok()) return file.status();
+    if (absl::Status s = (*file)->Append(SegmentHeader(first)); !s.ok()) {
+      return s;
+    }
+    // On a disk too full for it the records still go in, as long as they
+    // fit (zeros written part-way are the end, as ever); room() tells.
+    const bool preallocated =
+        options_.preallocate_segments &&
+        (*file)->Preallocate(options_.segment_bytes).ok();
+    if (absl::Status s = (*file)->Sync(); !s.ok()) return s;
+    if (absl::Status s = SyncDirectory(dir_); !s.ok()) return s;
+    file_ = *std::move(file);
+    file_preallocated_ = preallocated;
+  }
+  segments_.push_back(Segment{path, first, 0, kLogSegmentHeaderBytes});
+  return absl::OkStatus();
+}
+
+void FileLog::EnsureRoom() {
+  room_ = absl::OkStatus();
+  if (!options_.preallocate_segments || !failed_.ok()) return;
+  if (!file_preallocated_) {
+    // Zeros from the file's end on, so never over a record.
+    absl::Status s = file_->Preallocate(options_.segment_bytes);
+    if (!s.ok()) {
+      if (IsOutOfSpace(s)) {
+        room_ = s;
+      } else {
+        Fail(s).IgnoreError();
+      }
+      return;
+    }
+    file_preallocated_ = true;
+  }
+  const Segment& segment = segments_.back();
+  if (next_file_ != nullptr ||
+      segment.bytes + options_.segment_bytes / 4 < options_.segment_bytes) {
+    return;
+  }
+  if (absl::Status s = PrepareNextSegment(); !s.ok()) {
+    if (IsOutOfSpace(s)) {
+      room_ = s;
+    } else {
+      Fail(s).IgnoreError();
+    }
+  }
+}
+
+absl::Status FileLog::PrepareNextSegment() {
+  const std::string path = absl::StrCat(dir_, "/", kNextSegmentName);
   absl::StatusOr<std::unique_ptr<WritableFile>> file =
       options_.open_file(path, /*truncate=*/true);
   if (!file.ok()) return file.status();
-  if (absl::Status s = (*file)->Append(SegmentHeader(first)); !s.ok()) return s;
-  if (options_.preallocate_segments) {
-    // Best effort: on a disk too full for it the records still go in, as
-    // long as they fit (zeros written part-way are the end, as ever).
-    (*file)->Preallocate(options_.segment_bytes).IgnoreError();
+  absl::Status s = (*file)->Preallocate(options_.segment_bytes);
+  if (s.ok()) s = (*file)->Sync();
+  if (!s.ok()) {
+    (*file)->Close().IgnoreError();
+    RemoveFile(path).IgnoreError();
+    return s;
   }
-  if (absl::Status s = (*file)->Sync(); !s.ok()) return s;
-  if (absl::Status s = SyncDirectory(dir_); !s.ok()) return s;
-  file_ = *std::move(file);
-  segments_.push_back(Segment{path, first, 0, kLogSegmentHeaderBytes});
+  next_file_ = *std::move(file);
   return absl::OkStatus();
+}
+
+absl::Status FileLog::room() const {
+  absl::MutexLock lock(&mu_);
+  return room_;
+}
+
+absl::Status FileLog::ReserveRoom() {
+  absl::MutexLock lock(&mu_);
+  EnsureRoom();
+  return room_;
 }
 
 absl::Status FileLog::RollSegment() {
@@ -413,7 +513,12 @@ absl::Status FileLog::Append(absl::Span<const std::string> records) {
   if (!failed_.ok()) return failed_;
   if (records.empty()) return absl::OkStatus();
   Segment* segment = &segments_.back();
-  if (segment->bytes >= options_.segment_bytes && segment->count > 0) {
+  // A preallocated segment is not overflowed: blocks past its end are the
+  // ones a full disk refuses.
+  const bool full =
+      segment->bytes >= options_.segment_bytes ||
+      (file_preallocated_ && segment->bytes + bytes > options_.segment_bytes);
+  if (full && segment->count > 0) {
     if (absl::Status s = RollSegment(); !s.ok()) return s;
     segment = &segments_.back();
   }
@@ -431,6 +536,7 @@ absl::Status FileLog::Append(absl::Span<const std::string> records) {
   }
   segment->count += records.size();
   segment->bytes += buffer.size();
+  if (room_.ok()) EnsureRoom();  // while short, ReserveRoom tries again
   return absl::OkStatus();
 }
 

@@ -17,6 +17,11 @@
 //  3. After a write or sync failed, every later Append and Sync fails;
 //     except for a full disk (IsOutOfSpace), which leaves the log as it was
 //     before that Append, so that it can be retried once there is room.
+//  4. With preallocated segments, room() is OK while the log owns the
+//     blocks for at least a quarter segment of further records (the rest
+//     of the current segment, and the next one prepared in advance), so a
+//     caller that stops taking new work when room() fails still has its
+//     records in flight written.
 #ifndef LEASEKEEPER_STORAGE_LOG_H_
 #define LEASEKEEPER_STORAGE_LOG_H_
 
@@ -89,13 +94,17 @@ class Log {
 struct FileLogOptions {
   // A segment is rolled once it reaches this size.
   uint64_t segment_bytes = uint64_t{8} << 20;
-  // Write a new segment full of zeros (segment_bytes) when it is started,
+  // Write a new segment full of zeros (segment_bytes) before records go in,
   // so that records are written over blocks the file already has: a sync
   // then flushes the data alone, without a journal commit for the file's
-  // new size. Costs a write and sync of segment_bytes when a segment
-  // starts, on the writing thread (bench/README.md has both figures). Best
-  // effort: if the disk has no room for it, records are appended as they
-  // fit, and a full disk refuses Appends as it would without it.
+  // new size, and a full disk is seen a quarter segment ahead (room(),
+  // invariant 4). The next segment is prepared (next-wal-segment.tmp) once
+  // the current one is three quarters full; a batch that would overflow
+  // the current segment starts the next. Costs a write and sync of
+  // segment_bytes per segment, on the writing thread (bench/README.md has
+  // both figures). If the disk has no room for it, records are still
+  // appended as they fit, and a full disk refuses Appends as it would
+  // without it.
   bool preallocate_segments = false;
   // --recover-truncate: cut the log at the first bad record instead of
   // refusing to open (see the recovery rules above).
@@ -146,6 +155,17 @@ class FileLog final : public Log {
   // The error that failed the log, OK while healthy.
   absl::Status health() const;
 
+  // OK while the log owns room for a quarter segment more (invariant 4;
+  // always OK without preallocate_segments); else the IsOutOfSpace error
+  // of the disk that refused the room: Appends still go in while the
+  // room lasts. Cost: O(1), no I/O.
+  absl::Status room() const;
+  // Tries again to take the room room() lacks (preallocates the current
+  // or the next segment); returns room(). A write error other than a full
+  // disk fails the log (invariant 3). Cost: up to a write and sync of
+  // segment_bytes.
+  absl::Status ReserveRoom();
+
   // The segment file name for a first position ("wal-000...0001.log").
   static std::string SegmentName(LogPosition first);
 
@@ -178,8 +198,14 @@ class FileLog final : public Log {
   // the previous process left unsynced, starts the segment for appends.
   absl::Status StartAfterRecovery(LogOpenReport& report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts the segment for appends at `first`: the one prepared ahead if
+  // there is one, else a new file.
   absl::Status StartSegment(LogPosition first)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the room invariant 4 asks for, if it can; sets room_.
+  void EnsureRoom() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates and preallocates next-wal-segment.tmp as next_file_.
+  absl::Status PrepareNextSegment() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Append's step when the current segment is full: syncs and closes it and
   // starts the next. Outcomes: OK; IsOutOfSpace (the current segment stays
   // the one appended to); the error that failed the log.
@@ -191,6 +217,10 @@ class FileLog final : public Log {
   mutable absl::Mutex mu_;
   std::vector<Segment> segments_ ABSL_GUARDED_BY(mu_);  // oldest first
   std::unique_ptr<WritableFile> file_ ABSL_GUARDED_BY(mu_);  // last segment
+  bool file_preallocated_ ABSL_GUARDED_BY(mu_) = false;
+  // The next segment, preallocated ahead under a temporary name.
+  std::unique_ptr<WritableFile> next_file_ ABSL_GUARDED_BY(mu_);
+  absl::Status room_ ABSL_GUARDED_BY(mu_);  // see room()
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,8 +2,9 @@
 // small tmpfs that the test mounts (it needs CAP_SYS_ADMIN; without it the
 // tests are skipped with a message) and fills with a file, then frees.
 // The rules: mutations are refused at once with UNAVAILABLE naming the
-// data dir, health is NOT_SERVING, nothing acknowledged is lost, and once
-// space is freed the daemon serves again by itself.
+// data dir, reads and inspection go on, health is NOT_SERVING, nothing
+// acknowledged is lost, and once space is freed the daemon serves again by
+// itself.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
@@ -83,7 +84,7 @@ Daemon StartOnDisk(const SmallDisk& disk, std::vector<std::string> extra) {
 
 // Writes 512 KiB values under `token` (so the preallocated log segment
 // fills and the next one finds no room) until `stop` is set, keeping the
-// keys acknowledged; the write that finds the disk full waits for space.
+// keys acknowledged; the writes the full disk refuses are tried again.
 class Writer {
  public:
   Writer(const std::string& address, uint64_t token)
@@ -115,7 +116,7 @@ class Writer {
   std::thread thread_;
 };
 
-TEST(FullDiskTest, MutationsAreRefusedAtOnceAndServiceResumesByItself) {
+TEST(FullDiskTest, MutationsAreRefusedAtOnceReadsGoOnAndServiceResumesByItself) {
   SmallDisk disk(24);
   if (!disk.mounted()) GTEST_SKIP() << "no tmpfs to fill: " << disk.error();
   Daemon daemon = StartOnDisk(disk, {"--snapshot-every=0"});
@@ -145,13 +146,22 @@ TEST(FullDiskTest, MutationsAreRefusedAtOnceAndServiceResumesByItself) {
   EXPECT_NE(refused.status.error_message().find(disk.data_dir()),
             std::string::npos)
       << refused.status.error_message();
-  // Health tells a probe (reads wait behind the record waiting for room).
   EXPECT_EQ(HealthOf(daemon.address, ""), HealthCheckResponse::NOT_SERVING);
   EXPECT_EQ(HealthOf(daemon.address, "leasekeeper.v1.LockService"),
             HealthCheckResponse::NOT_SERVING);
+  // Reads and inspection go on: the log refused new work while it still
+  // had room for what it had taken, so no record waits for space.
+  const auto reading = std::chrono::steady_clock::now();
+  const Result<pb::InspectResponse> inspected = client.Inspect("L");
+  ASSERT_TRUE(inspected.ok()) << inspected.status.error_message();
+  EXPECT_EQ(inspected.response.holders_size(), 1);
+  const Result<pb::ReadResponse> during = client.Read("L", "first");
+  ASSERT_TRUE(during.ok()) << during.status.error_message();
+  EXPECT_TRUE(during.response.found());
+  EXPECT_LT(std::chrono::steady_clock::now() - reading,
+            std::chrono::seconds(1));
 
-  // The write in flight when the disk filled waits and is answered once
-  // there is room again; then mutations are served without a restart.
+  // Once there is room again mutations are served without a restart.
   disk.Free();
   const std::vector<std::string> acknowledged = writer.Stop();
   const auto start = std::chrono::steady_clock::now();

@@ -15,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "storage/log.h"
 #include "storage/snapshot_file.h"
@@ -382,6 +384,78 @@ TEST(DurableStore, FullDiskRefusesMutationsUntilSpaceIsFreedThenResumes) {
     EXPECT_FALSE(store->recovery().tail_dropped);
     EXPECT_EQ(store->recovery().last_position, 30u);
     EXPECT_EQ(CanonicalState(recovered), StateAfter(ops, 30));
+  }
+}
+
+// The log found no room for its next quarter segment: mutations are
+// refused at once, yet what was taken is written and becomes durable (so
+// nothing waits in memory and reads behind it go on), and the store resumes
+// by itself once the room is there.
+TEST(DurableStore, ShortRoomRefusesMutationsWhileWhatWasTakenBecomesDurable) {
+  for (FsyncPolicy policy :
+       {FsyncPolicy::kAlways, FsyncPolicy::kBatch, FsyncPolicy::kNever}) {
+    SCOPED_TRACE(FsyncPolicyName(policy));
+    TempDir dir;
+    auto plan = std::make_shared<testing::FaultPlan>();
+    absl::Mutex mu;
+    std::vector<absl::Status> changes;
+    DurableStoreOptions options;
+    options.fsync = policy;
+    options.segment_bytes = 4096;
+    options.preallocate_log_segments = true;
+    options.open_file = testing::FaultyFactory(plan);
+    options.out_of_space_retry_ms = 5;
+    options.on_space_change = [&](const absl::Status& status) {
+      absl::MutexLock lock(&mu);
+      changes.push_back(status);
+    };
+    const std::vector<Operation> ops = OperationGenerator(12).Take(400);
+    StateMachine machine;
+    std::unique_ptr<DurableStore> store =
+        OpenStore(dir.path(), machine, options);
+    plan->preallocations_ok = plan->preallocations.load();  // disk full
+    size_t next = 0;
+    while (store->AdmitsMutations().ok()) {
+      ASSERT_LT(next, 300u) << "room never ran short";
+      const LogPosition last =
+          ApplyAndAppend(*store, machine, ops, next, next + 1);
+      ASSERT_TRUE(store->WaitDurable(last).ok());
+      ++next;
+    }
+    const absl::Status refused = store->AdmitsMutations();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+    EXPECT_NE(refused.message().find("is full"), std::string::npos) << refused;
+    EXPECT_NE(refused.message().find(dir.path()), std::string::npos) << refused;
+    EXPECT_TRUE(store->health().ok());
+    // A change already made (a lapse, a server record) is written at once.
+    const LogPosition taken =
+        ApplyAndAppend(*store, machine, ops, next, next + 1);
+    ++next;
+    EXPECT_TRUE(store->WaitDurable(taken).ok());
+    EXPECT_EQ(store->durable_position(), taken);
+    EXPECT_FALSE(store->AdmitsMutations().ok());
+
+    plan->preallocations_ok = 1 << 30;  // space is freed
+    const absl::Time give_up = absl::Now() + absl::Seconds(5);
+    while (!store->AdmitsMutations().ok() && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    EXPECT_TRUE(store->AdmitsMutations().ok());
+    {
+      absl::MutexLock lock(&mu);
+      ASSERT_EQ(changes.size(), 2u);
+      EXPECT_EQ(changes[0].code(), absl::StatusCode::kUnavailable);
+      EXPECT_TRUE(changes[1].ok());
+    }
+    const LogPosition last = ApplyAndAppend(*store, machine, ops, next, 400);
+    ASSERT_TRUE(store->WaitDurable(last).ok());
+    store.reset();
+
+    StateMachine recovered;
+    store = OpenStore(dir.path(), recovered);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(store->recovery().last_position, 400u);
+    EXPECT_EQ(CanonicalState(recovered), StateAfter(ops, 400));
   }
 }
 

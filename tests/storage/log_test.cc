@@ -1,6 +1,7 @@
 #include "storage/log.h"
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -452,6 +453,133 @@ TEST(FileLog, FullDiskAtASegmentRollKeepsAppendingToTheOldSegmentLater) {
   log = OpenLog(dir.path(), &report);
   EXPECT_EQ(ReadAll(*log),
             (std::vector<std::string>{std::string(60, 'a'), "b"}));
+}
+
+// A preallocated log with 100-byte records in 4 KiB segments.
+FileLogOptions PreallocatedSmallSegments(
+    std::shared_ptr<testing::FaultPlan> plan) {
+  FileLogOptions options;
+  options.segment_bytes = 4096;
+  options.preallocate_segments = true;
+  options.open_file = testing::FaultyFactory(std::move(plan));
+  return options;
+}
+
+// A 100-byte record, its letter from `i`.
+std::string Filler(size_t i) {
+  return std::string(100, static_cast<char>('a' + i % 26));
+}
+
+bool NextSegmentPrepared(const std::string& dir) {
+  return std::filesystem::exists(dir + "/next-wal-segment.tmp");
+}
+
+TEST(FileLog, TheNextSegmentIsPreparedAQuarterSegmentAheadAndTakenAtTheRoll) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  std::unique_ptr<FileLog> log =
+      OpenLog(dir.path(), nullptr, PreallocatedSmallSegments(plan));
+  std::vector<std::string> written;
+  while (!NextSegmentPrepared(dir.path())) {
+    written.push_back(Filler(written.size()));
+    ASSERT_TRUE(log->Append({written.back()}).ok());
+    ASSERT_LT(written.size(), 40u) << "no next segment was prepared";
+  }
+  // Prepared once a quarter segment or less was left.
+  EXPECT_GE(written.size() * 108 + kLogSegmentHeaderBytes, 3u * 4096 / 4);
+  EXPECT_EQ(Segments(dir.path()).size(), 1u);
+  EXPECT_TRUE(log->room().ok());
+  while (NextSegmentPrepared(dir.path())) {
+    written.push_back(Filler(written.size()));
+    ASSERT_TRUE(log->Append({written.back()}).ok());
+  }
+  // The roll came before the record that would have overflowed the
+  // preallocated blocks.
+  const std::vector<std::string> segments = Segments(dir.path());
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(std::filesystem::file_size(segments[0]), 4096u);
+  ASSERT_TRUE(log->Sync().ok());
+  EXPECT_EQ(ReadAll(*log), written);
+  log.reset();
+  log = OpenLog(dir.path());
+  EXPECT_EQ(ReadAll(*log), written);
+}
+
+TEST(FileLog, RoomIsShortOnceTheDiskRefusesTheNextSegmentAndTheRestStillGoesIn) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  std::unique_ptr<FileLog> log =
+      OpenLog(dir.path(), nullptr, PreallocatedSmallSegments(plan));
+  plan->preallocations_ok = plan->preallocations.load();  // the disk is full
+  std::vector<std::string> written;
+  while (log->room().ok()) {
+    written.push_back(Filler(written.size()));
+    ASSERT_TRUE(log->Append({written.back()}).ok());
+    ASSERT_LT(written.size(), 40u) << "room never ran short";
+  }
+  EXPECT_TRUE(IsOutOfSpace(log->room())) << log->room();
+  EXPECT_NE(log->room().message().find("No space left"), std::string::npos);
+  EXPECT_TRUE(log->health().ok());
+  // What the current segment still owns takes the records in flight.
+  for (int i = 0; i < 5; ++i) {
+    written.push_back(std::string(100, 'z'));
+    ASSERT_TRUE(log->Append({written.back()}).ok());
+  }
+  EXPECT_TRUE(IsOutOfSpace(log->ReserveRoom()));
+
+  plan->preallocations_ok = 1 << 30;  // space is freed
+  EXPECT_TRUE(log->ReserveRoom().ok());
+  EXPECT_TRUE(log->room().ok());
+  EXPECT_TRUE(NextSegmentPrepared(dir.path()));
+  for (int i = 0; i < 20; ++i) {
+    written.push_back(std::string(100, 'n'));
+    ASSERT_TRUE(log->Append({written.back()}).ok());
+  }
+  ASSERT_TRUE(log->Sync().ok());
+  log.reset();
+  EXPECT_FALSE(NextSegmentPrepared(dir.path()));  // removed with the log
+  log = OpenLog(dir.path());
+  EXPECT_EQ(ReadAll(*log), written);
+}
+
+TEST(FileLog, ASegmentStartedWithoutRoomIsShortUntilItsBlocksAreTaken) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  plan->preallocations_ok = 0;
+  std::unique_ptr<FileLog> log =
+      OpenLog(dir.path(), nullptr, PreallocatedSmallSegments(plan));
+  EXPECT_TRUE(IsOutOfSpace(log->room())) << log->room();
+  ASSERT_TRUE(log->Append({"still goes in"}).ok());
+  plan->preallocations_ok = 1 << 30;
+  EXPECT_TRUE(log->ReserveRoom().ok());
+  ASSERT_TRUE(log->Append({"after"}).ok());
+  ASSERT_TRUE(log->Sync().ok());
+  EXPECT_EQ(std::filesystem::file_size(Segments(dir.path()).front()), 4096u);
+  log.reset();
+  log = OpenLog(dir.path());
+  EXPECT_EQ(ReadAll(*log),
+            (std::vector<std::string>{"still goes in", "after"}));
+}
+
+TEST(FileLog, ANextSegmentLeftByAnEarlierProcessIsRemovedOnOpen) {
+  TempDir dir;
+  WriteRecords(dir.path(), 3);
+  Spit(dir.path() + "/next-wal-segment.tmp", std::string(4096, '\0'));
+  std::unique_ptr<FileLog> log = OpenLog(dir.path());
+  EXPECT_FALSE(NextSegmentPrepared(dir.path()));
+  EXPECT_EQ(ReadAll(*log).size(), 3u);
+}
+
+TEST(FileLog, GrowingSegmentsAlwaysHaveRoom) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  FileLogOptions options = PreallocatedSmallSegments(plan);
+  options.preallocate_segments = false;
+  plan->preallocations_ok = 0;
+  std::unique_ptr<FileLog> log = OpenLog(dir.path(), nullptr, options);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(log->Append({Record(i)}).ok());
+  EXPECT_TRUE(log->room().ok());
+  EXPECT_FALSE(NextSegmentPrepared(dir.path()));
 }
 
 TEST(FileLog, OversizedRecordIsRefusedAndAppendsNothing) {

@@ -198,14 +198,17 @@ class OperationGenerator {
 // Shared between a test and the files it makes fail: after `writes_ok`
 // successful Appends (or `syncs_ok` Syncs) every later one fails, as a
 // dying disk (EIO: Unavailable) or, with `out_of_space`, a full one (ENOSPC:
-// ResourceExhausted, after writing half) would. The test may change the
-// plan while a store's flusher writes (atomics).
+// ResourceExhausted, after writing half) would; after
+// `preallocations_ok` Preallocates every later one finds the disk full.
+// The test may change the plan while a store's flusher writes (atomics).
 struct FaultPlan {
   std::atomic<int> writes_ok = 1 << 30;
   std::atomic<int> syncs_ok = 1 << 30;
+  std::atomic<int> preallocations_ok = 1 << 30;
   std::atomic<bool> out_of_space = false;
   std::atomic<int> writes = 0;
   std::atomic<int> syncs = 0;
+  std::atomic<int> preallocations = 0;
 };
 
 class FaultyFile final : public WritableFile {
@@ -237,6 +240,10 @@ class FaultyFile final : public WritableFile {
     return file_->Sync();
   }
   absl::Status Preallocate(uint64_t size) override {
+    if (plan_->preallocations++ >= plan_->preallocations_ok) {
+      return absl::ResourceExhaustedError(
+          "write to " + path() + " failed: No space left on device");
+    }
     return file_->Preallocate(size);
   }
   absl::Status Close() override { return file_->Close(); }
