@@ -19,6 +19,7 @@
 #include "client/ctl/completion.h"
 #include "client/ctl/duration_flag.h"
 #include "client/ctl/output.h"
+#include "client/partition.h"
 #include "grpcpp/grpcpp.h"
 #include "version/version.h"
 
@@ -201,6 +202,7 @@ class CommandTree {
     AddVersion();
     AddHealth();
     AddCluster();
+    AddPartitionOf();
     completion_ = app_.add_subcommand("completion", "Shell completion script");
     completion_->group("Commands");
     completion_->description(
@@ -651,6 +653,24 @@ class CommandTree {
         ->type_name("")
         ->required()
         ->check(CLI::IsMember({"status"}));
+  }
+
+  void AddPartitionOf() {
+    CLI::App* sub = AddCommand(
+        Command::kPartitionOf, "partition-of",
+        "Which of N partitions a key belongs to (asks no server)",
+        "Prints the partition of KEY among --count partitions: FNV-1a 32-bit\n"
+        "over KEY's UTF-8 bytes modulo N, or with --consistent a jump\n"
+        "consistent hash of FNV-1a 64-bit, which moves only the new\n"
+        "partitions' share of the keys when N grows. The same answer as the\n"
+        "C++ and Python clients' PartitionOf, on every platform.");
+    AddArgument(sub, "KEY", &in_->key, "The key");
+    sub->add_option("--count", in_->partitions, "How many partitions")
+        ->type_name("N")
+        ->required()
+        ->check(CLI::Range(uint32_t{1}, client::kMaxPartitionCount));
+    sub->add_flag("--consistent", in_->consistent,
+                  "Jump consistent hash instead of modulo");
   }
 
   CLI::App* Selected() const {

@@ -47,6 +47,7 @@ enum class Command {
   kHealth,
   kClusterStatus,  // cluster status
   kWatch,
+  kPartitionOf,  // partition-of KEY: asks no server
 };
 
 enum class OutputFormat { kTable, kJson };
@@ -89,6 +90,8 @@ struct Invocation {
   std::string holder;                             // force-release --holder
   std::string reason;                             // force-release --reason
   std::string service;                            // health --service
+  uint32_t partitions = 0;      // partition-of --count N
+  bool consistent = false;      // partition-of --consistent
   absl::Duration kill_grace = absl::Seconds(10);  // --kill-grace
   std::vector<std::string> command_line;          // run: after --
 };

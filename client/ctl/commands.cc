@@ -24,6 +24,7 @@
 #include "client/ctl/operator_calls.h"
 #include "client/ctl/output.h"
 #include "client/ctl/transport_probe.h"
+#include "client/partition.h"
 #include "client/errors.h"
 #include "client/rpc_client.h"
 
@@ -644,6 +645,14 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
   if (in.command == Command::kRun) {
     return Run(in, report, relay, *channel_options);
   }
+  if (in.command == Command::kPartitionOf) {
+    const uint32_t partition =
+        in.consistent ? client::ConsistentPartitionOf(in.key, in.partitions)
+                      : client::PartitionOf(in.key, in.partitions);
+    out << FormatPartition(in.key, in.partitions, in.consistent, partition,
+                           in.output);
+    return kExitOk;
+  }
   absl::StatusOr<std::unique_ptr<client::RpcClient>> connected =
       client::RpcClient::Connect(in.server, *channel_options);
   if (!connected.ok()) return report.Fail("--server", connected.status());
@@ -680,9 +689,10 @@ int Execute(const Invocation& in, std::ostream& out, std::ostream& err,
     case Command::kWatch:
       return Watch(in, rpc, out, report);
     case Command::kRun:
+    case Command::kPartitionOf:
       break;
   }
-  return kExitError;  // unreachable: kRun returned above
+  return kExitError;  // unreachable: kRun and kPartitionOf returned above
 }
 
 }  // namespace leasekeeper::ctl

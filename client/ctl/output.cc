@@ -424,6 +424,18 @@ std::string FormatWatchUpdate(const client::WatchUpdate& update,
   return out + "\n";
 }
 
+std::string FormatPartition(const std::string& key, uint32_t count,
+                            bool consistent, uint32_t partition,
+                            OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    return Dump(json{{"key", key},
+                     {"count", count},
+                     {"scheme", consistent ? "consistent" : "modulo"},
+                     {"partition", partition}});
+  }
+  return absl::StrCat(partition, "\n");
+}
+
 std::string FormatVersion(const std::string& server,
                           const absl::StatusOr<ServerInfo>& info,
                           OutputFormat format) {

@@ -129,6 +129,12 @@ std::string FormatHealth(const std::string& server, const std::string& service,
 // JSON: {"cluster","node","role","leader":{"id","address"} or null,"epoch",
 // "last_position","members":[{"node","address","role","applied_position",
 // "lag"}]}.
+// partition-of: the partition alone (a line), or under -o json
+// {"key", "count", "scheme": "modulo"|"consistent", "partition"}.
+std::string FormatPartition(const std::string& key, uint32_t count,
+                            bool consistent, uint32_t partition,
+                            OutputFormat format);
+
 std::string FormatClusterStatus(const client::ClusterInfo& info,
                                 OutputFormat format);
 

@@ -20,6 +20,8 @@ from leasekeeper.errors import (CapacityMismatch, ClientBusy, DeadlockVictim,
                                 LockBusy, ModeMismatch, NoHolder, NotHolder,
                                 NotLeader, StaleToken, Unavailable)
 from leasekeeper.leader import TermEnd, run_as_leader
+from leasekeeper.partition import (consistent_partition_of, fnv1a32, fnv1a64,
+                                   partition_of)
 
 __all__ = [
     "Client", "Lease", "EndReason", "TlsFiles", "run_as_leader", "TermEnd",
@@ -27,5 +29,6 @@ __all__ = [
     "DeadlockVictim", "LimitExceeded", "Unavailable", "NotLeader", "LeaseLost",
     "LockInfo", "Holder", "Waiter", "ClientStatus", "LockSummary",
     "ReleasedLease", "default_client_id", "CapacityMismatch", "ModeMismatch",
-    "KeyPage", "NoHolder",
+    "KeyPage", "NoHolder", "partition_of", "consistent_partition_of",
+    "fnv1a32", "fnv1a64",
 ]

@@ -63,6 +63,24 @@ TEST(ArgumentsTest, ClusterStatusIsACommandAndOtherActionsAreUsageErrors) {
             ParsedArguments::Action::kUsageError);
 }
 
+TEST(ArgumentsTest, PartitionOfTakesAKeyACountAndTheScheme) {
+  Invocation in = Accepted({"partition-of", "shard/7", "--count", "64"});
+  EXPECT_EQ(in.command, Command::kPartitionOf);
+  EXPECT_EQ(in.key, "shard/7");
+  EXPECT_EQ(in.partitions, 64u);
+  EXPECT_FALSE(in.consistent);
+  EXPECT_TRUE(
+      Accepted({"partition-of", "k", "--count=3", "--consistent"}).consistent);
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"partition-of", "k"},
+        std::vector<std::string>{"partition-of", "k", "--count", "0"},
+        std::vector<std::string>{"partition-of", "k", "--count", "2147483648"},
+        std::vector<std::string>{"partition-of", "--count", "4"}}) {
+    EXPECT_EQ(ParseArguments(bad).action, Action::kUsageError)
+        << testing::PrintToString(bad);
+  }
+}
+
 TEST(ArgumentsTest, ServerTakesAListOfEndpointsFromTheFlagOrTheEnvironment) {
   EXPECT_EQ(Accepted({"--server", "a:1,b:1,c:1", "inspect", "L"}).server,
             "a:1,b:1,c:1");

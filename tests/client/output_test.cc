@@ -87,6 +87,15 @@ TEST(OutputTest, WatchJsonIsOneObjectPerLineWithTheDocumentedShape) {
   EXPECT_EQ(event["sequence"], 1042);
 }
 
+TEST(OutputTest, PartitionIsALineOrADocumentedJsonObject) {
+  EXPECT_EQ(FormatPartition("exports/daily", 64, false, 22,
+                            OutputFormat::kTable),
+            "22\n");
+  EXPECT_EQ(FormatPartition("exports/daily", 64, true, 6, OutputFormat::kJson),
+            "{\"count\":64,\"key\":\"exports/daily\",\"partition\":6,"
+            "\"scheme\":\"consistent\"}\n");
+}
+
 TEST(OutputTest, TableColumnsAreAlignedAndLinesNotPadded) {
   EXPECT_EQ(RenderTable({{"A", "LONGER", "C"}, {"wide-cell", "x", ""}}),
             "A          LONGER  C\n"
