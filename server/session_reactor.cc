@@ -44,10 +44,8 @@ SessionReactor* SessionReactor::Start(CoreOwner& owner, const Limits& limits,
 }
 
 void SessionReactor::OnReadDone(bool ok) {
-  {
-    absl::MutexLock lock(&mu_);
-    read_outstanding_ = false;
-  }
+  // read_outstanding_ stays set until the message is dispatched (ReadNext):
+  // a read started meanwhile would overwrite read_buffer_ and request_.
   if (!ok) {
     // The client half-closed, or the stream broke, without `close`.
     EndStream(absl::OkStatus());
@@ -81,6 +79,7 @@ void SessionReactor::OnReadDone(bool ok) {
 }
 
 void SessionReactor::OnWriteDone(bool ok) {
+  bool was_full = false;
   {
     absl::MutexLock lock(&mu_);
     writing_ = false;
@@ -92,10 +91,13 @@ void SessionReactor::OnWriteDone(bool ok) {
       }
       return;
     }
+    was_full = outbox_.size() >= kMaxUnsent;
     PrepareWriteLocked(outbox_.front());
     outbox_.pop_front();
   }
   StartWrite(&current_);
+  // Reads paused while the outbox was full resume now that it is not.
+  if (was_full) ContinueReading();
 }
 
 void SessionReactor::OnCancel() {
@@ -226,7 +228,7 @@ void SessionReactor::Opened(const std::string& client,
   proto->set_grace_ms(opened->grace_ms);
   proto->set_resumed(opened->resumed);
   Send(std::move(message), /*droppable=*/false);
-  ContinueReading();
+  ReadNext();
 }
 
 void SessionReactor::HandleKeepalive() {
@@ -236,20 +238,25 @@ void SessionReactor::HandleKeepalive() {
     return;
   }
   const uint64_t sequence = request_.keepalive().sequence();
+  {
+    absl::MutexLock lock(&mu_);
+    ++calls_in_flight_;
+  }
   owner_.Session(Ask(
       KeepaliveArgs{std::move(*id), this},
       Completion<absl::StatusOr<int>>(
           [self = shared_from_this(), sequence](absl::StatusOr<int> renewed) {
             if (!renewed.ok()) {
               self->FinishOnce(renewed.status());
-              return;
+            } else {
+              pb::SessionResponse message;
+              message.mutable_keepalive_ack()->set_sequence(sequence);
+              message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
+              self->Send(std::move(message), /*droppable=*/false);
             }
-            pb::SessionResponse message;
-            message.mutable_keepalive_ack()->set_sequence(sequence);
-            message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
-            self->Send(std::move(message), /*droppable=*/false);
+            self->CallAnswered();
           })));
-  ContinueReading();
+  ReadNext();
 }
 
 void SessionReactor::HandleCall() {
@@ -270,12 +277,12 @@ void SessionReactor::HandleCall() {
   switch (call.request_case()) {
     case pb::SessionCall::kAcquire: {
       pb::AcquireRequest request = call.acquire();
-      ContinueReading();
+      ReadNext();
       return AcquireCall(call_id, std::move(request), session);
     }
     case pb::SessionCall::kRenew: {
       pb::RenewRequest request = call.renew();
-      ContinueReading();
+      ReadNext();
       return AnswerCall(
           call_id, std::move(request), session, &ParseRenew, AskLease(),
           [](const RenewAnswer& answer, pb::SessionCallResult& result) {
@@ -284,7 +291,7 @@ void SessionReactor::HandleCall() {
     }
     case pb::SessionCall::kRelease: {
       pb::ReleaseRequest request = call.release();
-      ContinueReading();
+      ReadNext();
       return AnswerCall(
           call_id, std::move(request), session, &ParseRelease, AskLease(),
           [](const ReleaseAnswer& outcome, pb::SessionCallResult& result) {
@@ -294,7 +301,7 @@ void SessionReactor::HandleCall() {
     case pb::SessionCall::REQUEST_NOT_SET:
       break;
   }
-  ContinueReading();
+  ReadNext();
   AnswerWhenDurable(CallError(
       call_id, InvalidField(ErrorCode::kInvalidArguments, "request")));
 }
@@ -386,12 +393,16 @@ bool SessionReactor::Answer(pb::SessionResponse message) {
       refused ? message.call_result().error().detail() : pb::ErrorDetail();
   const bool sent = Send(std::move(message), /*droppable=*/false);
   if (sent && refused) metrics_->CountRefusal(detail);
+  CallAnswered();
+  return sent;
+}
+
+void SessionReactor::CallAnswered() {
   {
     absl::MutexLock lock(&mu_);
     --calls_in_flight_;
   }
   ContinueReading();
-  return sent;
 }
 
 void SessionReactor::AnswerParked(ParkedAcquire* call,
@@ -444,10 +455,18 @@ void SessionReactor::HandleClose() {
                          })));
 }
 
+void SessionReactor::ReadNext() {
+  {
+    absl::MutexLock lock(&mu_);
+    read_outstanding_ = false;
+  }
+  ContinueReading();
+}
+
 void SessionReactor::ContinueReading() {
   absl::MutexLock lock(&mu_);
   if (read_outstanding_ || finish_called_ ||
-      calls_in_flight_ >= kMaxCallsInFlight) {
+      calls_in_flight_ >= kMaxCallsInFlight || outbox_.size() >= kMaxUnsent) {
     return;
   }
   read_outstanding_ = true;
