@@ -180,15 +180,15 @@ void SessionReactor::HandleOpen() {
   }
   // From here OpenSession counts it, as a session, against the limit.
   LeaveUnopened();
-  if (absl::Status denied =
-          authorizer_.CheckActAs(PeerOf(context_), request_.open().client_id());
-      !denied.ok()) {
-    FinishOnce(denied);
-    return;
-  }
+  // Parsed before the authorization, whose refusal echoes the client id.
   absl::StatusOr<OpenArgs> args = ParseOpen(request_.open(), limits_);
   if (!args.ok()) {
     FinishOnce(args.status());
+    return;
+  }
+  if (absl::Status denied = authorizer_.CheckActAs(PeerOf(context_), args->client);
+      !denied.ok()) {
+    FinishOnce(denied);
     return;
   }
   // The next message is read once the session is open (and durable):
@@ -319,7 +319,7 @@ absl::Status SessionReactor::BindToSession(Request& request,
   if (request.session_id() != session.session_id) {
     return InvalidField(ErrorCode::kInvalidArguments, "session_id");
   }
-  return authorizer_.CheckUseLock(PeerOf(context_), request.lock());
+  return absl::OkStatus();
 }
 
 void SessionReactor::AcquireCall(uint64_t call_id, pb::AcquireRequest request,
@@ -329,6 +329,10 @@ void SessionReactor::AcquireCall(uint64_t call_id, pb::AcquireRequest request,
   }
   absl::StatusOr<AcquireArgs> args = ParseAcquire(request, limits_);
   if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
+  if (absl::Status s = authorizer_.CheckUseLock(PeerOf(context_), args->lock);
+      !s.ok()) {
+    return AnswerWhenDurable(CallError(call_id, s));
+  }
   auto parked = std::make_unique<ParkedAcquire>(shared_from_this(), call_id,
                                                 *std::move(args));
   ParkedAcquire* call = parked.get();
@@ -350,6 +354,10 @@ void SessionReactor::AnswerCall(uint64_t call_id, Request request,
   }
   auto args = parse(request, limits_);
   if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
+  if (absl::Status s = authorizer_.CheckUseLock(PeerOf(context_), args->lock);
+      !s.ok()) {
+    return AnswerWhenDurable(CallError(call_id, s));
+  }
   std::invoke(apply, owner_, *args,
               [self = shared_from_this(), call_id,
                fill = std::move(fill)](auto outcome) {

@@ -129,6 +129,8 @@ class SessionReactor final
 
   // The session's client and id stand in for empty fields; other values
   // are refused, so a stream can act only for the client that opened it.
+  // The call's lock is authorized after the parse (its sizes) by the
+  // caller.
   template <typename Request>
   absl::Status BindToSession(Request& request, const Binding& session);
 
