@@ -232,8 +232,10 @@ size_t PageLimit(int32_t page_size, int32_t default_size, int32_t max_size) {
 // Decodes an Inspect page token; false for one EncodeInspectPageToken did
 // not produce.
 bool DecodeInspectPageToken(const std::string& token, InspectCursor* cursor) {
+  // "h" or "q" and a 64-bit number: at most 21 bytes.
   std::string plain;
-  if (!absl::WebSafeBase64Unescape(token, &plain) || plain.size() < 2) {
+  if (!absl::WebSafeBase64Unescape(token, &plain) || plain.size() < 2 ||
+      plain.size() > 21) {
     return false;
   }
   const absl::string_view digits = absl::string_view(plain).substr(1);
@@ -274,10 +276,12 @@ absl::StatusOr<StatusQuery> ParseStatus(const pb::StatusRequest& request,
                                         const Limits& limits) {
   StatusQuery query;
   query.client = request.client_id();
+  // A token this server issued names a client id within the limit.
   const bool token_ok =
       request.page_token().empty() ||
       (absl::WebSafeBase64Unescape(request.page_token(), &query.after) &&
-       !query.after.empty());
+       !query.after.empty() &&
+       LimitChecks(limits).ClientId(query.after).ok());
   absl::Status status =
       Checker()
           .Required(request.client_id(), "client_id")
@@ -297,9 +301,11 @@ absl::StatusOr<ListLocksQuery> ParseListLocks(
   query.prefix = request.prefix();
   bool token_ok = true;
   if (!request.page_token().empty()) {
+    // A token this server issued names a lock within the limit.
     token_ok =
         absl::WebSafeBase64Unescape(request.page_token(), &query.after) &&
-        !query.after.empty() && absl::StartsWith(query.after, query.prefix);
+        !query.after.empty() && absl::StartsWith(query.after, query.prefix) &&
+        LimitChecks(limits).LockName(query.after).ok();
   }
   absl::Status status = Checker()
                             .Argument(request.page_size() >= 0, "page_size")

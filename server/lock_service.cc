@@ -69,20 +69,22 @@ CoreOwner::Completion<Answer> FinishWith(grpc::CallbackServerContext* context,
 }
 
 // The opening every unary call shares, in this order: the node's `role`,
-// the caller's authorisation (`authorize()`), the request's parse
-// (`parse()`, a StatusOr); the first refusal finishes the call at once.
-// Otherwise `start(parsed)` hands the call on and returns its reactor.
+// the request's parse (`parse()`, a StatusOr), the caller's authorisation
+// (`authorize()`); the first refusal finishes the call at once. The parse
+// comes first so that no refusal (nor its log line) echoes a field over
+// its size limit. Otherwise `start(parsed)` hands the call on and returns
+// its reactor.
 template <typename Authorize, typename Parse, typename Start>
 grpc::ServerUnaryReactor* OpenUnary(grpc::CallbackServerContext* context,
                                     const absl::Status& role,
                                     Authorize authorize, Parse parse,
                                     Start start) {
   if (!role.ok()) return FinishNow(context, role);
+  auto parsed = parse();
+  if (!parsed.ok()) return FinishNow(context, parsed.status());
   if (absl::Status denied = authorize(); !denied.ok()) {
     return FinishNow(context, denied);
   }
-  auto parsed = parse();
-  if (!parsed.ok()) return FinishNow(context, parsed.status());
   return start(*std::move(parsed));
 }
 
@@ -424,6 +426,11 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
   if (absl::Status refused = CheckRole(); !refused.ok()) {
     return FinishNow(context, refused);
   }
+  // Validated first: the refusal's log line echoes only fields within
+  // their limits.
+  if (absl::Status s = ValidateForceRelease(*request, limits_); !s.ok()) {
+    return FinishNow(context, s);
+  }
   const security::PeerIdentity peer = PeerOf(context);
   if (absl::Status denied = authorizer_.CheckAdmin(peer, "ForceRelease");
       !denied.ok()) {
@@ -434,9 +441,6 @@ grpc::ServerUnaryReactor* LockServiceImpl::ForceRelease(
         LogValue(request->lock()), LogValue(request->client_id()),
         LogValue(denied.message()));
     return FinishNow(context, denied);
-  }
-  if (absl::Status s = ValidateForceRelease(*request, limits_); !s.ok()) {
-    return FinishNow(context, s);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   owner_.Lease(Ask(
@@ -517,13 +521,14 @@ grpc::ServerWriteReactor<pb::WatchResponse>* LockServiceImpl::Watch(
   if (absl::Status refused = CheckRole(); !refused.ok()) {
     return StartWatchStream(owner_, context, refused);
   }
+  absl::StatusOr<WatchTarget> target = ParseWatch(*request, limits_);
+  if (!target.ok()) return StartWatchStream(owner_, context, target);
   const security::PeerIdentity peer = PeerOf(context);
   absl::Status denied =
-      request->target_case() == pb::WatchRequest::kPrefix
-          ? authorizer_.CheckListLocks(peer, request->prefix())
-          : authorizer_.CheckObserveLock(peer, request->lock());
+      target->prefix ? authorizer_.CheckListLocks(peer, target->name)
+                     : authorizer_.CheckObserveLock(peer, target->name);
   if (!denied.ok()) return StartWatchStream(owner_, context, denied);
-  return StartWatchStream(owner_, context, ParseWatch(*request, limits_));
+  return StartWatchStream(owner_, context, std::move(target));
 }
 
 }  // namespace leasekeeper::server

@@ -44,10 +44,8 @@ SessionReactor* SessionReactor::Start(CoreOwner& owner, const Limits& limits,
 }
 
 void SessionReactor::OnReadDone(bool ok) {
-  {
-    absl::MutexLock lock(&mu_);
-    read_outstanding_ = false;
-  }
+  // read_outstanding_ stays set until the message is dispatched (ReadNext):
+  // a read started meanwhile would overwrite read_buffer_ and request_.
   if (!ok) {
     // The client half-closed, or the stream broke, without `close`.
     EndStream(absl::OkStatus());
@@ -81,6 +79,7 @@ void SessionReactor::OnReadDone(bool ok) {
 }
 
 void SessionReactor::OnWriteDone(bool ok) {
+  bool was_full = false;
   {
     absl::MutexLock lock(&mu_);
     writing_ = false;
@@ -92,10 +91,13 @@ void SessionReactor::OnWriteDone(bool ok) {
       }
       return;
     }
+    was_full = outbox_.size() >= kMaxUnsent;
     PrepareWriteLocked(outbox_.front());
     outbox_.pop_front();
   }
   StartWrite(&current_);
+  // Reads paused while the outbox was full resume now that it is not.
+  if (was_full) ContinueReading();
 }
 
 void SessionReactor::OnCancel() {
@@ -178,15 +180,15 @@ void SessionReactor::HandleOpen() {
   }
   // From here OpenSession counts it, as a session, against the limit.
   LeaveUnopened();
-  if (absl::Status denied =
-          authorizer_.CheckActAs(PeerOf(context_), request_.open().client_id());
-      !denied.ok()) {
-    FinishOnce(denied);
-    return;
-  }
+  // Parsed before the authorization, whose refusal echoes the client id.
   absl::StatusOr<OpenArgs> args = ParseOpen(request_.open(), limits_);
   if (!args.ok()) {
     FinishOnce(args.status());
+    return;
+  }
+  if (absl::Status denied = authorizer_.CheckActAs(PeerOf(context_), args->client);
+      !denied.ok()) {
+    FinishOnce(denied);
     return;
   }
   // The next message is read once the session is open (and durable):
@@ -226,7 +228,7 @@ void SessionReactor::Opened(const std::string& client,
   proto->set_grace_ms(opened->grace_ms);
   proto->set_resumed(opened->resumed);
   Send(std::move(message), /*droppable=*/false);
-  ContinueReading();
+  ReadNext();
 }
 
 void SessionReactor::HandleKeepalive() {
@@ -236,20 +238,25 @@ void SessionReactor::HandleKeepalive() {
     return;
   }
   const uint64_t sequence = request_.keepalive().sequence();
+  {
+    absl::MutexLock lock(&mu_);
+    ++calls_in_flight_;
+  }
   owner_.Session(Ask(
       KeepaliveArgs{std::move(*id), this},
       Completion<absl::StatusOr<int>>(
           [self = shared_from_this(), sequence](absl::StatusOr<int> renewed) {
             if (!renewed.ok()) {
               self->FinishOnce(renewed.status());
-              return;
+            } else {
+              pb::SessionResponse message;
+              message.mutable_keepalive_ack()->set_sequence(sequence);
+              message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
+              self->Send(std::move(message), /*droppable=*/false);
             }
-            pb::SessionResponse message;
-            message.mutable_keepalive_ack()->set_sequence(sequence);
-            message.mutable_keepalive_ack()->set_renewed_leases(*renewed);
-            self->Send(std::move(message), /*droppable=*/false);
+            self->CallAnswered();
           })));
-  ContinueReading();
+  ReadNext();
 }
 
 void SessionReactor::HandleCall() {
@@ -270,12 +277,12 @@ void SessionReactor::HandleCall() {
   switch (call.request_case()) {
     case pb::SessionCall::kAcquire: {
       pb::AcquireRequest request = call.acquire();
-      ContinueReading();
+      ReadNext();
       return AcquireCall(call_id, std::move(request), session);
     }
     case pb::SessionCall::kRenew: {
       pb::RenewRequest request = call.renew();
-      ContinueReading();
+      ReadNext();
       return AnswerCall(
           call_id, std::move(request), session, &ParseRenew, AskLease(),
           [](const RenewAnswer& answer, pb::SessionCallResult& result) {
@@ -284,7 +291,7 @@ void SessionReactor::HandleCall() {
     }
     case pb::SessionCall::kRelease: {
       pb::ReleaseRequest request = call.release();
-      ContinueReading();
+      ReadNext();
       return AnswerCall(
           call_id, std::move(request), session, &ParseRelease, AskLease(),
           [](const ReleaseAnswer& outcome, pb::SessionCallResult& result) {
@@ -294,7 +301,7 @@ void SessionReactor::HandleCall() {
     case pb::SessionCall::REQUEST_NOT_SET:
       break;
   }
-  ContinueReading();
+  ReadNext();
   AnswerWhenDurable(CallError(
       call_id, InvalidField(ErrorCode::kInvalidArguments, "request")));
 }
@@ -312,7 +319,7 @@ absl::Status SessionReactor::BindToSession(Request& request,
   if (request.session_id() != session.session_id) {
     return InvalidField(ErrorCode::kInvalidArguments, "session_id");
   }
-  return authorizer_.CheckUseLock(PeerOf(context_), request.lock());
+  return absl::OkStatus();
 }
 
 void SessionReactor::AcquireCall(uint64_t call_id, pb::AcquireRequest request,
@@ -322,6 +329,10 @@ void SessionReactor::AcquireCall(uint64_t call_id, pb::AcquireRequest request,
   }
   absl::StatusOr<AcquireArgs> args = ParseAcquire(request, limits_);
   if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
+  if (absl::Status s = authorizer_.CheckUseLock(PeerOf(context_), args->lock);
+      !s.ok()) {
+    return AnswerWhenDurable(CallError(call_id, s));
+  }
   auto parked = std::make_unique<ParkedAcquire>(shared_from_this(), call_id,
                                                 *std::move(args));
   ParkedAcquire* call = parked.get();
@@ -343,6 +354,10 @@ void SessionReactor::AnswerCall(uint64_t call_id, Request request,
   }
   auto args = parse(request, limits_);
   if (!args.ok()) return AnswerWhenDurable(CallError(call_id, args.status()));
+  if (absl::Status s = authorizer_.CheckUseLock(PeerOf(context_), args->lock);
+      !s.ok()) {
+    return AnswerWhenDurable(CallError(call_id, s));
+  }
   std::invoke(apply, owner_, *args,
               [self = shared_from_this(), call_id,
                fill = std::move(fill)](auto outcome) {
@@ -386,12 +401,16 @@ bool SessionReactor::Answer(pb::SessionResponse message) {
       refused ? message.call_result().error().detail() : pb::ErrorDetail();
   const bool sent = Send(std::move(message), /*droppable=*/false);
   if (sent && refused) metrics_->CountRefusal(detail);
+  CallAnswered();
+  return sent;
+}
+
+void SessionReactor::CallAnswered() {
   {
     absl::MutexLock lock(&mu_);
     --calls_in_flight_;
   }
   ContinueReading();
-  return sent;
 }
 
 void SessionReactor::AnswerParked(ParkedAcquire* call,
@@ -444,10 +463,18 @@ void SessionReactor::HandleClose() {
                          })));
 }
 
+void SessionReactor::ReadNext() {
+  {
+    absl::MutexLock lock(&mu_);
+    read_outstanding_ = false;
+  }
+  ContinueReading();
+}
+
 void SessionReactor::ContinueReading() {
   absl::MutexLock lock(&mu_);
   if (read_outstanding_ || finish_called_ ||
-      calls_in_flight_ >= kMaxCallsInFlight) {
+      calls_in_flight_ >= kMaxCallsInFlight || outbox_.size() >= kMaxUnsent) {
     return;
   }
   read_outstanding_ = true;

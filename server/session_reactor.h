@@ -41,8 +41,14 @@ class SessionReactor final
   // Bounds the outbox of a client that does not read its stream; beyond it
   // notices are dropped.
   static constexpr size_t kMaxOutbox = 4096;
-  // Calls of one stream that may await their answers at once.
+  // Calls and keepalives of one stream that may await their answers at
+  // once, and messages that may wait unsent in its outbox: beyond either,
+  // the stream reads no more until one is answered or written (flow
+  // control, not an error). So a client that writes without reading holds
+  // at most this many answers, and gRPC's flow control then stops its
+  // writes.
   static constexpr size_t kMaxCallsInFlight = 256;
+  static constexpr size_t kMaxUnsent = 256;
 
   // `unopened` counts the streams that have not opened a session yet;
   // `metrics` (null: none) counts the limit refusals the stream answers
@@ -123,6 +129,8 @@ class SessionReactor final
 
   // The session's client and id stand in for empty fields; other values
   // are refused, so a stream can act only for the client that opened it.
+  // The call's lock is authorized after the parse (its sizes) by the
+  // caller.
   template <typename Request>
   absl::Status BindToSession(Request& request, const Binding& session);
 
@@ -159,8 +167,17 @@ class SessionReactor final
   void HandleClose();
 
   // Reads the next message unless a read is outstanding, the stream is
-  // finishing, or kMaxCallsInFlight calls await their answers.
+  // finishing, kMaxCallsInFlight calls await their answers or kMaxUnsent
+  // messages wait in the outbox.
   void ContinueReading();
+
+  // The message read is dispatched (nothing reads request_ any more): the
+  // next one may be read, as ContinueReading decides.
+  void ReadNext();
+
+  // A call or keepalive is answered (its answer queued, or the stream
+  // finished): it no longer counts in calls_in_flight_.
+  void CallAnswered();
 
   std::optional<std::string> SessionId();
 
@@ -197,6 +214,7 @@ class SessionReactor final
   absl::Mutex mu_;
   std::optional<std::string> session_id_ ABSL_GUARDED_BY(mu_);
   std::string client_ ABSL_GUARDED_BY(mu_);  // the session's, once opened
+  // A read is in flight, or the message it read is being dispatched.
   bool read_outstanding_ ABSL_GUARDED_BY(mu_) = false;
   size_t calls_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<ParkedAcquire*, std::unique_ptr<ParkedAcquire>> parked_

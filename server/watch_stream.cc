@@ -4,6 +4,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -96,17 +97,18 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
       absl::MutexLock lock(&mu_);
       id_ = start->id;
       const absl::Time wall_now = absl::Now();
+      pb::WatchResponse message;
       for (const WatchStart::Lock& locked : start->locks) {
-        pb::WatchResponse message;
+        message.Clear();
         ToWatchedLock(locked.name, locked.holders, locked.queue, wall_now,
                       message.mutable_current());
-        outbox_.push_back(std::move(message));
+        outbox_.push_back(message.SerializeAsString());
       }
-      pb::WatchResponse synced;
-      synced.mutable_synced()->set_sequence(start->sequence);
-      synced.mutable_synced()->set_locks(
+      message.Clear();
+      message.mutable_synced()->set_sequence(start->sequence);
+      message.mutable_synced()->set_locks(
           static_cast<int64_t>(start->locks.size()));
-      outbox_.push_back(std::move(synced));
+      outbox_.push_back(message.SerializeAsString());
     }
     // The snapshot, like any answer, is shown only once durable.
     owner_.durability().WhenAllDurable(
@@ -141,7 +143,8 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
   bool NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finish_called_ || !snapshot_durable_) return false;
     if (!outbox_.empty()) {
-      current_ = std::move(outbox_.front());
+      // Serialized by Begin, so it cannot fail to parse.
+      (void)current_.ParseFromString(outbox_.front());
       outbox_.pop_front();
       writing_ = true;
       return true;
@@ -188,7 +191,9 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
 
   absl::Mutex mu_;
   WatchHub::WatcherId id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<pb::WatchResponse> outbox_ ABSL_GUARDED_BY(mu_);  // snapshot
+  // The snapshot's messages, serialized: a message object costs several
+  // times its bytes, and a snapshot of every lock is as long as the table.
+  std::deque<std::string> outbox_ ABSL_GUARDED_BY(mu_);
   // The message being written: filled under mu_ while writing_ is false,
   // then gRPC's until the write's OnWriteDone.
   pb::WatchResponse current_;

@@ -5,15 +5,12 @@
 // (real time, 127.0.0.1 ports picked free).
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "harness/local_cluster.h"
@@ -35,21 +32,6 @@ constexpr milliseconds kBound(1'000);
 // state is a few KiB.
 constexpr int kMaxExtraThreads = 16;
 constexpr int64_t kMaxExtraRssKib = 96 * 1024;
-
-// A field of /proc/PID/status ("Threads", "VmRSS"), as a number.
-int64_t StatusField(pid_t pid, const std::string& field) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    absl::string_view rest = line;
-    if (!absl::ConsumePrefix(&rest, field + ":")) continue;
-    rest = absl::StripAsciiWhitespace(rest);
-    absl::ConsumeSuffix(&rest, " kB");
-    int64_t value = 0;
-    if (absl::SimpleAtoi(rest, &value)) return value;
-  }
-  return -1;
-}
 
 enum class Port { kGrpc, kHealth, kMetrics };
 
@@ -159,8 +141,8 @@ TEST_P(FloodTest, NewClientsOfEveryPortAreServedWithinASecond) {
   TimeHealthCheck();
   TimeStatusCall();
   const pid_t pid = daemon_.process->pid();
-  const int64_t threads_before = StatusField(pid, "Threads");
-  const int64_t rss_before = StatusField(pid, "VmRSS");
+  const int64_t threads_before = ProcStatusField(pid, "Threads");
+  const int64_t rss_before = ProcStatusField(pid, "VmRSS");
   ASSERT_GT(threads_before, 0);
 
   metrics::testing::SlowClients flood(FloodedPort(), kFlood, Trickle());
@@ -181,8 +163,8 @@ TEST_P(FloodTest, NewClientsOfEveryPortAreServedWithinASecond) {
     worst_status = std::max(worst_status, status);
     std::this_thread::sleep_for(milliseconds(300));
   }
-  const int64_t threads_during = StatusField(pid, "Threads");
-  const int64_t rss_during = StatusField(pid, "VmRSS");
+  const int64_t threads_during = ProcStatusField(pid, "Threads");
+  const int64_t rss_during = ProcStatusField(pid, "VmRSS");
   EXPECT_LE(threads_during, threads_before + kMaxExtraThreads)
       << "threads " << threads_before << " -> " << threads_during;
   EXPECT_LE(rss_during, rss_before + kMaxExtraRssKib)

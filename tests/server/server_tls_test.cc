@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -385,6 +386,65 @@ TEST(ServerTlsFlagsTest, SecurityFlagsThatNeedEachOtherAreRefused) {
   EXPECT_EQ(options->config.security.policy_file, "p");
   EXPECT_EQ(options->config.metrics_listen, "127.0.0.1:9464");
   EXPECT_EQ(options->config.health_listen, "0.0.0.0:7234");
+}
+
+// A field over its size limit is refused by the limit before the policy is
+// asked, so that no refusal echoes it: a PERMISSION_DENIED naming a
+// 10,000-byte lock would not even reach the client (gRPC's metadata limit).
+TEST_F(ServerTlsTest, AFieldOverItsLimitIsRefusedByTheLimitBeforeThePolicy) {
+  const std::string huge(10'000, 'e');
+  auto billing = Stub(&certs_->billing);
+  auto expect_limit = [](const grpc::ClientContext& context,
+                         const grpc::Status& status, const std::string& limit) {
+    Result<pb::AcquireResponse> result;
+    result.status = status;
+    ReadErrorMetadata(context, result);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << limit << ": " << status.error_message();
+    EXPECT_EQ(result.detail.limit(), limit) << status.error_message();
+  };
+  for (const auto& [client, lock, limit] :
+       {std::tuple{std::string("billing-worker"), huge,
+                   std::string("max-lock-name-bytes")},
+        std::tuple{huge, std::string("billing/a"),
+                   std::string("max-client-id-bytes")}}) {
+    grpc::ClientContext context;
+    pb::AcquireResponse response;
+    expect_limit(context,
+                 billing->Acquire(&context, AcquireRequest(client, lock, 60'000),
+                                  &response),
+                 limit);
+  }
+  {
+    grpc::ClientContext context;
+    pb::ForceReleaseRequest request;  // billing is no admin
+    request.set_lock(huge);
+    pb::ForceReleaseResponse response;
+    expect_limit(context, billing->ForceRelease(&context, request, &response),
+                 "max-lock-name-bytes");
+  }
+  {
+    grpc::ClientContext context;
+    pb::WatchRequest request;  // outside billing's grants
+    request.set_prefix(huge);
+    auto reader = billing->Watch(&context, request);
+    pb::WatchResponse ignored;
+    while (reader->Read(&ignored)) {
+    }
+    expect_limit(context, reader->Finish(), "max-lock-name-bytes");
+  }
+  {
+    grpc::ClientContext context;
+    auto stream = billing->Session(&context);
+    pb::SessionRequest open;
+    open.mutable_open()->set_client_id(huge);
+    stream->Write(open);
+    pb::SessionResponse ignored;
+    while (stream->Read(&ignored)) {
+    }
+    expect_limit(context, stream->Finish(), "max-client-id-bytes");
+  }
+  EXPECT_EQ(HoldersOf("billing/a"), 0);
 }
 
 }  // namespace

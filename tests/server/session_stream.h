@@ -23,9 +23,9 @@ namespace pb = ::leasekeeper::v1;
 
 class SessionStream {
  public:
-  explicit SessionStream(pb::LockService::Stub& stub) {
-    context_.set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(20));
+  explicit SessionStream(pb::LockService::Stub& stub,
+                         std::chrono::seconds deadline = std::chrono::seconds(20)) {
+    context_.set_deadline(std::chrono::system_clock::now() + deadline);
     stream_ = stub.Session(&context_);
   }
 

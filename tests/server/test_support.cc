@@ -11,10 +11,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "spdlog/spdlog.h"
 
 namespace leasekeeper::testing {
@@ -363,6 +366,20 @@ std::optional<grpc::health::v1::HealthCheckResponse::ServingStatus> HealthOf(
   grpc::health::v1::HealthCheckResponse response;
   if (!health->Check(&context, request, &response).ok()) return std::nullopt;
   return response.status();
+}
+
+int64_t ProcStatusField(pid_t pid, const std::string& field) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, field + ":")) continue;
+    rest = absl::StripAsciiWhitespace(rest);
+    absl::ConsumeSuffix(&rest, " kB");
+    int64_t value = 0;
+    if (absl::SimpleAtoi(rest, &value)) return value;
+  }
+  return -1;
 }
 
 std::string TestClientPath() { return LEASEKEEPER_TEST_CLIENT_PATH; }

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -200,6 +201,10 @@ Daemon StartDaemon(const std::vector<std::string>& extra_args = {});
 // or nullopt if the check failed (5 s deadline).
 std::optional<grpc::health::v1::HealthCheckResponse::ServingStatus> HealthOf(
     const std::string& address, const std::string& service);
+
+// A field of /proc/PID/status ("Threads", "VmRSS" in KiB) as a number; -1
+// if absent.
+int64_t ProcStatusField(pid_t pid, const std::string& field);
 
 // Path of the test client helper (tests/server/test_client.cc).
 std::string TestClientPath();
