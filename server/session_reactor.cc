@@ -106,7 +106,7 @@ void SessionReactor::OnCancel() {
 
 void SessionReactor::OnDone() {
   LeaveUnopened();
-  open_alarm_.Cancel();  // drops the alarm's reference to this reactor
+  open_alarm_.Cancel();
   ReportStreamEnded();
   WithdrawParkedCalls();
   // Drops the self-reference last: CoreOwner may still hold the sink.
@@ -150,9 +150,7 @@ bool SessionReactor::AdmitUnopened() {
   open_alarm_.Set(
       std::chrono::system_clock::now() +
           std::chrono::milliseconds(limits_.session_open_timeout_ms),
-      [self = shared_from_this()](bool fired) {
-        if (fired) self->OpenTimedOut();
-      });
+      weak_from_this(), &SessionReactor::OpenTimedOut);
   return true;
 }
 

@@ -22,12 +22,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "leasekeeper/v1/lock_service.pb.h"
 #include "security/authorizer.h"
 #include "server/answers.h"
 #include "server/core_owner.h"
+#include "server/reactor_alarm.h"
 #include "server/rpc_metrics.h"
 #include "server/server_config.h"
 
@@ -207,9 +207,8 @@ class SessionReactor final
   grpc::ByteBuffer read_buffer_;  // owned by the read chain
   v1::SessionRequest request_;    // parsed from read_buffer_
   std::shared_ptr<SessionReactor> self_;
-  // Ends a stream that sends no `open` in time; holds a reference to this
-  // reactor until it fires or OnDone cancels it.
-  grpc::Alarm open_alarm_;
+  // Ends a stream that sends no `open` in time.
+  ReactorAlarm<SessionReactor> open_alarm_;
 
   absl::Mutex mu_;
   std::optional<std::string> session_id_ ABSL_GUARDED_BY(mu_);

@@ -10,9 +10,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "grpcpp/alarm.h"
 #include "server/convert.h"
 #include "server/grpc_status.h"
+#include "server/reactor_alarm.h"
 
 namespace leasekeeper::server {
 namespace {
@@ -59,7 +59,7 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
   }
 
   void OnDone() override {
-    cut_alarm_.Cancel();  // drops the alarm's reference to this stream
+    cut_alarm_.Cancel();
     WatchHub::WatcherId id = 0;
     {
       absl::MutexLock lock(&mu_);
@@ -131,9 +131,7 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
     cut_alarm_armed_ = true;
     cut_alarm_.Set(std::chrono::system_clock::now() +
                        absl::ToChronoMilliseconds(kWatchCutGrace),
-                   [self = shared_from_this()](bool fired) {
-                     if (fired) self->CutGraceOver();
-                   });
+                   weak_from_this(), &WatchStream::CutGraceOver);
   }
 
   // Unless a write is in flight: puts the next message in current_ and
@@ -187,7 +185,7 @@ class WatchStream final : public grpc::ServerWriteReactor<pb::WatchResponse>,
   CoreOwner& owner_;
   grpc::CallbackServerContext* const context_;
   std::shared_ptr<WatchStream> self_;
-  grpc::Alarm cut_alarm_;
+  ReactorAlarm<WatchStream> cut_alarm_;
 
   absl::Mutex mu_;
   WatchHub::WatcherId id_ ABSL_GUARDED_BY(mu_) = 0;
