@@ -4,14 +4,15 @@
 // synchronise where TSan cannot see it, and every member guarded by an
 // absl::Mutex, ours and gRPC's, would be reported as a race.
 //
-// In a TSan build (LEASEKEEPER_SANITIZE=thread) every target links this
-// library ahead of Abseil, so its definitions win. It replaces the exported
-// entry points of those four classes: each calls Abseil's own (found with
-// dlsym(RTLD_NEXT)) and marks the mutex's address (the notification's, the
-// counter's) as released before the lock is given up (the notice sent, the
-// count decremented) and acquired after it is taken (the notice or the zero
-// seen), which gives TSan the happens-before edges Abseil provides. Lock
-// order is not modelled: TSan's deadlock detector does not see these.
+// `scripts/sanitize tsan` preloads this library (LD_PRELOAD) into every
+// process its tests start, so its definitions win over Abseil's. It
+// replaces the exported entry points of those four classes: each calls
+// Abseil's own (found with dlsym(RTLD_NEXT)) and marks the mutex's address
+// (the notification's, the counter's) as released before the lock is given
+// up (the notice sent, the count decremented) and acquired after it is
+// taken (the notice or the zero seen), which gives TSan the happens-before
+// edges Abseil provides. Lock order is not modelled: TSan's deadlock
+// detector does not see these.
 #include <dlfcn.h>
 #include <sanitizer/tsan_interface.h>
 
