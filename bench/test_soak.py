@@ -63,6 +63,16 @@ def test_descriptors_and_threads_are_judged_as_rss_is():
                                                        "daemon threads"]
 
 
+def test_a_step_of_one_or_two_descriptors_or_threads_is_not_growth():
+    _, failures = soak.growth_report(
+        run(lambda t: 30_000, fds=lambda t: 12 if t < 300 else 14,
+            threads=lambda t: 12 if t < 300 else 14), RULE)
+    assert failures == []
+    _, failures = soak.growth_report(
+        run(lambda t: 30_000, fds=lambda t: 12 if t < 300 else 15), RULE)
+    assert [f.split(" grew")[0] for f in failures] == ["daemon fds"]
+
+
 def test_a_restarted_process_before_it_settles_is_not_counted():
     # Every incarnation starts at 3x its steady RSS for its first 8 s.
     _, failures = soak.growth_report(

@@ -79,9 +79,24 @@ Admitted RetryCache::Admit(absl::string_view client,
   return Admitted{RetryAdmission::kNew, nullptr};
 }
 
+void RetryCache::DropExpiredOldest(Tick now) {
+  while (!order_.empty()) {
+    Record& oldest = order_.front();
+    if (oldest.live) {
+      if (!oldest.entry.answer.has_value() ||
+          now - oldest.entry.answered_at < config_.ttl_ms) {
+        return;
+      }
+      Kill(oldest);
+    }
+    order_.pop_front();
+  }
+}
+
 RetryEntry* RetryCache::Answer(absl::string_view client,
                                absl::string_view request_id,
                                CachedAnswer answer, Tick now) {
+  DropExpiredOldest(now);
   auto it = index_.find(KeyView(client, request_id));
   if (it == index_.end()) return nullptr;
   RetryEntry& entry = (*it)->entry;

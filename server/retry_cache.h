@@ -9,6 +9,10 @@
 //     16 (live entries plus erased ones not yet dropped).
 //  4. An answered entry lives at least `ttl_ms` after its answer unless
 //     evicted; a pending entry (an Acquire still waiting) never expires.
+//  5. Expired entries do not wait for a lookup to leave: each Answer first
+//     drops those at the front (oldest inserted), up to the first entry
+//     that is pending or still in its ttl. Under a steady stream of
+//     requests the cache holds about one ttl of them, not max_entries.
 //
 // Thread-safety: none; CoreOwner guards it with the core mutex.
 #ifndef LEASEKEEPER_SERVER_RETRY_CACHE_H_
@@ -101,8 +105,9 @@ class RetryCache {
                  const Fingerprint& fingerprint, Tick now,
                  bool first_call_waits);
 
-  // Stores the answer of a pending or answered entry, restarting its ttl.
-  // No-op if the entry is gone (evicted). O(1).
+  // Drops the expired oldest entries (invariant 5), then stores the answer
+  // of a pending or answered entry, restarting its ttl. No-op if the entry
+  // is gone (evicted or expired). Amortized O(1).
   RetryEntry* Answer(absl::string_view client, absl::string_view request_id,
                      CachedAnswer answer, Tick now);
 
@@ -163,6 +168,10 @@ class RetryCache {
 
   // Takes the record out of index_ and marks it dead (its strings freed).
   void Kill(Record& record);
+
+  // Pops records from the front while they are dead or answered longer
+  // than the ttl ago (invariant 5).
+  void DropExpiredOldest(Tick now);
 
   RetryCacheConfig config_;
   // Insertion order, oldest first. std::deque keeps references to records

@@ -269,6 +269,45 @@ TEST(RetryCacheTest, AnswersExpireAfterTheTtlButPendingEntriesDoNot) {
   EXPECT_NE(cache.Find("c", "pending", 1'000'000), nullptr);
 }
 
+TEST(RetryCacheTest, ExpiredAnswersLeaveWithoutALookup) {
+  // One answer every 10 ms, a 100 ms ttl: the cache holds the last ttl's
+  // answers, not max_entries of them.
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 100'000});
+  for (int i = 0; i < 1'000; ++i) {
+    const std::string id = std::to_string(i);
+    cache.Insert("c", id, Fingerprint{});
+    cache.Answer("c", id,
+                 absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased),
+                 i * 10);
+  }
+  // Left: 990 ... 999, answered at 9,900 ... 9,990 (the last answer).
+  EXPECT_EQ(cache.size(), 10u);
+  EXPECT_EQ(cache.Find("c", "989", 9'990), nullptr);
+  EXPECT_NE(cache.Find("c", "990", 9'990), nullptr);
+}
+
+TEST(RetryCacheTest, APendingEntryHoldsBackTheExpiryOfNewerOnes) {
+  RetryCache cache(RetryCacheConfig{.ttl_ms = 100, .max_entries = 100'000});
+  cache.Insert("c", "waiting", Fingerprint{});
+  for (int i = 0; i < 100; ++i) {
+    const std::string id = std::to_string(i);
+    cache.Insert("c", id, Fingerprint{});
+    cache.Answer("c", id,
+                 absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased),
+                 i * 10);
+  }
+  EXPECT_EQ(cache.size(), 101u);  // invariant 4: pending never expires
+  // Answered at last; the next answer, a ttl later, finds every older one
+  // expired.
+  cache.Answer("c", "waiting",
+               absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 1'000);
+  cache.Insert("c", "next", Fingerprint{});
+  cache.Answer("c", "next",
+               absl::StatusOr<ReleaseAnswer>(ReleaseAnswer::kReleased), 1'100);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_NE(cache.Find("c", "next", 1'100), nullptr);
+}
+
 TEST(RetryCacheTest, StaysBoundedUnderChurn) {
   RetryCache cache(RetryCacheConfig{.ttl_ms = 10, .max_entries = 50});
   for (int i = 0; i < 10'000; ++i) {
