@@ -51,6 +51,22 @@ Function Real(const char* rest, bool const_member = false) {
 void Acquired(const void* mu) { __tsan_acquire(const_cast<void*>(mu)); }
 void Releasing(const void* mu) { __tsan_release(const_cast<void*>(mu)); }
 
+// Abseil evaluates a waiter's condition with the mutex held on its behalf,
+// in Await or LockWhen or in another thread's Unlock: the evaluation is a
+// critical section of its own, between an acquire and a release. The waiter releases the mutex after it made the
+// condition and before it waits, which publishes the condition to the
+// thread that evaluates it.
+struct HeldCondition {
+  const absl::Mutex* mu;
+  const absl::Condition* cond;
+};
+bool EvalHeld(HeldCondition* held) {
+  Acquired(held->mu);
+  const bool met = held->cond->Eval();
+  Releasing(held->mu);
+  return met;
+}
+
 }  // namespace
 
 namespace absl {
@@ -97,21 +113,30 @@ void Mutex::ReaderUnlock() {
 void Mutex::LockWhen(const Condition& cond) {
   static const auto real = Real<void (*)(Mutex*, const Condition&)>(
       "5Mutex8LockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
+  Releasing(this);
+  real(this, held_cond);
   Acquired(this);
 }
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static const auto real = Real<void (*)(Mutex*, const Condition&)>(
       "5Mutex14ReaderLockWhenERKNS0_9ConditionE");
-  real(this, cond);
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
+  Releasing(this);
+  real(this, held_cond);
   Acquired(this);
 }
 
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   static const auto real = Real<bool (*)(Mutex*, const Condition&, Duration)>(
       "5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  const bool met = real(this, cond, timeout);
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
+  Releasing(this);
+  const bool met = real(this, held_cond, timeout);
   Acquired(this);
   return met;
 }
@@ -119,7 +144,10 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const auto real = Real<bool (*)(Mutex*, const Condition&, Time)>(
       "5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  const bool met = real(this, cond, deadline);
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
+  Releasing(this);
+  const bool met = real(this, held_cond, deadline);
   Acquired(this);
   return met;
 }
@@ -128,7 +156,10 @@ bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond,
                                       Duration timeout) {
   static const auto real = Real<bool (*)(Mutex*, const Condition&, Duration)>(
       "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  const bool met = real(this, cond, timeout);
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
+  Releasing(this);
+  const bool met = real(this, held_cond, timeout);
   Acquired(this);
   return met;
 }
@@ -136,25 +167,33 @@ bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond,
 bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, Time deadline) {
   static const auto real = Real<bool (*)(Mutex*, const Condition&, Time)>(
       "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  const bool met = real(this, cond, deadline);
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
+  Releasing(this);
+  const bool met = real(this, held_cond, deadline);
   Acquired(this);
   return met;
 }
 
-// Await and CondVar::Wait give the lock up while they wait and take it back.
+// Await and CondVar::Wait give the lock up while they wait and take it back;
+// so does LockWhen, which may wait too.
 void Mutex::Await(const Condition& cond) {
   static const auto real = Real<void (*)(Mutex*, const Condition&)>(
       "5Mutex5AwaitERKNS0_9ConditionE");
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
   Releasing(this);
-  real(this, cond);
+  real(this, held_cond);
   Acquired(this);
 }
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   static const auto real = Real<bool (*)(Mutex*, const Condition&, Duration)>(
       "5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
   Releasing(this);
-  const bool met = real(this, cond, timeout);
+  const bool met = real(this, held_cond, timeout);
   Acquired(this);
   return met;
 }
@@ -162,8 +201,10 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
 bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
   static const auto real = Real<bool (*)(Mutex*, const Condition&, Time)>(
       "5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
+  HeldCondition held{this, &cond};
+  const Condition held_cond(EvalHeld, &held);
   Releasing(this);
-  const bool met = real(this, cond, deadline);
+  const bool met = real(this, held_cond, deadline);
   Acquired(this);
   return met;
 }

@@ -720,7 +720,9 @@ TEST(DurableStore, TornTailIsDroppedWithAWarningInTheReport) {
 // position through a pipe; it is killed with SIGKILL at a random moment.
 // After every kill, the recovered state is exactly the state after some
 // prefix of the stream that includes every acknowledged record. 20 rounds,
-// each continuing the same data dir.
+// each continuing the same data dir; the kill comes a random time after the
+// child's first acknowledgement, so every round appends something however
+// slow the machine or the build (a sanitizer's) is.
 TEST(DurableStore, KillNineAtRandomMomentsLosesNothingAcknowledged) {
   TempDir dir;
   const std::vector<Operation> ops = OperationGenerator(77).Take(60000);
@@ -760,13 +762,17 @@ TEST(DurableStore, KillNineAtRandomMomentsLosesNothingAcknowledged) {
       ::_exit(0);
     }
     ::close(fds[1]);
+    LogPosition acknowledged = 0;
+    const bool first_acknowledged =
+        ::read(fds[0], &acknowledged, sizeof(acknowledged)) ==
+        sizeof(acknowledged);
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 60));
     ::kill(child, SIGKILL);
     int wstatus = 0;
     ::waitpid(child, &wstatus, 0);
     ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exited with "
                                       << WEXITSTATUS(wstatus);
-    LogPosition acknowledged = 0;
+    ASSERT_TRUE(first_acknowledged);
     LogPosition p = 0;
     while (::read(fds[0], &p, sizeof(p)) == sizeof(p)) {
       acknowledged = std::max(acknowledged, p);
@@ -779,11 +785,10 @@ TEST(DurableStore, KillNineAtRandomMomentsLosesNothingAcknowledged) {
     ASSERT_NE(store, nullptr);
     const LogPosition last = store->recovery().last_position;
     EXPECT_GE(last, acknowledged);
-    EXPECT_GE(last, recovered);
+    EXPECT_GT(last, recovered);
     ASSERT_EQ(CanonicalState(machine), StateAfter(ops, last));
     recovered = last;
   }
-  EXPECT_GT(recovered, 1000u);
 }
 
 }  // namespace
