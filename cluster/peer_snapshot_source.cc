@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/etcd_peer_secret.h"
+#include "cluster/snapshot_chunks.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "leasekeeper/v1/cluster_peer.grpc.pb.h"
@@ -39,44 +40,24 @@ absl::Status FromGrpc(const grpc::Status& status) {
                                    status.error_message()));
 }
 
-// What a transfer received so far.
-struct ReceivedChunks {
-  FetchedSnapshot fetched;
-  uint64_t announced = 0;  // the file's size, as the first chunk said
-  bool any = false;        // whether a chunk arrived
-};
-
-// Reads the stream's chunks into `received`, calling `progressed` for each.
-// Outcomes: OK at the stream's end; DataLoss (and reading stops) for a size
-// announced over kMaxSnapshotTransferBytes or a chunk out of order or past
-// the announced size.
+// Reads the stream's chunks into `chunks`, calling `progressed` for each.
+// Outcomes: OK at the stream's end; SnapshotChunks::Add's error (and
+// reading stops).
 absl::Status ReceiveChunks(
     grpc::ClientReaderInterface<v1::SnapshotChunk>& reader,
-    const std::function<void()>& progressed, ReceivedChunks& received) {
-  FetchedSnapshot& fetched = received.fetched;
+    const std::function<void()>& progressed, SnapshotChunks& chunks) {
   v1::SnapshotChunk chunk;
   while (reader.Read(&chunk)) {
     progressed();
-    if (!received.any) {
-      received.any = true;
-      fetched.covered = chunk.covered_position();
-      fetched.payload_crc32c = chunk.payload_crc32c();
-      received.announced = chunk.file_bytes();
-      if (received.announced > kMaxSnapshotTransferBytes) {
-        return absl::DataLossError(absl::StrCat(
-            "snapshot transfer: ", received.announced,
-            " bytes announced, over ", kMaxSnapshotTransferBytes));
-      }
-      fetched.bytes.reserve(received.announced);
+    if (absl::Status s = chunks.Add(SnapshotChunk{
+            .covered_position = chunk.covered_position(),
+            .file_bytes = chunk.file_bytes(),
+            .payload_crc32c = chunk.payload_crc32c(),
+            .offset = chunk.offset(),
+            .data = chunk.data()});
+        !s.ok()) {
+      return s;
     }
-    if (chunk.offset() != fetched.bytes.size() ||
-        fetched.bytes.size() + chunk.data().size() > received.announced) {
-      return absl::DataLossError(absl::StrCat(
-          "snapshot transfer: a chunk at offset ", chunk.offset(), " of ",
-          chunk.data().size(), " bytes after ", fetched.bytes.size(), " of ",
-          received.announced));
-    }
-    fetched.bytes.append(chunk.data());
   }
   return absl::OkStatus();
 }
@@ -136,14 +117,14 @@ absl::StatusOr<FetchedSnapshot> PeerSnapshotSource::Fetch(
   request.set_cluster(cluster_);
   request.set_min_covered_position(min_covered);
   auto reader = stub->FetchSnapshot(&context, request);
-  ReceivedChunks received;
+  SnapshotChunks chunks;
   const absl::Status broken = ReceiveChunks(
       *reader,
       [this] {
         absl::MutexLock lock(&mu_);
         last_progress_ = std::chrono::steady_clock::now();
       },
-      received);
+      chunks);
   bool stalled = false;
   {
     absl::MutexLock lock(&mu_);
@@ -165,12 +146,7 @@ absl::StatusOr<FetchedSnapshot> PeerSnapshotSource::Fetch(
                      stall_timeout_.count(), " ms"));
   }
   if (!finished.ok()) return FromGrpc(finished);
-  if (!received.any || received.fetched.bytes.size() != received.announced) {
-    return absl::DataLossError(absl::StrCat(
-        "snapshot transfer: ", received.fetched.bytes.size(),
-        " bytes received of ", received.announced, " announced"));
-  }
-  return std::move(received.fetched);
+  return chunks.Finish();
 }
 
 absl::StatusOr<PeerSnapshotSource::LeaderCall>

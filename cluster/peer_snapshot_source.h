@@ -3,9 +3,8 @@
 // newest snapshot over the internal ClusterPeer service
 // (server/cluster_peer_service.h), presenting the cluster's peer secret,
 // with the node's own TLS files (read at each Fetch). It checks the chunks
-// (in order, the announced size, at most kMaxSnapshotTransferBytes) and
-// abandons a transfer that made no progress for `stall_timeout`. ClusterNode
-// owns it. docs/design/cluster.md ("Snapshot transfer between nodes").
+// as they arrive (SnapshotChunks, cluster/snapshot_chunks.h) and abandons
+// a transfer that made no progress for `stall_timeout`. ClusterNode owns it. docs/design/cluster.md ("Snapshot transfer between nodes").
 //
 // Thread-safety: Fetch from one thread at a time; Cancel and Resume from
 // any thread.
@@ -13,7 +12,6 @@
 #define LEASEKEEPER_CLUSTER_PEER_SNAPSHOT_SOURCE_H_
 
 #include <chrono>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -29,8 +27,6 @@
 #include "security/tls_config.h"
 
 namespace leasekeeper::storage {
-
-inline constexpr uint64_t kMaxSnapshotTransferBytes = uint64_t{4} << 30;
 
 class PeerSnapshotSource final : public SnapshotSource {
  public:

@@ -2,6 +2,7 @@
 // private directory on tmpfs when there is one (fsync there costs nothing,
 // so a fuzzer that writes and syncs files stays fast), and whole-file reads
 // and writes that abort on failure (a fuzzer has no caller to report to).
+// Scratch directories go when the process exits normally.
 //
 // Thread-safety: none needed; each fuzzer process runs one input at a time.
 #ifndef LEASEKEEPER_TESTS_FUZZ_FUZZ_FILES_H_
@@ -13,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -22,6 +25,20 @@ namespace leasekeeper::fuzz {
   std::fprintf(stderr, "fuzzer: %.*s\n", static_cast<int>(what.size()),
                what.data());
   std::abort();
+}
+
+// The scratch directories made so far; removed when the process exits
+// normally (one that aborts leaves them for inspection).
+inline std::vector<std::string>& ScratchDirs() {
+  static auto* dirs = new std::vector<std::string>;
+  return *dirs;
+}
+
+inline void RemoveScratchDirs() {
+  for (const std::string& dir : ScratchDirs()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
 }
 
 // A fresh directory, /dev/shm/<tag>-XXXXXX if /dev/shm exists, else under
@@ -34,6 +51,8 @@ inline std::string MakeScratchDir(const char* tag) {
   }
   std::string pattern = base + "/" + tag + "-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) Die("mkdtemp failed");
+  if (ScratchDirs().empty()) std::atexit(RemoveScratchDirs);
+  ScratchDirs().push_back(pattern);
   return pattern;
 }
 

@@ -2,16 +2,20 @@
 // made with the real encoders so that they track the formats.
 //
 // Usage: fuzz_seeds DIR   (DIR is tests/fuzz/corpus; writes
-// DIR/operation_codec/, DIR/log_recovery/ and DIR/snapshot/, replacing
-// files of the same names). The policy corpus is hand-written JSON.
+// DIR/operation_codec/, DIR/log_recovery/, DIR/snapshot/ and
+// DIR/peer_snapshot/, replacing files of the same names). The policy corpus
+// is hand-written JSON; the lock_table and session corpora are inputs a
+// fuzzer found (merged with -merge=1).
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/state_machine.h"
 #include "fuzz_files.h"
+#include "storage/coding.h"
 #include "storage/log.h"
 #include "storage/operation_codec.h"
 #include "storage/snapshot_file.h"
@@ -139,6 +143,58 @@ void SnapshotSeeds(const std::string& dir) {
   Put(dir, "whole_file.bin", std::string(1, 2) + file);
 }
 
+// One chunk as peer_snapshot_fuzzer reads it: the header fields when
+// `info` is given, an explicit offset when `offset` is.
+std::string PeerChunk(const SnapshotFileInfo* info, const uint64_t* offset,
+                      absl::string_view data) {
+  std::string out(1, static_cast<char>((info != nullptr ? 1 : 0) |
+                                       (offset != nullptr ? 2 : 0)));
+  if (info != nullptr) {
+    PutFixed64(out, info->covered);
+    PutFixed64(out, info->bytes);
+    PutFixed32(out, info->payload_crc32c);
+  }
+  if (offset != nullptr) PutFixed64(out, *offset);
+  out.push_back(static_cast<char>(data.size() & 0xff));
+  out.push_back(static_cast<char>(data.size() >> 8));
+  out.append(data.data(), data.size());
+  return out;
+}
+
+void PeerSnapshotSeeds(const std::string& dir) {
+  StateMachine machine;
+  for (const Operation& op : Operations()) {
+    if (op.at > 6) break;
+    machine.Apply(op).status().IgnoreError();
+  }
+  ServerState server;
+  server.sessions.push_back({"s-1", "alice"});
+  const std::string scratch = MakeScratchDir("lk-fuzz-seeds");
+  absl::StatusOr<SnapshotFileInfo> info =
+      WriteSnapshotFile(scratch, machine.Snapshot(), 7, server);
+  if (!info.ok()) Die("cannot write a snapshot");
+  const std::string file = ReadWholeFile(scratch + "/" + SnapshotFileName(7));
+  std::filesystem::remove_all(scratch);
+  const absl::string_view bytes = file;
+  const std::string min_covered_1(1, 1);
+  // The whole file in one chunk, and in three.
+  Put(dir, "one_chunk.bin", min_covered_1 + PeerChunk(&*info, nullptr, bytes));
+  const size_t third = bytes.size() / 3;
+  const std::string three = PeerChunk(&*info, nullptr, bytes.substr(0, third)) +
+                            PeerChunk(nullptr, nullptr, bytes.substr(third, third)) +
+                            PeerChunk(nullptr, nullptr, bytes.substr(2 * third));
+  Put(dir, "three_chunks.bin", min_covered_1 + three);
+  // A snapshot older than the follower needs (FailedPrecondition).
+  Put(dir, "too_old.bin", std::string(1, 8) + three);
+  // A gap, and a transfer cut short (DataLoss).
+  const uint64_t past = third + 1;
+  Put(dir, "gap.bin",
+      min_covered_1 + PeerChunk(&*info, nullptr, bytes.substr(0, third)) +
+          PeerChunk(nullptr, &past, bytes.substr(past)));
+  Put(dir, "cut_short.bin",
+      min_covered_1 + PeerChunk(&*info, nullptr, bytes.substr(0, third)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,5 +206,6 @@ int main(int argc, char** argv) {
   OperationCodecSeeds(dir + "/operation_codec");
   LogRecoverySeeds(dir + "/log_recovery");
   SnapshotSeeds(dir + "/snapshot");
+  PeerSnapshotSeeds(dir + "/peer_snapshot");
   return 0;
 }

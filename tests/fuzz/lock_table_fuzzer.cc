@@ -39,6 +39,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -839,13 +840,35 @@ class Harness {
     }
   }
 
+  // One operation through StateMachine::Apply (the core's only mutation
+  // path), its reply as the kind that operation answers.
+  template <typename T, typename Body>
+  absl::StatusOr<T> Apply(Tick t, Body body) {
+    absl::StatusOr<Reply> reply = machine_.Apply(Operation{t, std::move(body)});
+    if (!reply.ok()) return reply.status();
+    if (!std::holds_alternative<T>(*reply)) Fail("Apply: a reply of the wrong kind");
+    return std::get<T>(*std::move(reply));
+  }
+  // The same for an operation that never fails.
+  template <typename T, typename Body>
+  T Applied(Tick t, Body body) {
+    absl::StatusOr<T> reply = Apply<T>(t, std::move(body));
+    if (!reply.ok()) Fail(absl::StrCat("Apply: ", reply.status().ToString()));
+    return *std::move(reply);
+  }
+  // A query of a valid name, which cannot fail.
+  template <typename T>
+  T Checked(absl::StatusOr<T> view, const char* query) {
+    if (!view.ok()) Fail(absl::StrCat(query, ": ", view.status().ToString()));
+    return *std::move(view);
+  }
+
   void Log(const std::string& line) { absl::StrAppend(&log_, line, "\n"); }
 
   void Step() {
     const Tick t = PickTime();
-    LockTable& table = machine_.table();
-    const int op = input_.ConsumeIntegralInRange<int>(0, 17);
-    if (op <= 5) {
+    const int choice = input_.ConsumeIntegralInRange<int>(0, 17);
+    if (choice <= 5) {
       const std::string client = PickClient();
       const std::string lock = PickLock();
       const int64_t ttl = PickTtl();
@@ -854,7 +877,8 @@ class Harness {
           absl::StrCat("t=", t, " Acquire(", client, ", ", lock, ", ", ttl,
                        ", ", ModeText(mode), " ", capacity, ")");
       const absl::StatusOr<AcquireOutcome> got =
-          table.Acquire(t, client, lock, ttl, mode, capacity);
+          Apply<AcquireOutcome>(
+              t, op::Acquire{client, lock, ttl, mode, capacity});
       const absl::StatusOr<AcquireOutcome> want =
           model_.Acquire(t, client, lock, ttl, mode, capacity);
       Log(absl::StrCat(call, " -> ",
@@ -866,14 +890,14 @@ class Harness {
       } else {
         ExpectSameError(got, want, call.c_str());
       }
-    } else if (op <= 7) {
+    } else if (choice <= 7) {
       const std::string client = PickClient();
       const std::string lock = PickLockOf(client);
       const int64_t ttl = PickTtl();
       const std::string call =
           absl::StrCat("t=", t, " Renew(", client, ", ", lock, ", ", ttl, ")");
       const absl::StatusOr<RenewOutcome> got =
-          table.Renew(t, client, lock, ttl);
+          Apply<RenewOutcome>(t, op::Renew{client, lock, ttl});
       const absl::StatusOr<RenewOutcome> want =
           model_.Renew(t, client, lock, ttl);
       Log(absl::StrCat(
@@ -889,12 +913,13 @@ class Harness {
       } else {
         ExpectSameError(got, want, call.c_str());
       }
-    } else if (op <= 10) {
+    } else if (choice <= 10) {
       const std::string client = PickClient();
       const std::string lock = PickLockOf(client);
       const std::string call =
           absl::StrCat("t=", t, " Release(", client, ", ", lock, ")");
-      const absl::StatusOr<ReleaseOutcome> got = table.Release(t, client, lock);
+      const absl::StatusOr<ReleaseOutcome> got =
+          Apply<ReleaseOutcome>(t, op::Release{client, lock});
       const absl::StatusOr<ReleaseOutcome> want =
           model_.Release(t, client, lock);
       auto text = [](const absl::StatusOr<ReleaseOutcome>& r) {
@@ -906,10 +931,10 @@ class Harness {
       if (!(text(got) == text(want))) {
         Fail(absl::StrCat(call, ": model says ", text(want)));
       }
-    } else if (op == 11) {
+    } else if (choice == 11) {
       const std::string client = PickClient();
       const std::string lock = PickLockOf(client);
-      const bool got = table.Withdraw(t, client, lock);
+      const bool got = Applied<bool>(t, op::Withdraw{client, lock});
       const bool want = model_.Withdraw(t, client, lock);
       const std::string call =
           absl::StrCat("t=", t, " Withdraw(", client, ", ", lock, ") -> ", got);
@@ -917,9 +942,9 @@ class Harness {
       if (!(got == want)) {
         Fail(absl::StrCat(call, ": model says ", want));
       }
-    } else if (op == 12) {
+    } else if (choice == 12) {
       const std::string client = PickClient();
-      const int got = table.ReleaseAll(t, client);
+      const int got = Applied<int>(t, op::ReleaseAll{client});
       const int want = model_.ReleaseAll(t, client);
       const std::string call =
           absl::StrCat("t=", t, " ReleaseAll(", client, ") -> ", got);
@@ -927,9 +952,9 @@ class Harness {
       if (!(got == want)) {
         Fail(absl::StrCat(call, ": model says ", want));
       }
-    } else if (op == 13) {
+    } else if (choice == 13) {
       const std::string client = PickClient();
-      const int got = table.RenewAll(t, client);
+      const int got = Applied<int>(t, op::RenewAll{client});
       const int want = model_.RenewAll(t, client);
       const std::string call =
           absl::StrCat("t=", t, " RenewAll(", client, ") -> ", got);
@@ -937,9 +962,9 @@ class Harness {
       if (!(got == want)) {
         Fail(absl::StrCat(call, ": model says ", want));
       }
-    } else if (op == 14) {
+    } else if (choice == 14) {
       WriteStep(t);
-    } else if (op == 15) {
+    } else if (choice == 15) {
       const std::string lock = PickLock();
       const std::string key = input_.ConsumeBool() ? "k" : "";
       const auto got = machine_.Read(t, lock, key);
@@ -954,9 +979,9 @@ class Harness {
       if (!(text(got) == text(want))) {
         Fail(absl::StrCat(call, ": model says ", text(want)));
       }
-    } else if (op == 16) {
+    } else if (choice == 16) {
       Log(absl::StrCat("t=", t, " AdvanceTo"));
-      table.AdvanceTo(t);
+      Applied<std::monostate>(t, op::Advance{});
       model_.AdvanceTo(t);
     } else {
       // A snapshot round trip must lose nothing that a later call can see.
@@ -967,7 +992,7 @@ class Harness {
         Fail(
             absl::StrCat("Restore of a fresh snapshot: ", restored.ToString()));
       }
-      table.AdvanceTo(t);
+      Applied<std::monostate>(t, op::Advance{});
       model_.AdvanceTo(t);
     }
     CheckEvents();
@@ -1038,7 +1063,7 @@ class Harness {
   }
 
   void CheckState() {
-    LockTable& table = machine_.table();
+    const LockTable& table = machine_.table();
     const Tick now = model_.now();
     if (!(table.now() == now)) {
       Fail(absl::StrCat("table.now() ", table.now(), ", model says ", now));
@@ -1048,7 +1073,7 @@ class Harness {
       Fail(absl::StrCat("CheckInvariants: ", invariants.ToString()));
     }
     for (const std::string& lock : locks_) {
-      const LockView got = table.Inspect(now, lock);
+      const LockView got = Checked(machine_.Inspect(now, lock), "Inspect");
       const LockView want = model_.Inspect(lock);
       if (!(SameView(got, want))) {
         Fail(absl::StrCat("Inspect(", lock, "): ", Describe(got),
@@ -1056,7 +1081,7 @@ class Harness {
       }
     }
     for (const std::string& client : clients_) {
-      const ClientView got = table.Status(now, client);
+      const ClientView got = Checked(machine_.Status(now, client), "Status");
       const ClientView want = model_.Status(client);
       if (!(SameView(got, want))) {
         Fail(absl::StrCat("Status(", client, "): ", Describe(got),
