@@ -414,20 +414,17 @@ absl::Status FileLog::StartSegment(LogPosition first) {
   return absl::OkStatus();
 }
 
+// room_ is OK, the IsOutOfSpace error that room() reports, or another
+// error of preallocating (a file-size limit, say): that is no full disk, so
+// the log appends as it would without preallocation (a write that fails
+// then fails the log, invariant 3) and tries again at the next segment.
 void FileLog::EnsureRoom() {
   room_ = absl::OkStatus();
   if (!options_.preallocate_segments || !failed_.ok()) return;
   if (!file_preallocated_) {
     // Zeros from the file's end on, so never over a record.
-    absl::Status s = file_->Preallocate(options_.segment_bytes);
-    if (!s.ok()) {
-      if (IsOutOfSpace(s)) {
-        room_ = s;
-      } else {
-        Fail(s).IgnoreError();
-      }
-      return;
-    }
+    room_ = file_->Preallocate(options_.segment_bytes);
+    if (!room_.ok()) return;
     file_preallocated_ = true;
   }
   const Segment& segment = segments_.back();
@@ -435,13 +432,7 @@ void FileLog::EnsureRoom() {
       segment.bytes + options_.segment_bytes / 4 < options_.segment_bytes) {
     return;
   }
-  if (absl::Status s = PrepareNextSegment(); !s.ok()) {
-    if (IsOutOfSpace(s)) {
-      room_ = s;
-    } else {
-      Fail(s).IgnoreError();
-    }
-  }
+  room_ = PrepareNextSegment();
 }
 
 absl::Status FileLog::PrepareNextSegment() {
@@ -462,13 +453,13 @@ absl::Status FileLog::PrepareNextSegment() {
 
 absl::Status FileLog::room() const {
   absl::MutexLock lock(&mu_);
-  return room_;
+  return IsOutOfSpace(room_) ? room_ : absl::OkStatus();
 }
 
 absl::Status FileLog::ReserveRoom() {
   absl::MutexLock lock(&mu_);
   EnsureRoom();
-  return room_;
+  return IsOutOfSpace(room_) ? room_ : absl::OkStatus();
 }
 
 absl::Status FileLog::RollSegment() {
@@ -487,6 +478,7 @@ absl::Status FileLog::RollSegment() {
     return s;
   }
   if (absl::Status s = old_file->Close(); !s.ok()) return Fail(s);
+  room_ = absl::OkStatus();  // a new segment: preallocating is tried again
   return absl::OkStatus();
 }
 

@@ -561,6 +561,30 @@ TEST(FileLog, ASegmentStartedWithoutRoomIsShortUntilItsBlocksAreTaken) {
             (std::vector<std::string>{"still goes in", "after"}));
 }
 
+// A file-size limit is no full disk: the log appends as it would without
+// preallocation, its room is not short, and the write that fails fails it.
+TEST(FileLog, APreallocationErrorOtherThanAFullDiskLeavesTheRoomAlone) {
+  TempDir dir;
+  auto plan = std::make_shared<testing::FaultPlan>();
+  plan->preallocations_ok = 0;
+  plan->preallocations_find_no_space = false;
+  std::unique_ptr<FileLog> log =
+      OpenLog(dir.path(), nullptr, PreallocatedSmallSegments(plan));
+  ASSERT_NE(log, nullptr);
+  EXPECT_TRUE(log->room().ok()) << log->room();
+  std::vector<std::string> written;
+  for (size_t i = 0; i < 100; ++i) {
+    written.push_back(Filler(i));
+    ASSERT_TRUE(log->Append({written.back()}).ok());
+    ASSERT_TRUE(log->room().ok()) << log->room();
+  }
+  EXPECT_TRUE(log->ReserveRoom().ok());
+  EXPECT_TRUE(log->health().ok());
+  ASSERT_TRUE(log->Sync().ok());
+  EXPECT_GT(Segments(dir.path()).size(), 1u);
+  EXPECT_EQ(ReadAll(*log), written);
+}
+
 TEST(FileLog, ANextSegmentLeftByAnEarlierProcessIsRemovedOnOpen) {
   TempDir dir;
   WriteRecords(dir.path(), 3);

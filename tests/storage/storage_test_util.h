@@ -199,12 +199,14 @@ class OperationGenerator {
 // successful Appends (or `syncs_ok` Syncs) every later one fails, as a
 // dying disk (EIO: Unavailable) or, with `out_of_space`, a full one (ENOSPC:
 // ResourceExhausted, after writing half) would; after
-// `preallocations_ok` Preallocates every later one finds the disk full.
+// `preallocations_ok` Preallocates every later one finds the disk full (or,
+// without `preallocations_find_no_space`, a file-size limit: EFBIG).
 // The test may change the plan while a store's flusher writes (atomics).
 struct FaultPlan {
   std::atomic<int> writes_ok = 1 << 30;
   std::atomic<int> syncs_ok = 1 << 30;
   std::atomic<int> preallocations_ok = 1 << 30;
+  std::atomic<bool> preallocations_find_no_space = true;
   std::atomic<bool> out_of_space = false;
   std::atomic<int> writes = 0;
   std::atomic<int> syncs = 0;
@@ -241,6 +243,10 @@ class FaultyFile final : public WritableFile {
   }
   absl::Status Preallocate(uint64_t size) override {
     if (plan_->preallocations++ >= plan_->preallocations_ok) {
+      if (!plan_->preallocations_find_no_space) {
+        return absl::UnavailableError("write to " + path() +
+                                      " failed: File too large");
+      }
       return absl::ResourceExhaustedError(
           "write to " + path() + " failed: No space left on device");
     }
