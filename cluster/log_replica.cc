@@ -13,8 +13,9 @@
 namespace leasekeeper::storage {
 
 absl::StatusOr<std::unique_ptr<LogReplica>> LogReplica::Open(
-    const std::string& dir, CoreConfig core_config) {
-  std::unique_ptr<LogReplica> replica(new LogReplica(dir, core_config));
+    const std::string& dir, CoreConfig core_config, int64_t retry_ttl_ms) {
+  std::unique_ptr<LogReplica> replica(
+      new LogReplica(dir, core_config, retry_ttl_ms));
   if (absl::Status s = CreateDirectories(dir); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<DirLock>> lock = DirLock::Acquire(dir);
   if (!lock.ok()) return lock.status();

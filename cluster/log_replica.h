@@ -37,8 +37,12 @@ class LogReplica {
   // skipped are in damaged_snapshots(). Outcomes: the replica; FailedPrecondition
   // (dir locked by another process, a snapshot version this build does not
   // read); DataLoss (a snapshot the core refuses); I/O errors.
+  // `retry_ttl_ms`: how long the server keeps an answer for a retry
+  // (ServerStateReplay: a replica kept up for the node's lifetime holds
+  // one ttl of answers, not every answer since its snapshot); 0 keeps all.
   static absl::StatusOr<std::unique_ptr<LogReplica>> Open(
-      const std::string& dir, CoreConfig core_config);
+      const std::string& dir, CoreConfig core_config,
+      int64_t retry_ttl_ms = 0);
 
   LogReplica(const LogReplica&) = delete;
   LogReplica& operator=(const LogReplica&) = delete;
@@ -91,10 +95,11 @@ class LogReplica {
   const std::string& dir() const { return dir_; }
 
  private:
-  LogReplica(std::string dir, CoreConfig core_config)
+  LogReplica(std::string dir, CoreConfig core_config, int64_t retry_ttl_ms)
       : dir_(std::move(dir)),
         core_config_(core_config),
-        machine_(std::make_unique<StateMachine>(core_config)) {}
+        machine_(std::make_unique<StateMachine>(core_config)),
+        server_(retry_ttl_ms) {}
 
   const std::string dir_;
   const CoreConfig core_config_;

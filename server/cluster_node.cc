@@ -49,7 +49,8 @@ absl::Status ClusterNode::Start(std::string advertise, Hooks hooks) {
   client_ = *std::move(client);
   absl::StatusOr<std::unique_ptr<storage::LogReplica>> replica =
       storage::LogReplica::Open(config_.durability.data_dir,
-                                CoreConfigOf(config_));
+                                CoreConfigOf(config_),
+                                config_.retry_cache.ttl_ms);
   if (!replica.ok()) return replica.status();
   replica_ = *std::move(replica);
   spdlog::info(

@@ -75,11 +75,13 @@ void ServerStateReplay::Restore(ServerState state) {
     sessions_[s.session_id] =
         SessionSlot{.order = next_order_++, .client = std::move(s.client)};
   }
+  retry_order_.clear();
   for (ServerState::Retry& r : state.retries) {
-    retries_[{std::move(r.client), std::move(r.request_id)}] =
-        RetrySlot{.order = next_order_++,
-                  .entry = std::move(r.entry),
-                  .answered_at = r.answered_at};
+    RetryKey key{std::move(r.client), std::move(r.request_id)};
+    const uint64_t order = next_order_++;
+    if (retry_ttl_ms_ > 0) retry_order_.emplace_back(order, key);
+    retries_[std::move(key)] = RetrySlot{
+        .order = order, .entry = std::move(r.entry), .answered_at = r.answered_at};
   }
   for (ServerState::Label& l : state.labels) {
     if (l.label.empty()) continue;  // invariant 1
@@ -96,9 +98,15 @@ void ServerStateReplay::Apply(const ServerRecord& record) {
           },
           [&](const srec::SessionEnded& r) { sessions_.erase(r.session_id); },
           [&](const srec::RetryAnswered& r) {
+            if (retry_ttl_ms_ > 0) DropExpiredRetries(record.at);
             auto [it, inserted] =
                 retries_.try_emplace({r.client, r.request_id});
-            if (inserted) it->second.order = next_order_++;
+            if (inserted) {
+              it->second.order = next_order_++;
+              if (retry_ttl_ms_ > 0) {
+                retry_order_.emplace_back(it->second.order, it->first);
+              }
+            }
             it->second.entry = r.entry;
             it->second.answered_at = record.at;
           },
@@ -117,6 +125,18 @@ void ServerStateReplay::Apply(const ServerRecord& record) {
           },
       },
       record.body);
+}
+
+void ServerStateReplay::DropExpiredRetries(Tick now) {
+  while (!retry_order_.empty()) {
+    const auto& [order, key] = retry_order_.front();
+    auto it = retries_.find(key);
+    if (it != retries_.end() && it->second.order == order) {
+      if (it->second.answered_at + retry_ttl_ms_ > now) return;
+      retries_.erase(it);
+    }
+    retry_order_.pop_front();
+  }
 }
 
 ServerState ServerStateReplay::Take() {
@@ -156,6 +176,7 @@ ServerState ServerStateReplay::Take() {
             });
   sessions_.clear();
   retries_.clear();
+  retry_order_.clear();
   labels_.clear();
   next_order_ = 0;
   return state;

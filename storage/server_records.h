@@ -14,10 +14,14 @@
 //  1. Session ids are unique; retry keys (client, request_id) are unique;
 //     label keys (client, lock) are unique and no label is empty.
 //  2. retries are in the order their keys were first answered.
+//  3. With a retry ttl, an answer older than the ttl at the tick of a newer
+//     answer is gone, unless an older entry still in its ttl holds it
+//     back (the server's RetryCache expires from the front the same way).
 #ifndef LEASEKEEPER_STORAGE_SERVER_RECORDS_H_
 #define LEASEKEEPER_STORAGE_SERVER_RECORDS_H_
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <utility>
 #include <variant>
@@ -106,10 +110,17 @@ bool SameServerRecord(const ServerRecord& a, const ServerRecord& b);
 bool SameServerState(const ServerState& a, const ServerState& b);
 
 // Builds a ServerState from a snapshot's state and the records after it.
-// Apply is O(size of the record) (hash maps); Take is O(size of the state).
+// Apply is amortized O(size of the record) (hash maps, and a queue of
+// answers in order for the expiry); Take is O(size of the state).
 class ServerStateReplay {
  public:
-  ServerStateReplay() = default;
+  // `retry_ttl_ms` > 0: each answer recorded first drops the oldest
+  // answers that are older than that at its tick (invariant 3), so a
+  // replay kept up for a node's lifetime (a cluster follower's) holds about
+  // one ttl of them. 0 keeps every answer until Take (local recovery: the
+  // server's RetryCache drops the expired ones it is handed).
+  explicit ServerStateReplay(int64_t retry_ttl_ms = 0)
+      : retry_ttl_ms_(retry_ttl_ms) {}
   ServerStateReplay(const ServerStateReplay&) = delete;
   ServerStateReplay& operator=(const ServerStateReplay&) = delete;
 
@@ -119,7 +130,8 @@ class ServerStateReplay {
   // Applies one record. Records are facts that already happened, so none is
   // refused: opening an id that exists replaces its client, ending or
   // forgetting something absent is a no-op, answering an existing key
-  // replaces its entry and answer tick but keeps its place in the order;
+  // replaces its entry and answer tick but keeps its place in the order
+  // (and in the expiry's, invariant 3);
   // setting a label replaces the key's (an empty one clears it), clearing
   // an absent one is a no-op.
   void Apply(const ServerRecord& record);
@@ -141,9 +153,19 @@ class ServerStateReplay {
     std::string entry;
     Tick answered_at = 0;
   };
+  using RetryKey = std::pair<std::string, std::string>;  // (client, id)
+  // Drops the answers at the front of retry_order_ older than the ttl at
+  // `now` (invariant 3), and the keys there that were forgotten.
+  void DropExpiredRetries(Tick now);
+
+  const int64_t retry_ttl_ms_;
   uint64_t next_order_ = 0;
+  // With a ttl: the retries' keys in their order, with that order; a key
+  // forgotten (or forgotten and answered afresh) stays until it reaches
+  // the front, where its order no longer matches its slot's.
+  std::deque<std::pair<uint64_t, RetryKey>> retry_order_;
   absl::flat_hash_map<std::string, SessionSlot> sessions_;
-  absl::flat_hash_map<std::pair<std::string, std::string>, RetrySlot> retries_;
+  absl::flat_hash_map<RetryKey, RetrySlot> retries_;
   // (client, lock) -> label.
   absl::flat_hash_map<std::pair<std::string, std::string>, std::string> labels_;
 };

@@ -86,6 +86,64 @@ TEST(ServerStateReplay, AForgottenRetryIsGoneAndMayBeAnsweredAfresh) {
   EXPECT_EQ(state.retries[1].entry, "granted 5");
 }
 
+TEST(ServerStateReplay, WithATtlAnAnswerOlderThanItLeavesWhenANewerOneIsRecorded) {
+  ServerStateReplay replay(/*retry_ttl_ms=*/100);
+  replay.Apply(Answered(0, "job", "r-1", "granted 1"));
+  replay.Apply(Answered(50, "job", "r-2", "granted 2"));
+  replay.Apply(Answered(99, "job", "r-3", "granted 3"));  // r-1 still in its ttl
+  EXPECT_EQ(replay.retry_count(), 3u);
+  replay.Apply(Answered(150, "job", "r-4", "granted 4"));  // r-1, r-2 expired
+  EXPECT_EQ(replay.retry_count(), 2u);
+  ServerState state = replay.Take();
+  ASSERT_EQ(state.retries.size(), 2u);
+  EXPECT_EQ(state.retries[0].request_id, "r-3");
+  EXPECT_EQ(state.retries[1].request_id, "r-4");
+}
+
+TEST(ServerStateReplay, WithATtlAnAnswerInItsTtlHoldsBackTheExpiryOfNewerOnes) {
+  ServerStateReplay replay(/*retry_ttl_ms=*/100);
+  replay.Apply(Answered(0, "job", "r-1", "queued at 2"));
+  replay.Apply(Answered(10, "job", "r-2", "released"));
+  replay.Apply(Answered(90, "job", "r-1", "granted 7"));  // keeps its place
+  replay.Apply(Answered(120, "job", "r-3", "renewed"));
+  // r-2 is past its ttl, but r-1 in front of it is not: as RetryCache.
+  EXPECT_EQ(replay.retry_count(), 3u);
+  replay.Apply(Answered(190, "job", "r-4", "renewed"));
+  EXPECT_EQ(replay.retry_count(), 2u);  // r-1 and r-2 gone
+}
+
+TEST(ServerStateReplay, WithATtlAForgottenAnswerAnsweredAfreshExpiresFromItsNewAnswer) {
+  ServerStateReplay replay(/*retry_ttl_ms=*/100);
+  replay.Apply(Answered(0, "job", "r-1", "granted 4"));
+  replay.Apply(Forgotten(5, "job", "r-1"));
+  replay.Apply(Answered(80, "job", "r-1", "granted 5"));
+  replay.Apply(Answered(150, "job", "r-2", "renewed"));
+  // The first answer's place in the expiry order is stale: r-1 answered at
+  // 80 is still in its ttl at 150.
+  ServerState state = replay.Take();
+  ASSERT_EQ(state.retries.size(), 2u);
+  EXPECT_EQ(state.retries[0].entry, "granted 5");
+}
+
+TEST(ServerStateReplay, WithATtlRestoredAnswersExpireInTheirOrder) {
+  ServerStateReplay replay(/*retry_ttl_ms=*/100);
+  ServerState snapshot;
+  snapshot.retries.push_back({"job", "r-1", "granted 1", 0});
+  snapshot.retries.push_back({"job", "r-2", "granted 2", 60});
+  replay.Restore(std::move(snapshot));
+  replay.Apply(Answered(130, "job", "r-3", "granted 3"));
+  ServerState state = replay.Take();
+  ASSERT_EQ(state.retries.size(), 2u);
+  EXPECT_EQ(state.retries[0].request_id, "r-2");
+}
+
+TEST(ServerStateReplay, WithoutATtlEveryAnswerIsKept) {
+  ServerStateReplay replay;
+  replay.Apply(Answered(0, "job", "r-1", "granted 1"));
+  replay.Apply(Answered(1'000'000, "job", "r-2", "granted 2"));
+  EXPECT_EQ(replay.retry_count(), 2u);
+}
+
 TEST(ServerStateReplay, ALabelIsTheLastOneSetUntilItIsCleared) {
   ServerStateReplay replay;
   replay.Apply(Labelled(1, "a", "L", "first"));
