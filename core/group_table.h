@@ -136,8 +136,8 @@ class GroupTable {
   //    one at a time from the members with the most, those awaiting a
   //    hand-off first, the others revoked from their holders (kRevoked,
   //    deadline now + handoff_timeout).
-  // Cost: O(log groups + log N + the partitions it moves * log P); the first
-  // member's O(P).
+  // Cost: O(the partitions it moves * (log N + log P)); the first member's
+  // O(P).
   absl::Status Join(Tick now, absl::string_view group, absl::string_view member,
                     absl::string_view label, uint32_t partition_count);
 
@@ -147,13 +147,14 @@ class GroupTable {
   // partition nobody else holds is granted at once (kAssigned). The last
   // member's partitions become unassigned; the group keeps its counters.
   // Outcomes: OK; kInvalidArguments for an empty name; kNotHolder if
-  // `member` is not a member of `group`. Cost: O(log groups + the
-  // partitions it held or was assigned * (log N + log P)).
+  // `member` is not a member of `group`. Cost: O(the partitions it held or
+  // was assigned * (log N + log P)).
   absl::Status Leave(Tick now, absl::string_view group,
                      absl::string_view member, LeaveReason reason);
 
   // Session end: Leave for every group `member` is in, in group-name order.
-  // Returns the number of groups left.
+  // Returns the number of groups left (0 for a member of none). Cost: as
+  // Leave, per group.
   int LeaveAll(Tick now, absl::string_view member, LeaveReason reason);
 
   // Ends `member`'s grant `token` of `partition` (kReleased). A revoked
@@ -162,7 +163,7 @@ class GroupTable {
   // kInvalidArguments for an empty name or a token < 1, or a partition at
   // or above the group's count (detail "<group> has P partitions");
   // kNotHolder unless `member` holds `partition` under exactly `token`.
-  // Cost: O(log groups + log N + log P).
+  // Cost: O(log N + log P).
   absl::Status Release(Tick now, absl::string_view group,
                        absl::string_view member, uint32_t partition,
                        FencingToken token);
@@ -182,13 +183,13 @@ class GroupTable {
   std::vector<PartitionView> Partitions(absl::string_view group) const;
   uint32_t PartitionCount(absl::string_view group) const;
   // One partition; nullopt for a group never seen or a partition at or
-  // above its count. O(log groups).
+  // above its count. O(1).
   std::optional<PartitionView> Partition(absl::string_view group,
                                          uint32_t partition) const;
 
   // For the fenced store's checks, as of the latest `now` seen: the highest
   // token issued for the partition (0 if none or no such partition); and
-  // whether `member` holds it under exactly `token`. O(log groups).
+  // whether `member` holds it under exactly `token`. O(1).
   FencingToken LastToken(absl::string_view group, uint32_t partition) const;
   bool HoldsWithToken(absl::string_view group, uint32_t partition,
                       absl::string_view member, FencingToken token) const;
@@ -279,8 +280,9 @@ class GroupTable {
   void Place(Group& group, uint32_t partition, Member* holder, Member* assignee,
              Tick deadline);
   // A new grant of `partition` to `to` at `at` (kAssigned), under the next
-  // token; `to` becomes its holder and assignee. REQUIRES: the partition
-  // has no live grant but `to`'s own, or its holder is leaving.
+  // token; `to` becomes its holder and assignee. REQUIRES: the holder's
+  // grant, if any, has just ended (kReleased or kLost), or is `to`'s own (a
+  // revocation called back).
   void Grant(Group& group, uint32_t partition, Member& to, Tick at);
   // Joins' and leaves' moves of one assigned partition.
   void TakeForNewcomer(Group& group, Member& newcomer);
